@@ -1,0 +1,1 @@
+//! tickless: filled by the single-core runtime issue.

@@ -1,0 +1,1 @@
+//! tickless-io: filled by the single-core runtime issue.

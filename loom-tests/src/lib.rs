@@ -1,0 +1,9 @@
+//! loom models of every cross-thread protocol in tickless, one file per protocol in `tests/`.
+//!
+//! They only run under loom:
+//!
+//! ```text
+//! RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p tickless-loom-tests --release
+//! ```
+//!
+//! Built without `--cfg loom` the models compile to nothing.

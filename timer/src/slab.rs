@@ -1,0 +1,162 @@
+//! Storage for timer entries: a slab addressed by [`TimerHandle`].
+//!
+//! Our own rather than the `slab` crate's, for one reason: the generation must survive the
+//! removal of an entry, so that a handle to a removed timer can never reach the entry that later
+//! reuses its key. Vacant entries keep their generation and link into a free list through the
+//! same `next` field that occupied entries use for their slot list.
+
+/// Marks the end of a list (and "no entry").
+pub(crate) const NIL: u32 = u32::MAX;
+
+/// Names one timer for as long as it is pending.
+///
+/// A handle stays valid until its timer fires or is cancelled; after that every operation on it
+/// is a no-op that says so, even once the storage has been reused for another timer (the
+/// generation differs). Generations are 32 bits: a handle could only alias a new timer after the
+/// same entry has been reused 2^32 times while the stale handle was kept.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+pub struct TimerHandle {
+    /// Index of the entry in the slab.
+    key: u32,
+    /// Generation of the entry when the handle was made.
+    generation: u32,
+}
+
+/// One timer, pending or vacant.
+pub(crate) struct Node<T> {
+    /// Expiry tick, after rounding for slack.
+    pub(crate) tick: u64,
+    /// Next entry in the same list (slot, due list or free list).
+    pub(crate) next: u32,
+    /// Previous entry in the same list; `NIL` at the head.
+    pub(crate) prev: u32,
+    /// Bumped each time the entry is freed.
+    pub(crate) generation: u32,
+    /// Which list holds the entry: see [`Place`](crate::wheel::Place).
+    pub(crate) place: u16,
+    /// 0 for a timer that arms the device, 1 for a deferrable one.
+    pub(crate) lane: u8,
+    /// The caller's value; `None` while the entry is vacant.
+    pub(crate) value: Option<T>,
+}
+
+/// A vector of nodes with an intrusive free list.
+pub(crate) struct Slab<T> {
+    /// All entries, pending and vacant.
+    pub(crate) nodes: Vec<Node<T>>,
+    /// Head of the free list.
+    free: u32,
+    /// Number of occupied entries.
+    len: usize,
+}
+
+impl<T> Slab<T> {
+    pub(crate) fn with_capacity(capacity: usize) -> Self {
+        Slab {
+            nodes: Vec::with_capacity(capacity),
+            free: NIL,
+            len: 0,
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Stores a value and returns its key and handle. The node is unlinked.
+    pub(crate) fn insert(
+        &mut self,
+        tick: u64,
+        lane: u8,
+        place: u16,
+        value: T,
+    ) -> (u32, TimerHandle) {
+        self.len += 1;
+        let node = Node {
+            tick,
+            next: NIL,
+            prev: NIL,
+            generation: 0,
+            place,
+            lane,
+            value: Some(value),
+        };
+        if self.free != NIL {
+            let key = self.free;
+            let slot = &mut self.nodes[key as usize];
+            self.free = slot.next;
+            let generation = slot.generation;
+            *slot = Node { generation, ..node };
+            return (key, TimerHandle { key, generation });
+        }
+        let key = u32::try_from(self.nodes.len())
+            .ok()
+            .filter(|&k| k != NIL)
+            .expect("tickless-timer: more than 4,294,967,294 timers pending at once");
+        self.nodes.push(node);
+        (key, TimerHandle { key, generation: 0 })
+    }
+
+    /// The key of a handle's entry, if the handle is still current.
+    pub(crate) fn key_of(&self, handle: TimerHandle) -> Option<u32> {
+        let node = self.nodes.get(handle.key as usize)?;
+        (node.generation == handle.generation && node.value.is_some()).then_some(handle.key)
+    }
+
+    /// The handle of an occupied key.
+    pub(crate) fn handle_of(&self, key: u32) -> TimerHandle {
+        TimerHandle {
+            key,
+            generation: self.nodes[key as usize].generation,
+        }
+    }
+
+    /// Frees an (unlinked) entry and returns its value; its handles go stale.
+    pub(crate) fn remove(&mut self, key: u32, vacant_place: u16) -> T {
+        let node = &mut self.nodes[key as usize];
+        let value = node
+            .value
+            .take()
+            .expect("tickless-timer: removing a vacant entry");
+        node.generation = node.generation.wrapping_add(1);
+        node.place = vacant_place;
+        node.next = self.free;
+        node.prev = NIL;
+        self.free = key;
+        self.len -= 1;
+        value
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::mem::size_of;
+    use std::task::Waker;
+
+    #[test]
+    fn a_pending_waker_costs_at_most_64_bytes() {
+        assert!(
+            size_of::<Node<Waker>>() <= 64,
+            "{}",
+            size_of::<Node<Waker>>()
+        );
+        assert!(
+            size_of::<Node<Waker>>() <= 40,
+            "{}",
+            size_of::<Node<Waker>>()
+        );
+    }
+
+    #[test]
+    fn stale_handle_misses_reused_entry() {
+        let mut slab = Slab::with_capacity(1);
+        let (k, h1) = slab.insert(1, 0, 0, "a");
+        assert_eq!(slab.remove(k, 0), "a");
+        let (k2, h2) = slab.insert(2, 0, 0, "b");
+        assert_eq!(k, k2);
+        assert_ne!(h1, h2);
+        assert_eq!(slab.key_of(h1), None);
+        assert_eq!(slab.key_of(h2), Some(k));
+    }
+}

@@ -1,0 +1,104 @@
+//! How late a timer may fire, and turning nanosecond deadlines into wheel ticks.
+
+use std::time::Duration;
+
+/// How late a timer may fire. The queue rounds a deadline up to a power-of-two grid no coarser
+/// than the slack, so that timers whose windows overlap share one expiry instant and one wakeup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Slack {
+    /// May fire up to this much after its deadline (plus the queue's resolution).
+    Bounded(Duration),
+    /// Deferrable: never arms the device; fires at the first wakeup after its deadline, which
+    /// may be arbitrarily late if nothing else wakes the core.
+    Unbounded,
+    /// Fires as close to its deadline as the resolution allows.
+    #[default]
+    None,
+}
+
+impl Slack {
+    /// Whether the timer is deferrable.
+    pub fn is_unbounded(self) -> bool {
+        self == Slack::Unbounded
+    }
+}
+
+/// Converts nanosecond deadlines to ticks of a resolution and back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Ticks {
+    /// Nanoseconds per tick, at least 1.
+    pub(crate) ns: u64,
+}
+
+impl Ticks {
+    pub(crate) fn new(resolution: Duration) -> Ticks {
+        let ns = u64::try_from(resolution.as_nanos())
+            .unwrap_or(u64::MAX)
+            .max(1);
+        Ticks { ns }
+    }
+
+    /// The last tick whose start is a representable instant: the end of the range.
+    pub(crate) fn last(self) -> u64 {
+        u64::MAX / self.ns
+    }
+
+    /// The tick a timer with this deadline and slack expires at: never before the deadline,
+    /// at most one tick plus the slack after it. Clamped to the end of the range.
+    pub(crate) fn expiry(self, deadline: u64, slack: Slack) -> u64 {
+        let tick = deadline.div_ceil(self.ns).min(self.last());
+        let slack_ns = match slack {
+            Slack::Bounded(d) => u64::try_from(d.as_nanos()).unwrap_or(u64::MAX),
+            Slack::None | Slack::Unbounded => 0,
+        };
+        let slack_ticks = slack_ns / self.ns;
+        if slack_ticks == 0 {
+            return tick;
+        }
+        // The largest power of two not above slack + 1 ticks: rounding up to it adds at most
+        // `grid - 1 <= slack` ticks.
+        let grid = 1u64 << (63 - slack_ticks.saturating_add(1).leading_zeros());
+        tick.checked_next_multiple_of(grid)
+            .map_or(self.last(), |t| t.min(self.last()))
+    }
+
+    /// The tick containing `now` (rounded down: a timer expires once `now` reaches its tick).
+    pub(crate) fn now(self, now: u64) -> u64 {
+        now / self.ns
+    }
+
+    /// The nanosecond instant a tick starts at (ticks never pass [`last`](Self::last)).
+    pub(crate) fn to_ns(self, tick: u64) -> u64 {
+        tick.saturating_mul(self.ns)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deadlines_round_up_within_slack() {
+        let t = Ticks::new(Duration::from_micros(1));
+        assert_eq!(t.expiry(0, Slack::None), 0);
+        assert_eq!(t.expiry(1, Slack::None), 1);
+        assert_eq!(t.expiry(1_000, Slack::None), 1);
+        assert_eq!(t.expiry(1_001, Slack::None), 2);
+        // 1 ms of slack = 1000 ticks: grid 512.
+        assert_eq!(
+            t.expiry(1_000_000, Slack::Bounded(Duration::from_millis(1))),
+            1_024
+        );
+        assert_eq!(
+            t.expiry(u64::MAX, Slack::Bounded(Duration::MAX)),
+            u64::MAX / 1_000
+        );
+        for d in [1u64, 999, 123_456_789, u64::MAX / 2] {
+            for s in [0u64, 1, 1_000, 7_777, 1_000_000] {
+                let tick = t.expiry(d, Slack::Bounded(Duration::from_nanos(s)));
+                assert!(t.to_ns(tick) >= d);
+                assert!(t.to_ns(tick) < d + t.ns + s);
+            }
+        }
+    }
+}

@@ -1,0 +1,447 @@
+//! The hierarchical timing wheel, in integer ticks.
+//!
+//! # Implementation
+//!
+//! Eleven levels of 64 slots cover the whole `u64` tick range (11 x 6 = 66 bits), so no deadline
+//! ever wraps around a level. A timer sits at the level of the highest 6-bit group in which its
+//! tick differs from the wheel's `elapsed` tick, in the slot given by that group of its tick.
+//! Each level keeps a 64-bit occupancy bitmap, so finding the next occupied slot is a shift and a
+//! `trailing_zeros`, never a scan of slots.
+//!
+//! Each slot also keeps a *bound*: the smallest tick inserted into it since it was last emptied.
+//! The bound never exceeds the earliest tick in the slot (so arming a device at it is never
+//! late) and is exact unless the earliest timer of the slot was cancelled, in which case it is
+//! stale-early. Recomputing it on cancel would cost a scan of the slot; a stale bound costs at
+//! most one early wakeup, at which the slot is cascaded into finer levels, where bounds are
+//! exact again. Every timer cascades at most once per level.
+//!
+//! `advance(now)` repeatedly takes the slot with the smallest bound `t <= now`, moves `elapsed`
+//! to `t`, and empties the slot: timers whose tick is `t` become due, the others are placed
+//! again relative to the new `elapsed`, always at a lower level. Bounds taken are
+//! non-decreasing, so timers become due in tick order.
+
+use crate::slab::{Slab, TimerHandle, NIL};
+
+/// Number of levels: enough for every `u64` tick.
+pub const LEVELS: usize = 11;
+/// Slots per level.
+const SLOTS: usize = 64;
+/// Bits of a tick per level.
+const BITS: u32 = 6;
+/// The two lanes: timers that arm the device, and deferrable ones that never do.
+const LANES: usize = 2;
+
+/// Where a node lives, packed in a `u16`: a slot, the due list or nowhere (vacant).
+pub(crate) struct Place;
+
+impl Place {
+    /// The due list.
+    const DUE: u16 = u16::MAX - 1;
+    /// Vacant entry.
+    const FREE: u16 = u16::MAX;
+
+    fn slot(lane: usize, level: usize, slot: usize) -> u16 {
+        ((lane * LEVELS + level) * SLOTS + slot) as u16
+    }
+
+    fn unpack(place: u16) -> (usize, usize, usize) {
+        let p = place as usize;
+        (p / (LEVELS * SLOTS), (p / SLOTS) % LEVELS, p % SLOTS)
+    }
+}
+
+/// The level at which a tick sits relative to `elapsed` (which must be earlier).
+fn level_for(elapsed: u64, tick: u64) -> usize {
+    let significant = 63 - ((elapsed ^ tick) | (SLOTS as u64 - 1)).leading_zeros();
+    (significant / BITS) as usize
+}
+
+/// The slot of `tick` at `level`.
+fn slot_for(tick: u64, level: usize) -> usize {
+    ((tick >> (BITS * level as u32)) & (SLOTS as u64 - 1)) as usize
+}
+
+/// A doubly linked list of nodes.
+#[derive(Clone, Copy)]
+struct List {
+    /// First node, or `NIL`.
+    head: u32,
+    /// Last node, or `NIL`.
+    tail: u32,
+}
+
+impl List {
+    const EMPTY: List = List {
+        head: NIL,
+        tail: NIL,
+    };
+}
+
+/// One slot of a level.
+#[derive(Clone, Copy)]
+struct Slot {
+    /// The timers in the slot.
+    list: List,
+    /// No timer in the slot expires before this tick (`u64::MAX` when empty).
+    bound: u64,
+}
+
+/// One level: 64 slots and their occupancy bitmap.
+struct Level {
+    /// Bit `i` is set when slot `i` holds a timer.
+    occupied: u64,
+    /// The slots.
+    slots: [Slot; SLOTS],
+}
+
+impl Level {
+    fn new() -> Self {
+        Level {
+            occupied: 0,
+            slots: [Slot {
+                list: List::EMPTY,
+                bound: u64::MAX,
+            }; SLOTS],
+        }
+    }
+
+    /// The first occupied slot at or after the one `elapsed` is in, and its bound.
+    fn next_slot(&self, elapsed: u64, level: usize) -> Option<(usize, u64)> {
+        if self.occupied == 0 {
+            return None;
+        }
+        let current = slot_for(elapsed, level) as u32;
+        // Invariant: no timer sits in a slot before `elapsed`'s (see the module docs), so the
+        // shifted bitmap is never empty here.
+        let ahead = self.occupied >> current;
+        debug_assert_ne!(ahead, 0, "timer wheel: a slot behind `elapsed` is occupied");
+        let slot = (current + ahead.trailing_zeros()) as usize;
+        Some((slot, self.slots[slot].bound))
+    }
+}
+
+/// A hierarchical timing wheel holding values of type `T`, in integer ticks.
+///
+/// Insert, remove and reset are O(1); [`next_expiration`](Self::next_expiration) is O(levels).
+/// Ticks are whatever unit the caller chooses; [`TimerQueue`](crate::TimerQueue) uses the
+/// configured resolution. The wheel needs no `unsafe`.
+///
+/// # Examples
+///
+/// ```
+/// use tickless_timer::Wheel;
+///
+/// let mut wheel = Wheel::new();
+/// let a = wheel.insert(300, false, "a");
+/// wheel.insert(100, false, "b");
+/// assert_eq!(wheel.next_expiration(), Some(100));
+/// assert_eq!(wheel.remove(a), Some("a"));
+/// wheel.advance(1_000);
+/// assert_eq!(wheel.pop_due().map(|(_, v)| v), Some("b"));
+/// assert_eq!(wheel.pop_due(), None);
+/// ```
+pub struct Wheel<T> {
+    /// Every timer's node.
+    slab: Slab<T>,
+    /// `levels[lane][level]`: lane 0 arms the device, lane 1 is deferrable.
+    lanes: Box<[[Level; LEVELS]; LANES]>,
+    /// Timers whose tick has been reached, in tick order, waiting for `pop_due`.
+    due: List,
+    /// How many of the due timers are not deferrable.
+    due_armed: usize,
+    /// The tick the wheel has advanced to. Every pending timer not due has a later tick.
+    elapsed: u64,
+}
+
+impl<T> Default for Wheel<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T> Wheel<T> {
+    /// An empty wheel at tick 0.
+    pub fn new() -> Self {
+        Self::with_capacity(0)
+    }
+
+    /// An empty wheel with room for `capacity` timers before it allocates.
+    pub fn with_capacity(capacity: usize) -> Self {
+        Wheel {
+            slab: Slab::with_capacity(capacity),
+            lanes: Box::new(std::array::from_fn(|_| {
+                std::array::from_fn(|_| Level::new())
+            })),
+            due: List::EMPTY,
+            due_armed: 0,
+            elapsed: 0,
+        }
+    }
+
+    /// The tick the wheel has advanced to.
+    pub fn elapsed(&self) -> u64 {
+        self.elapsed
+    }
+
+    /// Timers pending, due ones included.
+    pub fn len(&self) -> usize {
+        self.slab.len()
+    }
+
+    /// Whether no timer is pending.
+    pub fn is_empty(&self) -> bool {
+        self.slab.len() == 0
+    }
+
+    /// Adds a timer expiring at `tick`. A tick at or before [`elapsed`](Self::elapsed) is due at
+    /// once. A `deferrable` timer never counts in [`next_expiration`](Self::next_expiration) but
+    /// otherwise expires like any other.
+    pub fn insert(&mut self, tick: u64, deferrable: bool, value: T) -> TimerHandle {
+        let (key, handle) = self.slab.insert(tick, deferrable as u8, Place::FREE, value);
+        self.link(key);
+        handle
+    }
+
+    /// Whether the handle's timer is still pending (not fired, not removed).
+    pub fn contains(&self, handle: TimerHandle) -> bool {
+        self.slab.key_of(handle).is_some()
+    }
+
+    /// The tick of a pending timer.
+    pub fn tick_of(&self, handle: TimerHandle) -> Option<u64> {
+        let key = self.slab.key_of(handle)?;
+        Some(self.slab.nodes[key as usize].tick)
+    }
+
+    /// Removes a pending timer and returns its value; `None` for a stale handle.
+    pub fn remove(&mut self, handle: TimerHandle) -> Option<T> {
+        let key = self.slab.key_of(handle)?;
+        self.unlink(key);
+        Some(self.slab.remove(key, Place::FREE))
+    }
+
+    /// Moves a pending timer to a new tick, keeping its handle. `false` for a stale handle.
+    pub fn reset(&mut self, handle: TimerHandle, tick: u64) -> bool {
+        let Some(key) = self.slab.key_of(handle) else {
+            return false;
+        };
+        self.unlink(key);
+        self.slab.nodes[key as usize].tick = tick;
+        self.link(key);
+        true
+    }
+
+    /// The earliest tick at which a non-deferrable timer may expire: exact, or early when the
+    /// earliest timer of a coarse slot was cancelled (see the module docs); never late.
+    /// `Some(elapsed)` while non-deferrable timers are due and not yet popped.
+    pub fn next_expiration(&self) -> Option<u64> {
+        if self.due_armed > 0 {
+            return Some(self.elapsed);
+        }
+        self.earliest_slot(1).map(|(_, _, _, bound)| bound)
+    }
+
+    /// Advances the wheel to `now`: every timer whose tick is at or before `now` moves to the due
+    /// list, in tick order, for [`pop_due`](Self::pop_due). Returns how many became due.
+    /// Advancing to a tick before `elapsed` does nothing.
+    pub fn advance(&mut self, now: u64) -> usize {
+        let mut moved = 0;
+        while let Some((lane, level, slot, bound)) = self.earliest_slot(LANES) {
+            if bound > now {
+                break;
+            }
+            self.elapsed = self.elapsed.max(bound);
+            let s = &mut self.lanes[lane][level].slots[slot];
+            let mut key = s.list.head;
+            *s = Slot {
+                list: List::EMPTY,
+                bound: u64::MAX,
+            };
+            self.lanes[lane][level].occupied &= !(1 << slot);
+            while key != NIL {
+                let next = self.slab.nodes[key as usize].next;
+                moved += self.link(key) as usize;
+                key = next;
+            }
+        }
+        self.elapsed = self.elapsed.max(now);
+        moved
+    }
+
+    /// Takes the next due timer, if any.
+    pub fn pop_due(&mut self) -> Option<(TimerHandle, T)> {
+        let key = self.due.head;
+        if key == NIL {
+            return None;
+        }
+        let handle = self.slab.handle_of(key);
+        self.unlink(key);
+        Some((handle, self.slab.remove(key, Place::FREE)))
+    }
+
+    /// Whether a timer is due and not yet popped.
+    pub fn has_due(&self) -> bool {
+        self.due.head != NIL
+    }
+
+    /// The occupied slot with the smallest bound among the first `lanes` lanes.
+    fn earliest_slot(&self, lanes: usize) -> Option<(usize, usize, usize, u64)> {
+        let mut best: Option<(usize, usize, usize, u64)> = None;
+        for (lane, levels) in self.lanes.iter().enumerate().take(lanes) {
+            for (level, l) in levels.iter().enumerate() {
+                if let Some((slot, bound)) = l.next_slot(self.elapsed, level) {
+                    if best.is_none_or(|b| bound < b.3) {
+                        best = Some((lane, level, slot, bound));
+                    }
+                }
+            }
+        }
+        best
+    }
+
+    /// Links an unlinked node into the due list or its slot. Returns whether it became due.
+    fn link(&mut self, key: u32) -> bool {
+        let node = &self.slab.nodes[key as usize];
+        let (tick, lane) = (node.tick, node.lane as usize);
+        if tick <= self.elapsed {
+            self.push_back(key, Place::DUE);
+            return true;
+        }
+        let level = level_for(self.elapsed, tick);
+        let slot = slot_for(tick, level);
+        let l = &mut self.lanes[lane][level];
+        l.occupied |= 1 << slot;
+        l.slots[slot].bound = l.slots[slot].bound.min(tick);
+        self.push_back(key, Place::slot(lane, level, slot));
+        false
+    }
+
+    /// The list a place names.
+    fn list_mut(&mut self, place: u16) -> &mut List {
+        if place == Place::DUE {
+            return &mut self.due;
+        }
+        let (lane, level, slot) = Place::unpack(place);
+        &mut self.lanes[lane][level].slots[slot].list
+    }
+
+    fn push_back(&mut self, key: u32, place: u16) {
+        let list = self.list_mut(place);
+        let tail = list.tail;
+        list.tail = key;
+        if tail == NIL {
+            list.head = key;
+        }
+        if tail != NIL {
+            self.slab.nodes[tail as usize].next = key;
+        }
+        let node = &mut self.slab.nodes[key as usize];
+        node.prev = tail;
+        node.next = NIL;
+        node.place = place;
+        if place == Place::DUE && node.lane == 0 {
+            self.due_armed += 1;
+        }
+    }
+
+    /// Unlinks a node from its list, emptying the slot's bitmap bit and bound if it was last.
+    fn unlink(&mut self, key: u32) {
+        let node = &self.slab.nodes[key as usize];
+        let (prev, next, place) = (node.prev, node.next, node.place);
+        if place == Place::DUE && node.lane == 0 {
+            self.due_armed -= 1;
+        }
+        if prev != NIL {
+            self.slab.nodes[prev as usize].next = next;
+        }
+        if next != NIL {
+            self.slab.nodes[next as usize].prev = prev;
+        }
+        let list = self.list_mut(place);
+        if prev == NIL {
+            list.head = next;
+        }
+        if next == NIL {
+            list.tail = prev;
+        }
+        if list.head == NIL && place != Place::DUE {
+            let (lane, level, slot) = Place::unpack(place);
+            let l = &mut self.lanes[lane][level];
+            l.occupied &= !(1 << slot);
+            l.slots[slot].bound = u64::MAX;
+        }
+        self.slab.nodes[key as usize].place = Place::FREE;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn level_maths() {
+        assert_eq!(level_for(0, 1), 0);
+        assert_eq!(level_for(0, 63), 0);
+        assert_eq!(level_for(0, 64), 1);
+        assert_eq!(level_for(63, 64), 1);
+        assert_eq!(level_for(64, 127), 0);
+        assert_eq!(level_for(0, 4095), 1);
+        assert_eq!(level_for(0, 4096), 2);
+        assert_eq!(level_for(0, u64::MAX), LEVELS - 1);
+        assert_eq!(slot_for(4096 * 3 + 5, 2), 3);
+        assert_eq!(slot_for(u64::MAX, LEVELS - 1), 15);
+    }
+
+    #[test]
+    fn place_packs_every_slot() {
+        for lane in 0..LANES {
+            for level in 0..LEVELS {
+                for slot in 0..SLOTS {
+                    let p = Place::slot(lane, level, slot);
+                    assert!(p < Place::DUE);
+                    assert_eq!(Place::unpack(p), (lane, level, slot));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn stale_bound_is_early_then_exact() {
+        let mut w = Wheel::new();
+        let a = w.insert(5_000, false, 'a');
+        w.insert(6_000, false, 'b');
+        assert_eq!(w.next_expiration(), Some(5_000));
+        w.remove(a);
+        // Same level-2 slot: the bound stays at the cancelled timer's tick (early, never late).
+        assert_eq!(w.next_expiration(), Some(5_000));
+        assert_eq!(w.advance(5_000), 0);
+        assert_eq!(w.next_expiration(), Some(6_000));
+        assert_eq!(w.advance(6_000), 1);
+        assert_eq!(w.pop_due().map(|(_, v)| v), Some('b'));
+    }
+
+    #[test]
+    fn due_in_tick_order_after_a_long_jump() {
+        let mut w = Wheel::new();
+        let ticks = [9_000_000u64, 70, 4_100, 4_097, 1 << 40, 65, 262_200];
+        for &t in &ticks {
+            w.insert(t, false, t);
+        }
+        w.advance(u64::MAX);
+        let mut fired = Vec::new();
+        while let Some((_, t)) = w.pop_due() {
+            fired.push(t);
+        }
+        let mut sorted = ticks.to_vec();
+        sorted.sort();
+        assert_eq!(fired, sorted);
+    }
+
+    #[test]
+    fn deferrable_never_counts_for_arming() {
+        let mut w = Wheel::new();
+        w.insert(10, true, ());
+        assert_eq!(w.next_expiration(), None);
+        assert_eq!(w.advance(10), 1);
+    }
+}

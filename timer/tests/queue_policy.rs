@@ -1,0 +1,134 @@
+//! The re-arm policies against a counting fake device: exact re-programming counts.
+
+use tickless_timer::{Config, FakeDevice, RearmPolicy, Slack, TimerQueue};
+
+const US: u64 = 1_000;
+
+fn queue(policy: RearmPolicy) -> TimerQueue<&'static str, FakeDevice> {
+    TimerQueue::new(
+        FakeDevice::default(),
+        Config {
+            policy,
+            ..Config::default()
+        },
+    )
+}
+
+/// Timer A at 100 µs is armed; B is added at 2,000 µs; A is restarted at 3,000 µs; the core goes
+/// idle. Returns the queue for the caller to inspect.
+fn restart_scenario(policy: RearmPolicy) -> TimerQueue<&'static str, FakeDevice> {
+    let mut q = queue(policy);
+    let a = q.insert(100 * US, Slack::None, "A");
+    q.on_idle();
+    assert_eq!(q.device().armed, Some(100 * US), "{policy:?}: A armed");
+    assert_eq!(q.device().reprograms(), 1);
+    q.insert(2_000 * US, Slack::None, "B");
+    assert!(q.reset(a, 3_000 * US, Slack::None));
+    q.on_idle();
+    q
+}
+
+#[test]
+fn eager_reprograms_at_each_change_of_the_earliest() {
+    let q = restart_scenario(RearmPolicy::Eager);
+    // Arm A; B does not change the earliest; the restart of A moves it to B: 2 in all, none at idle.
+    assert_eq!(q.device().arms, 2);
+    assert_eq!(q.device().armed, Some(2_000 * US));
+}
+
+#[test]
+fn on_idle_reprograms_once_at_idle() {
+    let q = restart_scenario(RearmPolicy::OnIdle);
+    assert_eq!(q.device().arms, 2, "A at the first idle, B at the second");
+    assert_eq!(q.device().armed, Some(2_000 * US));
+}
+
+#[test]
+fn lazy_keeps_the_stale_arming_and_pays_one_spurious_wakeup() {
+    let mut q = restart_scenario(RearmPolicy::Lazy);
+    assert_eq!(
+        q.device().reprograms(),
+        1,
+        "not re-programmed after A's arming"
+    );
+    assert_eq!(q.device().armed, Some(100 * US));
+    // The stale arming fires at 100 µs with nothing due.
+    assert!(!q.device_fired(100 * US));
+    assert_eq!(q.stats().spurious, 1);
+    assert_eq!(q.on_idle(), Some(2_000 * US));
+    assert_eq!(q.device().reprograms(), 2);
+    assert!(q.device_fired(2_000 * US));
+    assert_eq!(q.pop_expired().map(|(_, v)| v), Some("B"));
+    assert_eq!(q.stats().spurious, 1);
+}
+
+/// 100,000 rounds of {insert a timeout at now + 1 s; go idle; cancel it}, the clock moving
+/// 20 µs a round (2 s in all). Returns (re-programmings, spurious wakeups).
+fn timeout_rounds(policy: RearmPolicy) -> (u64, u64) {
+    let mut q = queue(policy);
+    let mut now = 0;
+    for _ in 0..100_000 {
+        now += 20 * US;
+        if q.armed().is_some_and(|a| a <= now) {
+            q.device_fired(now);
+        }
+        q.advance(now);
+        assert!(q.pop_expired().is_none(), "no timeout ever fires");
+        let t = q.insert(now + 1_000_000 * US, Slack::None, "timeout");
+        q.on_idle();
+        q.cancel(t).expect("pending");
+    }
+    let s = q.stats();
+    assert_eq!((s.inserts, s.cancels, s.fires), (100_000, 100_000, 0));
+    assert_eq!(s.rearms, q.device().reprograms());
+    (s.rearms, s.spurious)
+}
+
+#[test]
+fn per_message_timeouts_eager() {
+    // Armed on each insert, disarmed on each cancel.
+    assert_eq!(timeout_rounds(RearmPolicy::Eager), (200_000, 0));
+}
+
+#[test]
+fn per_message_timeouts_on_idle() {
+    // Each idle transition finds a new earliest deadline, one round later than the armed one.
+    assert_eq!(timeout_rounds(RearmPolicy::OnIdle), (100_000, 0));
+}
+
+#[test]
+fn per_message_timeouts_lazy() {
+    // Armed once; the stale arming fires once after 1 s, spuriously, and is replaced.
+    assert_eq!(timeout_rounds(RearmPolicy::Lazy), (2, 1));
+}
+
+#[test]
+fn deferrable_timers_never_arm() {
+    for policy in [RearmPolicy::Eager, RearmPolicy::OnIdle, RearmPolicy::Lazy] {
+        let mut q = queue(policy);
+        q.insert(50 * US, Slack::Unbounded, "deferred");
+        assert_eq!(q.on_idle(), None);
+        assert_eq!(q.device().reprograms(), 0);
+        // It fires at the first wakeup after its deadline, whatever caused it.
+        q.insert(80 * US, Slack::None, "armed");
+        assert_eq!(q.on_idle(), Some(80 * US));
+        q.device_fired(80 * US);
+        let fired: Vec<_> = std::iter::from_fn(|| q.pop_expired().map(|(_, v)| v)).collect();
+        assert_eq!(fired, ["deferred", "armed"]);
+    }
+}
+
+#[test]
+fn slack_puts_many_deadlines_on_one_wakeup() {
+    let mut q = queue(RearmPolicy::OnIdle);
+    let slack = Slack::Bounded(std::time::Duration::from_millis(1));
+    // 100 deadlines spread over 400 µs within one 512 µs grid cell share its end.
+    for i in 0..100 {
+        q.insert(1_030 * US + i * 4 * US, slack, "t");
+    }
+    let armed = q.on_idle().unwrap();
+    assert_eq!(armed, 1_536 * US);
+    assert!(q.device_fired(armed));
+    assert_eq!(std::iter::from_fn(|| q.pop_expired()).count(), 100);
+    assert_eq!(q.device().reprograms(), 1);
+}
