@@ -28,6 +28,9 @@ impl Slack {
 pub(crate) struct Ticks {
     /// Nanoseconds per tick, at least 1.
     pub(crate) ns: u64,
+    /// `floor((2^64 - 1) / ns)`: division by `ns` as a multiply (a 64-bit `div` costs more than
+    /// the rest of a timer insert).
+    inverse: u64,
 }
 
 impl Ticks {
@@ -35,7 +38,26 @@ impl Ticks {
         let ns = u64::try_from(resolution.as_nanos())
             .unwrap_or(u64::MAX)
             .max(1);
-        Ticks { ns }
+        Ticks {
+            ns,
+            inverse: u64::MAX / ns,
+        }
+    }
+
+    /// `n / ns`, rounded down. The multiply-high estimate is exact or one short.
+    fn div_floor(self, n: u64) -> u64 {
+        let q = ((n as u128 * self.inverse as u128) >> 64) as u64;
+        if (q as u128 + 1) * self.ns as u128 <= n as u128 {
+            q + 1
+        } else {
+            q
+        }
+    }
+
+    /// `n / ns`, rounded up.
+    fn div_ceil(self, n: u64) -> u64 {
+        let q = self.div_floor(n);
+        q + (q.wrapping_mul(self.ns) != n) as u64
     }
 
     /// The last tick whose start is a representable instant: the end of the range.
@@ -46,7 +68,7 @@ impl Ticks {
     /// The tick a timer with this deadline and slack expires at: never before the deadline,
     /// at most one tick plus the slack after it. Clamped to the end of the range.
     pub(crate) fn expiry(self, deadline: u64, slack: Slack) -> u64 {
-        let tick = deadline.div_ceil(self.ns).min(self.last());
+        let tick = self.div_ceil(deadline).min(self.last());
         let slack_ns = match slack {
             Slack::Bounded(d) => u64::try_from(d.as_nanos()).unwrap_or(u64::MAX),
             Slack::None | Slack::Unbounded => 0,
@@ -64,7 +86,7 @@ impl Ticks {
 
     /// The tick containing `now` (rounded down: a timer expires once `now` reaches its tick).
     pub(crate) fn now(self, now: u64) -> u64 {
-        now / self.ns
+        self.div_floor(now)
     }
 
     /// The nanosecond instant a tick starts at (ticks never pass [`last`](Self::last)).
@@ -76,6 +98,35 @@ impl Ticks {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fast_division_is_exact() {
+        let mut x = 0x0123_4567_89AB_CDEFu64;
+        for ns in [
+            1u64,
+            2,
+            3,
+            7,
+            1_000,
+            1_024,
+            999_999_937,
+            u64::MAX / 3,
+            u64::MAX,
+        ] {
+            let t = Ticks::new(Duration::from_nanos(ns));
+            for n in [0, 1, ns - 1, ns, ns.wrapping_add(1), u64::MAX - 1, u64::MAX] {
+                assert_eq!(t.div_floor(n), n / ns, "{n} / {ns}");
+                assert_eq!(t.div_ceil(n), n.div_ceil(ns), "{n} / {ns}");
+            }
+            for _ in 0..10_000 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                assert_eq!(t.div_floor(x), x / ns, "{x} / {ns}");
+                assert_eq!(t.div_ceil(x), x.div_ceil(ns), "{x} / {ns}");
+            }
+        }
+    }
 
     #[test]
     fn deadlines_round_up_within_slack() {

@@ -32,6 +32,8 @@ const BITS: u32 = 6;
 const LANES: usize = 2;
 
 /// Where a node lives, packed in a `u16`: a slot, the due list or nowhere (vacant).
+///
+/// A slot packs as `lane << 10 | level << 6 | slot` (shifts, not divisions, on the hot path).
 pub(crate) struct Place;
 
 impl Place {
@@ -41,12 +43,12 @@ impl Place {
     const FREE: u16 = u16::MAX;
 
     fn slot(lane: usize, level: usize, slot: usize) -> u16 {
-        ((lane * LEVELS + level) * SLOTS + slot) as u16
+        ((lane << 10) | (level << 6) | slot) as u16
     }
 
     fn unpack(place: u16) -> (usize, usize, usize) {
         let p = place as usize;
-        (p / (LEVELS * SLOTS), (p / SLOTS) % LEVELS, p % SLOTS)
+        (p >> 10, (p >> 6) & 15, p & 63)
     }
 }
 

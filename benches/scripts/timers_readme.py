@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""Runs the `timers` criterion bench and writes its figures into README.md.
+
+    python3 benches/scripts/timers_readme.py            # run the bench, then update README.md
+    python3 benches/scripts/timers_readme.py --no-run   # only re-read target/criterion
+
+The README block between `<!-- timers:begin -->` and `<!-- timers:end -->` is replaced; nothing
+else is touched. Figures are criterion's medians, with its 95% interval.
+"""
+import datetime
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CRITERION = os.path.join(ROOT, "target", "criterion", "timers")
+PENDING = ["0", "1000", "1000000"]
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def median(bench, pending):
+    path = os.path.join(CRITERION, bench, pending, "new", "estimates.json")
+    with open(path) as f:
+        m = json.load(f)["median"]
+    ci = m["confidence_interval"]
+    return f"{m['point_estimate']:.1f} ns ({ci['lower_bound']:.1f}-{ci['upper_bound']:.1f})"
+
+
+def main():
+    if "--no-run" not in sys.argv:
+        subprocess.run(
+            ["cargo", "bench", "-p", "tickless-benches", "--bench", "timers"],
+            cwd=ROOT,
+            check=True,
+        )
+    rustc = subprocess.run(["rustc", "--version"], capture_output=True, text=True).stdout.strip()
+    lines = [
+        "<!-- timers:begin -->",
+        f"Measured {datetime.date.today().isoformat()} on {os.cpu_count()} cores of {cpu_model()}, "
+        f"{rustc}, by `python3 benches/scripts/timers_readme.py` (criterion medians, 95% interval):",
+        "",
+        "| pending timers | insert + cancel | insert + fire |",
+        "|---:|---:|---:|",
+    ]
+    for p in PENDING:
+        lines.append(f"| {int(p):,} | {median('insert_cancel', p)} | {median('insert_fire', p)} |")
+    lines.append("<!-- timers:end -->")
+    readme = os.path.join(ROOT, "README.md")
+    with open(readme) as f:
+        text = f.read()
+    new, n = re.subn(
+        r"<!-- timers:begin -->.*?<!-- timers:end -->", "\n".join(lines), text, flags=re.S
+    )
+    if n != 1:
+        sys.exit("README.md has no <!-- timers:begin --> ... <!-- timers:end --> block")
+    with open(readme, "w") as f:
+        f.write(new)
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
