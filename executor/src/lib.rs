@@ -1,1 +1,30 @@
-//! tickless: filled by the single-core runtime issue.
+#![doc = include_str!("../../README.md")]
+#![warn(missing_docs)]
+
+mod clock;
+mod core;
+mod device;
+mod runtime;
+mod stats;
+mod task;
+pub mod time;
+
+pub use runtime::{Builder, Runtime};
+pub use stats::{CoreStats, Stats};
+pub use task::{spawn, spawn_local, yield_now, JoinError, JoinHandle};
+pub use tickless_timer::RearmPolicy;
+
+/// Pipes, sockets and any other file descriptor, driven by the core's reactor.
+///
+/// The types implement futures-io's `AsyncRead` and `AsyncWrite`; they belong to the core that
+/// created them.
+pub mod io {
+    pub use tickless_io::{pipe, AsyncFd, AsyncFdReadyGuard, PipeReader, PipeWriter};
+}
+
+/// TCP, UDP and Unix sockets.
+pub mod net {
+    pub use tickless_io::{
+        OwnedReadHalf, OwnedWriteHalf, TcpListener, TcpStream, UdpSocket, UnixListener, UnixStream,
+    };
+}

@@ -182,6 +182,11 @@ impl<T, D: ClockEventDevice> TimerQueue<T, D> {
         true
     }
 
+    /// The value of a pending timer, to update in place; `None` once it fired or was cancelled.
+    pub fn get_mut(&mut self, handle: TimerHandle) -> Option<&mut T> {
+        self.wheel.get_mut(handle)
+    }
+
     /// Whether a timer is still pending.
     pub fn contains(&self, handle: TimerHandle) -> bool {
         self.wheel.contains(handle)

@@ -215,6 +215,12 @@ impl<T> Wheel<T> {
         Some(self.slab.nodes[key as usize].tick)
     }
 
+    /// The value of a pending timer, to update in place (a new waker, say).
+    pub fn get_mut(&mut self, handle: TimerHandle) -> Option<&mut T> {
+        let key = self.slab.key_of(handle)?;
+        self.slab.nodes[key as usize].value.as_mut()
+    }
+
     /// Removes a pending timer and returns its value; `None` for a stale handle.
     pub fn remove(&mut self, handle: TimerHandle) -> Option<T> {
         let key = self.slab.key_of(handle)?;

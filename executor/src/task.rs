@@ -1,0 +1,311 @@
+//! Tasks: spawning, join handles, panics and aborts.
+
+use std::any::Any;
+use std::fmt;
+use std::future::Future;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+
+use async_task::{FallibleTask, Runnable};
+
+use crate::core::{with_current, Core, Shared, NO_RUNTIME};
+
+/// Why a task gave no output.
+pub struct JoinError {
+    /// Cancelled (aborted or its runtime dropped) or panicked.
+    repr: Repr,
+}
+
+enum Repr {
+    Cancelled,
+    Panic(Box<dyn Any + Send + 'static>),
+}
+
+impl JoinError {
+    /// The task was aborted, or its runtime shut down before it finished.
+    pub fn is_cancelled(&self) -> bool {
+        matches!(self.repr, Repr::Cancelled)
+    }
+
+    /// The task panicked.
+    pub fn is_panic(&self) -> bool {
+        matches!(self.repr, Repr::Panic(_))
+    }
+
+    /// The panic's payload, to resume it with `std::panic::resume_unwind`.
+    ///
+    /// # Panics
+    ///
+    /// If the task did not panic (see [`is_panic`](Self::is_panic)).
+    pub fn into_panic(self) -> Box<dyn Any + Send + 'static> {
+        match self.repr {
+            Repr::Panic(p) => p,
+            Repr::Cancelled => panic!("`JoinError::into_panic` on a cancelled task"),
+        }
+    }
+}
+
+impl fmt::Debug for JoinError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.repr {
+            Repr::Cancelled => f.write_str("JoinError::Cancelled"),
+            Repr::Panic(p) => write!(f, "JoinError::Panic({:?})", panic_message(p)),
+        }
+    }
+}
+
+impl fmt::Display for JoinError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.repr {
+            Repr::Cancelled => f.write_str("task was cancelled"),
+            Repr::Panic(p) => write!(f, "task panicked with message {:?}", panic_message(p)),
+        }
+    }
+}
+
+impl std::error::Error for JoinError {}
+
+fn panic_message(p: &(dyn Any + Send)) -> &str {
+    p.downcast_ref::<&str>()
+        .copied()
+        .or_else(|| p.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("<non-string panic payload>")
+}
+
+pin_project_lite::pin_project! {
+    /// A task's future as the executor runs it: panics caught, aborts honoured, and its entry in
+    /// the core's live-task set removed when it is dropped.
+    struct TaskFuture<F> {
+        #[pin]
+        future: F,
+        aborted: Arc<AtomicBool>,
+        key: usize,
+    }
+
+    impl<F> PinnedDrop for TaskFuture<F> {
+        fn drop(this: Pin<&mut Self>) {
+            let key = this.key;
+            with_current(|core| core.active.borrow_mut().try_remove(key));
+        }
+    }
+}
+
+impl<F: Future> Future for TaskFuture<F> {
+    type Output = Result<F::Output, JoinError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        if this.aborted.load(Ordering::Acquire) {
+            return Poll::Ready(Err(JoinError {
+                repr: Repr::Cancelled,
+            }));
+        }
+        match catch_unwind(AssertUnwindSafe(|| this.future.poll(cx))) {
+            Ok(Poll::Pending) => Poll::Pending,
+            Ok(Poll::Ready(out)) => Poll::Ready(Ok(out)),
+            Err(payload) => Poll::Ready(Err(JoinError {
+                repr: Repr::Panic(payload),
+            })),
+        }
+    }
+}
+
+/// An owned permission to await a task's output (or abort it).
+///
+/// Awaiting gives `Ok(output)`, or `Err(JoinError)` if the task panicked or was cancelled.
+/// Dropping the handle detaches the task: it runs on. It is `Send` when the output is.
+pub struct JoinHandle<T> {
+    /// The task; `None` once the output was taken.
+    task: Mutex<Option<FallibleTask<Result<T, JoinError>>>>,
+    /// Set by `abort`; the task sees it at its next poll.
+    aborted: Arc<AtomicBool>,
+    /// To wake the task on `abort` (its core drops the future).
+    waker: std::task::Waker,
+}
+
+impl<T> JoinHandle<T> {
+    /// Cancels the task: its future is dropped, on its own core, at its next turn, and awaiting
+    /// the handle gives a cancelled [`JoinError`]. No effect on a finished task.
+    pub fn abort(&self) {
+        if self.is_finished() {
+            return;
+        }
+        self.aborted.store(true, Ordering::Release);
+        self.waker.wake_by_ref();
+    }
+
+    /// Whether the task has finished (completed, panicked or been cancelled).
+    pub fn is_finished(&self) -> bool {
+        self.task
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .is_none_or(|t| t.is_finished())
+    }
+
+    /// Blocks this thread until the task finishes. Do not call it from a task on the task's own
+    /// core: the core would wait for itself.
+    pub fn join(self) -> Result<T, JoinError> {
+        crate::runtime::park_on(self)
+    }
+}
+
+impl<T> Future for JoinHandle<T> {
+    type Output = Result<T, JoinError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut slot = self.task.lock().unwrap_or_else(|e| e.into_inner());
+        let task = slot
+            .as_mut()
+            .expect("`JoinHandle` polled after it completed");
+        match Pin::new(task).poll(cx) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(out) => {
+                *slot = None;
+                Poll::Ready(out.unwrap_or(Err(JoinError {
+                    repr: Repr::Cancelled,
+                })))
+            }
+        }
+    }
+}
+
+impl<T> Drop for JoinHandle<T> {
+    fn drop(&mut self) {
+        let task = self
+            .task
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(task) = task {
+            task.detach();
+        }
+    }
+}
+
+impl<T> fmt::Debug for JoinHandle<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("JoinHandle")
+            .field("finished", &self.is_finished())
+            .finish()
+    }
+}
+
+/// The schedule function of a task owned by `shared`'s core: the local queue when woken on
+/// that core's thread, the inbox otherwise.
+fn schedule(shared: Arc<Shared>) -> impl Fn(Runnable) + Send + Sync + 'static {
+    move |runnable| {
+        let mut runnable = Some(runnable);
+        with_current(|core| {
+            if Arc::ptr_eq(&core.shared, &shared) {
+                core.schedule_local(runnable.take().expect("taken once"));
+            }
+        });
+        if let Some(runnable) = runnable {
+            shared.schedule_remote(runnable);
+        }
+    }
+}
+
+/// Spawns a future on `core`, returning its handle.
+///
+/// Every task is spawned as a local one: tasks never leave their core, and async-task then
+/// checks that the future is only polled and dropped on it.
+pub(crate) fn spawn_on<F, T>(core: &Core, future: F) -> JoinHandle<T>
+where
+    F: Future<Output = T> + 'static,
+    T: 'static,
+{
+    let aborted = Arc::new(AtomicBool::new(false));
+    let mut active = core.active.borrow_mut();
+    let entry = active.vacant_entry();
+    let wrapped = TaskFuture {
+        future,
+        aborted: aborted.clone(),
+        key: entry.key(),
+    };
+    let sched = schedule(core.shared.clone());
+    let (runnable, task) = async_task::spawn_local(wrapped, sched);
+    let waker = runnable.waker();
+    entry.insert(waker.clone());
+    drop(active);
+    runnable.schedule();
+    JoinHandle {
+        task: Mutex::new(Some(task.fallible())),
+        aborted,
+        waker,
+    }
+}
+
+/// Spawns a `!Send` future on the current core.
+///
+/// The task runs on this core only; its output is reached through the [`JoinHandle`].
+///
+/// # Panics
+///
+/// Outside a tickless runtime.
+///
+/// # Examples
+///
+/// ```
+/// use std::rc::Rc;
+///
+/// let rt = tickless::Runtime::new()?;
+/// let out = rt.block_on(async {
+///     let local = Rc::new(21); // not `Send`
+///     tickless::spawn_local(async move { *local * 2 }).await
+/// });
+/// assert_eq!(out.unwrap(), 42);
+/// # std::io::Result::Ok(())
+/// ```
+pub fn spawn_local<F>(future: F) -> JoinHandle<F::Output>
+where
+    F: Future + 'static,
+    F::Output: 'static,
+{
+    with_current(|core| spawn_on(core, future)).expect(NO_RUNTIME)
+}
+
+/// Spawns a future on the current core, as `tokio::spawn` does; the future must be `Send`.
+///
+/// Tasks never migrate between cores: this is [`spawn_local`] with tokio's bounds, so that code
+/// written for tokio compiles unchanged.
+///
+/// # Panics
+///
+/// Outside a tickless runtime.
+pub fn spawn<F>(future: F) -> JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    with_current(|core| spawn_on(core, future)).expect(NO_RUNTIME)
+}
+
+/// Yields once to the other tasks of this core.
+///
+/// # Examples
+///
+/// ```
+/// let rt = tickless::Runtime::new()?;
+/// rt.block_on(tickless::yield_now());
+/// # std::io::Result::Ok(())
+/// ```
+pub async fn yield_now() {
+    struct YieldNow(bool);
+    impl Future for YieldNow {
+        type Output = ();
+        fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+            if self.0 {
+                return Poll::Ready(());
+            }
+            self.0 = true;
+            cx.waker().wake_by_ref();
+            Poll::Pending
+        }
+    }
+    YieldNow(false).await
+}

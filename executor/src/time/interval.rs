@@ -1,0 +1,120 @@
+//! `Interval`: ticks at a fixed period.
+
+use std::future::poll_fn;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use crate::time::{sleep_until, Instant, Sleep};
+
+/// What an [`Interval`] does when ticks were missed (the task ran late).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MissedTickBehavior {
+    /// Fire the missed ticks at once, one per call, until caught up (tokio's default).
+    #[default]
+    Burst,
+    /// Start the period again from the late tick.
+    Delay,
+    /// Skip the missed ticks: the next one is the next multiple of the period.
+    Skip,
+}
+
+/// Ticks every `period`, the first tick at once.
+///
+/// # Panics
+///
+/// If `period` is zero (as tokio: "`period` must be non-zero.").
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use tickless::time::interval;
+///
+/// let rt = tickless::Runtime::new()?;
+/// rt.block_on(async {
+///     let mut every = interval(Duration::from_micros(100));
+///     let first = every.tick().await; // at once
+///     let second = every.tick().await;
+///     assert!(second - first >= Duration::from_micros(100));
+/// });
+/// # std::io::Result::Ok(())
+/// ```
+pub fn interval(period: Duration) -> Interval {
+    interval_at(Instant::now(), period)
+}
+
+/// Ticks every `period`, the first tick at `start`.
+///
+/// # Panics
+///
+/// If `period` is zero.
+pub fn interval_at(start: Instant, period: Duration) -> Interval {
+    assert!(!period.is_zero(), "`period` must be non-zero.");
+    Interval {
+        sleep: sleep_until(start),
+        period,
+        missed: MissedTickBehavior::default(),
+    }
+}
+
+/// The stream of ticks of [`interval`].
+#[derive(Debug)]
+pub struct Interval {
+    /// Sleeps until the next tick.
+    sleep: Sleep,
+    /// Time between ticks.
+    period: Duration,
+    /// What to do about missed ticks.
+    missed: MissedTickBehavior,
+}
+
+impl Interval {
+    /// Waits for the next tick and returns its scheduled instant.
+    pub async fn tick(&mut self) -> Instant {
+        poll_fn(|cx| self.poll_tick(cx)).await
+    }
+
+    /// Polls for the next tick.
+    pub fn poll_tick(&mut self, cx: &mut Context<'_>) -> Poll<Instant> {
+        if self.sleep.poll_sleep(cx).is_pending() {
+            return Poll::Pending;
+        }
+        let tick = self.sleep.deadline();
+        let now = Instant::now();
+        let next = match self.missed {
+            MissedTickBehavior::Burst => tick.far_add(self.period),
+            MissedTickBehavior::Delay if now > tick.far_add(self.period) => {
+                now.far_add(self.period)
+            }
+            MissedTickBehavior::Skip if now > tick.far_add(self.period) => {
+                let behind = now.saturating_duration_since(tick).as_nanos();
+                let periods = behind / self.period.as_nanos() + 1;
+                let skip = u32::try_from(periods).unwrap_or(u32::MAX);
+                tick.far_add(self.period.saturating_mul(skip))
+            }
+            MissedTickBehavior::Delay | MissedTickBehavior::Skip => tick.far_add(self.period),
+        };
+        self.sleep.reset(next);
+        Poll::Ready(tick)
+    }
+
+    /// Makes the next tick one period from now.
+    pub fn reset(&mut self) {
+        self.sleep.reset(Instant::now().far_add(self.period));
+    }
+
+    /// The missed-tick behaviour.
+    pub fn missed_tick_behavior(&self) -> MissedTickBehavior {
+        self.missed
+    }
+
+    /// Sets the missed-tick behaviour.
+    pub fn set_missed_tick_behavior(&mut self, behavior: MissedTickBehavior) {
+        self.missed = behavior;
+    }
+
+    /// The period.
+    pub fn period(&self) -> Duration {
+        self.period
+    }
+}

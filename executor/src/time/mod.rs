@@ -1,0 +1,69 @@
+//! Time: sleeping, timeouts and intervals on the core's timer wheel.
+//!
+//! # Precision
+//!
+//! A timer never fires before its deadline. It fires at most the wheel's resolution (1 µs by
+//! default) plus its slack after it, plus however long the core takes to get to it: the
+//! timerfd is armed for the exact instant, not rounded to a millisecond.
+//!
+//! # Costs
+//!
+//! A [`Sleep`] registers with the core that first polls it; one that is dropped unpolled costs
+//! nothing. Insert and cancel are O(1) and make no system call: the core's timerfd is
+//! re-programmed at most once per idle transition, and with the default `Lazy` policy only when
+//! the earliest deadline moves earlier.
+
+mod instant;
+mod interval;
+mod sleep;
+mod timeout;
+
+pub use instant::Instant;
+pub use interval::{interval, interval_at, Interval, MissedTickBehavior};
+pub use sleep::{sleep, sleep_until, Sleep};
+pub use timeout::{timeout, timeout_at, Elapsed, Timeout};
+
+use std::time::Duration;
+
+use crate::core::{with_current, NO_RUNTIME};
+
+/// Moves paused time forward by `duration`, firing the timers it passes in deadline order,
+/// then yields so that their tasks run. Like tokio's `time::advance`.
+///
+/// # Panics
+///
+/// Outside a runtime, or if time is not paused (see
+/// [`Builder::start_paused`](crate::Builder::start_paused)).
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use tickless::time::{advance, sleep, Instant};
+///
+/// let rt = tickless::Builder::new().start_paused(true).build()?;
+/// rt.block_on(async {
+///     let start = Instant::now();
+///     let s = tickless::spawn(sleep(Duration::from_secs(3600)));
+///     advance(Duration::from_secs(3600)).await;
+///     s.await.unwrap();
+///     assert_eq!(start.elapsed(), Duration::from_secs(3600));
+/// });
+/// # std::io::Result::Ok(())
+/// ```
+pub async fn advance(duration: Duration) {
+    with_current(|core| {
+        assert!(
+            core.clock.is_paused(),
+            "`time::advance` needs paused time (`Builder::start_paused(true)`)"
+        );
+        let to = core
+            .clock
+            .now()
+            .saturating_add(crate::clock::nanos(duration));
+        core.clock.advance_to(to);
+    })
+    .expect(NO_RUNTIME);
+    // Let the loop expire the timers passed, and their tasks run.
+    crate::yield_now().await;
+}

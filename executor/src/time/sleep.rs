@@ -1,0 +1,209 @@
+//! `Sleep`: a future that completes at a deadline.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use tickless_timer::{Slack, TimerHandle};
+
+use crate::core::{with_current, CoreId, NO_RUNTIME};
+use crate::time::Instant;
+
+/// Waits until `duration` has elapsed. The deadline is taken now, from a fresh clock read.
+///
+/// `Duration::ZERO` completes at the first poll, registering nothing; `Duration::MAX` never
+/// completes (its deadline is clamped about 30 years out: never an overflow panic).
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use tickless::time::{sleep, Instant};
+///
+/// let rt = tickless::Runtime::new()?;
+/// rt.block_on(async {
+///     let start = Instant::now();
+///     sleep(Duration::from_micros(200)).await;
+///     assert!(start.elapsed() >= Duration::from_micros(200)); // never early
+/// });
+/// # std::io::Result::Ok(())
+/// ```
+///
+/// # Panics
+///
+/// When polled outside a tickless runtime.
+pub fn sleep(duration: Duration) -> Sleep {
+    let now = Instant::now();
+    let mut sleep = sleep_until(now.far_add(duration));
+    sleep.done = duration.is_zero();
+    sleep
+}
+
+/// Waits until `deadline`. A deadline the core's clock has already passed completes at the first
+/// poll; one just passed completes at the loop's next turn.
+pub fn sleep_until(deadline: Instant) -> Sleep {
+    Sleep {
+        deadline,
+        slack: None,
+        entry: None,
+        done: false,
+    }
+}
+
+/// Where a polled `Sleep` is registered.
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    /// The core whose wheel holds it.
+    core: CoreId,
+    /// Its timer there.
+    handle: TimerHandle,
+}
+
+/// The future of [`sleep`] and [`sleep_until`].
+///
+/// It registers with the core that first polls it, and costs nothing if dropped unpolled. It is
+/// `Send` and `Unpin`: dropped on another thread, its cancel travels to the owning core through
+/// that core's inbox and wakes nobody.
+#[derive(Debug)]
+#[must_use = "futures do nothing unless awaited"]
+pub struct Sleep {
+    /// When it completes.
+    deadline: Instant,
+    /// How late it may complete; the runtime's default when `None`.
+    slack: Option<Slack>,
+    /// Its timer, once polled.
+    entry: Option<Entry>,
+    /// It completed.
+    done: bool,
+}
+
+impl Sleep {
+    /// Lets the sleep complete up to `slack` after its deadline, so that the core can serve
+    /// several timers with one wakeup. Takes effect at the next registration.
+    pub fn slack(mut self, slack: Duration) -> Sleep {
+        self.slack = Some(Slack::Bounded(slack));
+        self
+    }
+
+    /// Makes the sleep deferrable: it never wakes the core by itself, and completes at the
+    /// first wakeup after its deadline, however late.
+    pub fn deferrable(mut self) -> Sleep {
+        self.slack = Some(Slack::Unbounded);
+        self
+    }
+
+    /// The deadline.
+    pub fn deadline(&self) -> Instant {
+        self.deadline
+    }
+
+    /// Whether it has completed.
+    pub fn is_elapsed(&self) -> bool {
+        self.done
+    }
+
+    /// Moves the deadline, keeping the registration (no allocation, no re-registration).
+    pub fn reset(&mut self, deadline: Instant) {
+        self.deadline = deadline;
+        self.done = false;
+        if let Some(entry) = self.entry {
+            let moved = with_current(|core| {
+                if core.id() != entry.core {
+                    return false;
+                }
+                let ns = core.clock.ns(deadline.into_std());
+                let slack = self.slack.unwrap_or(core.default_slack);
+                core.timers.borrow_mut().reset(entry.handle, ns, slack)
+            });
+            if moved != Some(true) {
+                self.cancel();
+            }
+        }
+    }
+
+    /// Cancels the registration, wherever it is.
+    fn cancel(&mut self) {
+        let Some(entry) = self.entry.take() else {
+            return;
+        };
+        let local = with_current(|core| {
+            if core.id() == entry.core {
+                // `try_borrow_mut`: a sleep dropped while the core's timers are borrowed (by
+                // the core's own shutdown) needs no cancel.
+                if let Ok(mut timers) = core.timers.try_borrow_mut() {
+                    timers.cancel(entry.handle);
+                }
+                true
+            } else {
+                false
+            }
+        });
+        if local != Some(true) {
+            crate::core::remote_cancel(entry.core, entry.handle);
+        }
+    }
+
+    pub(crate) fn poll_sleep(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        if self.done {
+            return Poll::Ready(());
+        }
+        let ready = with_current(|core| {
+            if let Some(entry) = self.entry {
+                if entry.core == core.id() {
+                    let mut timers = core.timers.borrow_mut();
+                    return match timers.get_mut(entry.handle) {
+                        // Fired: the wheel handed back our waker and forgot the handle.
+                        None => true,
+                        Some(waker) => {
+                            if !waker.will_wake(cx.waker()) {
+                                waker.clone_from(cx.waker());
+                            }
+                            false
+                        }
+                    };
+                }
+            }
+            // First poll (or first poll on this core): register.
+            if self.entry.is_some() {
+                self.cancel();
+            }
+            let deadline = core.clock.ns(self.deadline.into_std());
+            if deadline <= core.last_now.get() {
+                return true;
+            }
+            let slack = self.slack.unwrap_or(core.default_slack);
+            let handle = core
+                .timers
+                .borrow_mut()
+                .insert(deadline, slack, cx.waker().clone());
+            self.entry = Some(Entry {
+                core: core.id(),
+                handle,
+            });
+            false
+        })
+        .expect(NO_RUNTIME);
+        if ready {
+            self.entry = None;
+            self.done = true;
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    }
+}
+
+impl Future for Sleep {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        self.poll_sleep(cx)
+    }
+}
+
+impl Drop for Sleep {
+    fn drop(&mut self) {
+        self.cancel();
+    }
+}

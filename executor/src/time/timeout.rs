@@ -1,0 +1,128 @@
+//! `timeout`: a future with a deadline.
+
+use std::fmt;
+use std::future::{Future, IntoFuture};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use crate::time::{sleep_until, Instant, Sleep};
+
+/// The error of a [`Timeout`] whose deadline passed first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Elapsed(());
+
+impl fmt::Display for Elapsed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("deadline has elapsed")
+    }
+}
+
+impl std::error::Error for Elapsed {}
+
+impl From<Elapsed> for std::io::Error {
+    fn from(_: Elapsed) -> std::io::Error {
+        std::io::ErrorKind::TimedOut.into()
+    }
+}
+
+/// The largest slack a timeout takes by default.
+const MAX_DEFAULT_SLACK: Duration = Duration::from_millis(1);
+
+/// The default slack of a timeout of `duration`: 1/16 of it, at most 1 ms. A timeout that fires
+/// is an error path, and letting many of them share wakeups is worth more than precision there.
+fn default_slack(duration: Duration) -> Duration {
+    (duration / 16).min(MAX_DEFAULT_SLACK)
+}
+
+/// Runs `future` with a deadline `duration` from now: `Ok(output)` if it completes first,
+/// `Err(Elapsed)` otherwise (the future is then dropped with the `Timeout`).
+///
+/// The future is polled before the deadline is checked, so a ready future wins even with
+/// `Duration::ZERO`. The timer may fire up to 1/16 of `duration` (at most 1 ms) late: its
+/// default slack. A timeout that is cancelled before it fires costs an O(1) insert and cancel
+/// and no system call.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use tickless::time::{sleep, timeout};
+///
+/// let rt = tickless::Runtime::new()?;
+/// rt.block_on(async {
+///     assert_eq!(timeout(Duration::from_secs(1), async { 7 }).await, Ok(7));
+///     let slow = sleep(Duration::from_secs(60));
+///     assert!(timeout(Duration::from_millis(1), slow).await.is_err());
+/// });
+/// # std::io::Result::Ok(())
+/// ```
+pub fn timeout<F: IntoFuture>(duration: Duration, future: F) -> Timeout<F::IntoFuture> {
+    let deadline = Instant::now().far_add(duration);
+    Timeout {
+        future: future.into_future(),
+        sleep: sleep_until(deadline).slack(default_slack(duration)),
+    }
+}
+
+/// Runs `future` until `deadline`; see [`timeout`]. No default slack.
+pub fn timeout_at<F: IntoFuture>(deadline: Instant, future: F) -> Timeout<F::IntoFuture> {
+    Timeout {
+        future: future.into_future(),
+        sleep: sleep_until(deadline),
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The future of [`timeout`] and [`timeout_at`].
+    #[derive(Debug)]
+    #[must_use = "futures do nothing unless awaited"]
+    pub struct Timeout<F> {
+        #[pin]
+        future: F,
+        sleep: Sleep,
+    }
+}
+
+impl<F> Timeout<F> {
+    /// The inner future.
+    pub fn get_ref(&self) -> &F {
+        &self.future
+    }
+
+    /// The inner future, dropping the deadline.
+    pub fn into_inner(self) -> F {
+        self.future
+    }
+}
+
+impl<F: Future> Future for Timeout<F> {
+    type Output = Result<F::Output, Elapsed>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        if let Poll::Ready(out) = this.future.poll(cx) {
+            return Poll::Ready(Ok(out));
+        }
+        match this.sleep.poll_sleep(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(Elapsed(()))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_slack_is_a_sixteenth_capped_at_1ms() {
+        assert_eq!(default_slack(Duration::ZERO), Duration::ZERO);
+        assert_eq!(
+            default_slack(Duration::from_micros(160)),
+            Duration::from_micros(10)
+        );
+        assert_eq!(default_slack(Duration::from_secs(1)), MAX_DEFAULT_SLACK);
+        assert_eq!(default_slack(Duration::MAX), MAX_DEFAULT_SLACK);
+    }
+}

@@ -1,0 +1,129 @@
+//! Sockets: TCP, UDP and Unix domain, and the stream plumbing they share.
+
+pub(crate) mod tcp_listener;
+pub(crate) mod tcp_split;
+pub(crate) mod tcp_stream;
+pub(crate) mod udp;
+pub(crate) mod unix;
+
+use std::io::{self, Read};
+use std::net::Shutdown;
+use std::os::fd::{AsFd, AsRawFd};
+use std::task::{Context, Poll};
+
+use crate::async_fd::AsyncFd;
+use crate::ready::Direction;
+use crate::sys;
+
+/// Reads from a stream socket, trying first and waiting only on `WouldBlock`.
+pub(crate) fn poll_read<T>(
+    io: &AsyncFd<T>,
+    cx: &mut Context<'_>,
+    buf: &mut [u8],
+) -> Poll<io::Result<usize>>
+where
+    T: AsRawFd,
+    for<'a> &'a T: Read,
+{
+    let mut socket = io.get_ref();
+    let len = buf.len();
+    io.registration().poll_read_io(cx, len, || socket.read(buf))
+}
+
+/// Writes to a stream socket with `MSG_NOSIGNAL`: a closed peer gives `BrokenPipe`, not
+/// `SIGPIPE`, whatever the process's signal disposition.
+pub(crate) fn poll_write<T: AsRawFd + AsFd>(
+    io: &AsyncFd<T>,
+    cx: &mut Context<'_>,
+    buf: &[u8],
+) -> Poll<io::Result<usize>> {
+    io.registration().poll_io(cx, Direction::Write, || {
+        sys::send_nosignal(io.get_ref().as_fd(), buf)
+    })
+}
+
+/// The `poll_close` of a stream socket: shuts down the write side, so the peer reads end of
+/// file. A socket that is no longer connected counts as closed.
+pub(crate) fn close_write(shutdown: impl FnOnce(Shutdown) -> io::Result<()>) -> io::Result<()> {
+    match shutdown(Shutdown::Write) {
+        Err(e) if e.kind() == io::ErrorKind::NotConnected => Ok(()),
+        result => result,
+    }
+}
+
+/// Implements futures-io's `AsyncRead` and `AsyncWrite` for a stream type and for a shared
+/// reference to it, given its `AsyncFd` field and its `shutdown` method.
+macro_rules! impl_stream_io {
+    ($ty:ty) => {
+        impl futures_io::AsyncRead for $ty {
+            fn poll_read(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                buf: &mut [u8],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                $crate::net::poll_read(&self.io, cx, buf)
+            }
+        }
+
+        impl futures_io::AsyncRead for &$ty {
+            fn poll_read(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                buf: &mut [u8],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                $crate::net::poll_read(&self.io, cx, buf)
+            }
+        }
+
+        impl futures_io::AsyncWrite for $ty {
+            fn poll_write(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                buf: &[u8],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                $crate::net::poll_write(&self.io, cx, buf)
+            }
+
+            fn poll_flush(
+                self: std::pin::Pin<&mut Self>,
+                _cx: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                // Socket writes are not buffered in user space.
+                std::task::Poll::Ready(Ok(()))
+            }
+
+            fn poll_close(
+                self: std::pin::Pin<&mut Self>,
+                _cx: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                std::task::Poll::Ready($crate::net::close_write(|how| self.shutdown(how)))
+            }
+        }
+
+        impl futures_io::AsyncWrite for &$ty {
+            fn poll_write(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                buf: &[u8],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                $crate::net::poll_write(&self.io, cx, buf)
+            }
+
+            fn poll_flush(
+                self: std::pin::Pin<&mut Self>,
+                _cx: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                std::task::Poll::Ready(Ok(()))
+            }
+
+            fn poll_close(
+                self: std::pin::Pin<&mut Self>,
+                _cx: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                std::task::Poll::Ready($crate::net::close_write(|how| self.shutdown(how)))
+            }
+        }
+    };
+}
+
+pub(crate) use impl_stream_io;

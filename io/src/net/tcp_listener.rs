@@ -1,0 +1,130 @@
+//! `TcpListener`: a listening TCP socket.
+
+use std::fmt;
+use std::future::poll_fn;
+use std::io;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
+use std::rc::Rc;
+use std::task::{ready, Context, Poll};
+
+use mio::Interest;
+
+use crate::async_fd::AsyncFd;
+use crate::net::tcp_stream::TcpStream;
+use crate::reactor::Reactor;
+use crate::ready::Direction;
+use crate::sys;
+
+/// Listen backlog of [`TcpListener::bind_reuseport`]; the kernel caps it at `somaxconn`.
+const REUSEPORT_BACKLOG: i32 = 1024;
+
+/// A TCP listener, registered with the reactor of the core that created it.
+///
+/// Accepted streams register with the same reactor. For a thread-per-core server, give each
+/// core its own listener on the same port with [`bind_reuseport`](Self::bind_reuseport) and the
+/// kernel spreads connections across them.
+pub struct TcpListener {
+    /// The non-blocking listening socket, registered for reading.
+    io: AsyncFd<mio::net::TcpListener>,
+}
+
+impl TcpListener {
+    /// Binds to `addr` (with `SO_REUSEADDR`) and listens, trying each address it resolves to.
+    ///
+    /// `async` to match tokio's signature; it never waits. Resolving a host name blocks the
+    /// thread (std's resolver).
+    ///
+    /// # Errors
+    ///
+    /// No reactor is current, the address did not resolve, or the last bind failed (for
+    /// instance `AddrInUse`).
+    pub async fn bind<A: ToSocketAddrs>(addr: A) -> io::Result<TcpListener> {
+        let reactor = Reactor::current()?;
+        sys::each_addr(addr, |addr| {
+            TcpListener::from_mio(&reactor, mio::net::TcpListener::bind(addr)?)
+        })
+    }
+
+    /// Binds a listener with `SO_REUSEADDR` and `SO_REUSEPORT`, so every core can bind its
+    /// own listener to the same port; the kernel balances new connections across them.
+    ///
+    /// # Errors
+    ///
+    /// No reactor is current, or creating, configuring, binding or listening failed.
+    pub fn bind_reuseport(addr: SocketAddr) -> io::Result<TcpListener> {
+        let reactor = Reactor::current()?;
+        let fd = sys::reuseport_listener(addr, REUSEPORT_BACKLOG)?;
+        let listener = mio::net::TcpListener::from_std(std::net::TcpListener::from(fd));
+        TcpListener::from_mio(&reactor, listener)
+    }
+
+    /// Takes over a listening std socket, setting it non-blocking and registering it with the
+    /// current reactor.
+    ///
+    /// # Errors
+    ///
+    /// No reactor is current, or making it non-blocking or registering it failed.
+    pub fn from_std(listener: std::net::TcpListener) -> io::Result<TcpListener> {
+        listener.set_nonblocking(true)?;
+        TcpListener::from_mio(
+            &Reactor::current()?,
+            mio::net::TcpListener::from_std(listener),
+        )
+    }
+
+    /// Registers a non-blocking mio listener with `reactor`.
+    fn from_mio(reactor: &Rc<Reactor>, listener: mio::net::TcpListener) -> io::Result<Self> {
+        let io = AsyncFd::new_in(reactor, listener, Interest::READABLE)?;
+        Ok(TcpListener { io })
+    }
+
+    /// Accepts a connection.
+    ///
+    /// # Errors
+    ///
+    /// As `accept4(2)`: for instance `EMFILE` when out of descriptors, or
+    /// `ConnectionAborted`. The listener stays usable.
+    pub async fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
+        poll_fn(|cx| self.poll_accept(cx)).await
+    }
+
+    /// Polls for a connection; registers the task's waker when none is pending.
+    ///
+    /// # Errors
+    ///
+    /// As [`accept`](Self::accept).
+    pub fn poll_accept(&self, cx: &mut Context<'_>) -> Poll<io::Result<(TcpStream, SocketAddr)>> {
+        let registration = self.io.registration();
+        let (socket, addr) =
+            ready!(registration.poll_io(cx, Direction::Read, || self.io.get_ref().accept()))?;
+        Poll::Ready(TcpStream::from_mio(registration.reactor(), socket).map(|s| (s, addr)))
+    }
+
+    /// The address the listener is bound to (with the real port after binding port 0).
+    ///
+    /// # Errors
+    ///
+    /// As `getsockname(2)`.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.io.get_ref().local_addr()
+    }
+}
+
+impl AsFd for TcpListener {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.io.get_ref().as_fd()
+    }
+}
+
+impl AsRawFd for TcpListener {
+    fn as_raw_fd(&self) -> RawFd {
+        self.io.as_raw_fd()
+    }
+}
+
+impl fmt::Debug for TcpListener {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.io.get_ref().fmt(f)
+    }
+}

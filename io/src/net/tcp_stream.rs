@@ -1,0 +1,179 @@
+//! `TcpStream`: a connected TCP socket.
+
+use std::fmt;
+use std::future::poll_fn;
+use std::io;
+use std::net::{Shutdown, SocketAddr, ToSocketAddrs};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
+use std::rc::Rc;
+use std::task::{ready, Context, Poll};
+
+use mio::Interest;
+
+use crate::async_fd::AsyncFd;
+use crate::net::impl_stream_io;
+use crate::net::tcp_split::{OwnedReadHalf, OwnedWriteHalf};
+use crate::reactor::Reactor;
+use crate::sys;
+
+/// A TCP connection, registered with the reactor of the core that created it.
+///
+/// Implements futures-io's `AsyncRead` and `AsyncWrite`, also on `&TcpStream`, so one task can
+/// read while another writes (or use [`into_split`](Self::into_split)).
+/// [`poll_close`](futures_io::AsyncWrite::poll_close) shuts down the write side. Writes use
+/// `MSG_NOSIGNAL`: a reset peer gives `BrokenPipe` or `ConnectionReset`, never `SIGPIPE`.
+/// Dropping the stream deregisters and closes it.
+pub struct TcpStream {
+    /// The non-blocking socket and its registration (read and write interest).
+    pub(crate) io: AsyncFd<mio::net::TcpStream>,
+}
+
+impl TcpStream {
+    /// Connects to `addr`, trying each address it resolves to in turn.
+    ///
+    /// Resolving a host name blocks the thread (std's resolver); pass a `SocketAddr` on a core
+    /// thread.
+    ///
+    /// # Errors
+    ///
+    /// No reactor is current; the address did not resolve; or the last connect failed, for
+    /// instance with `ConnectionRefused` when nothing listens on the port.
+    pub async fn connect<A: ToSocketAddrs>(addr: A) -> io::Result<TcpStream> {
+        let mut last = None;
+        for addr in addr.to_socket_addrs()? {
+            match TcpStream::connect_addr(addr).await {
+                Ok(stream) => return Ok(stream),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.unwrap_or_else(sys::no_addresses))
+    }
+
+    /// Starts a non-blocking connect and waits for it to complete.
+    async fn connect_addr(addr: SocketAddr) -> io::Result<TcpStream> {
+        let socket = mio::net::TcpStream::connect(addr)?;
+        let stream = TcpStream::from_mio(&Reactor::current()?, socket)?;
+        poll_fn(|cx| stream.poll_connected(cx)).await?;
+        Ok(stream)
+    }
+
+    /// Ready once the connect started by `connect_addr` has completed or failed.
+    ///
+    /// As mio documents: wait for writability, then `SO_ERROR` says whether it failed, and a
+    /// peer address says it succeeded; without either the wakeup was spurious.
+    fn poll_connected(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        loop {
+            let event = ready!(self.io.registration().poll_write_ready(cx));
+            let socket = self.io.get_ref();
+            if let Some(e) = socket.take_error()? {
+                return Poll::Ready(Err(e));
+            }
+            match socket.peer_addr() {
+                Ok(_) => return Poll::Ready(Ok(())),
+                Err(e)
+                    if e.kind() == io::ErrorKind::NotConnected
+                        || e.raw_os_error() == Some(libc::ENOTCONN) =>
+                {
+                    self.io.registration().clear_would_block(event);
+                }
+                Err(e) => return Poll::Ready(Err(e)),
+            }
+        }
+    }
+
+    /// Takes over a connected std stream, setting it non-blocking and registering it with the
+    /// current reactor.
+    ///
+    /// # Errors
+    ///
+    /// No reactor is current, or making it non-blocking or registering it failed.
+    pub fn from_std(stream: std::net::TcpStream) -> io::Result<TcpStream> {
+        stream.set_nonblocking(true)?;
+        TcpStream::from_mio(&Reactor::current()?, mio::net::TcpStream::from_std(stream))
+    }
+
+    /// Registers a non-blocking mio stream with `reactor`.
+    pub(crate) fn from_mio(
+        reactor: &Rc<Reactor>,
+        socket: mio::net::TcpStream,
+    ) -> io::Result<TcpStream> {
+        let io = AsyncFd::new_in(reactor, socket, Interest::READABLE | Interest::WRITABLE)?;
+        Ok(TcpStream { io })
+    }
+
+    /// The local address of the connection.
+    ///
+    /// # Errors
+    ///
+    /// As `getsockname(2)`.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.io.get_ref().local_addr()
+    }
+
+    /// The remote address of the connection.
+    ///
+    /// # Errors
+    ///
+    /// As `getpeername(2)`; `NotConnected` once the connection is gone.
+    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
+        self.io.get_ref().peer_addr()
+    }
+
+    /// Sets `TCP_NODELAY` (disables Nagle's algorithm when true).
+    ///
+    /// # Errors
+    ///
+    /// As `setsockopt(2)`.
+    pub fn set_nodelay(&self, nodelay: bool) -> io::Result<()> {
+        self.io.get_ref().set_nodelay(nodelay)
+    }
+
+    /// Whether `TCP_NODELAY` is set.
+    ///
+    /// # Errors
+    ///
+    /// As `getsockopt(2)`.
+    pub fn nodelay(&self) -> io::Result<bool> {
+        self.io.get_ref().nodelay()
+    }
+
+    /// Shuts down the read side, the write side or both, as `shutdown(2)`.
+    ///
+    /// # Errors
+    ///
+    /// As `shutdown(2)`; `NotConnected` if the connection is gone.
+    pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
+        self.io.get_ref().shutdown(how)
+    }
+
+    /// Splits the stream into a read half and a write half that can move into different tasks
+    /// of this core. Dropping the write half shuts down the write side; see
+    /// [`OwnedWriteHalf`].
+    pub fn into_split(self) -> (OwnedReadHalf, OwnedWriteHalf) {
+        let shared = Rc::new(self);
+        (
+            OwnedReadHalf::new(Rc::clone(&shared)),
+            OwnedWriteHalf::new(shared),
+        )
+    }
+}
+
+impl_stream_io!(TcpStream);
+
+impl AsFd for TcpStream {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.io.get_ref().as_fd()
+    }
+}
+
+impl AsRawFd for TcpStream {
+    fn as_raw_fd(&self) -> RawFd {
+        self.io.as_raw_fd()
+    }
+}
+
+impl fmt::Debug for TcpStream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.io.get_ref().fmt(f)
+    }
+}

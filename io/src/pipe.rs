@@ -1,0 +1,144 @@
+//! Anonymous pipes: `pipe()`, `PipeReader`, `PipeWriter`.
+
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use futures_io::{AsyncRead, AsyncWrite};
+use mio::Interest;
+
+use crate::async_fd::AsyncFd;
+use crate::ready::Direction;
+use crate::sys;
+
+/// Creates a pipe whose ends are registered with the current reactor:
+/// `(writer, reader)`, the order of tokio's `pipe` and of data flow.
+///
+/// Both ends are `O_NONBLOCK | O_CLOEXEC` (`pipe2`).
+///
+/// # Errors
+///
+/// No reactor is current, or `pipe2` failed (typically `EMFILE`).
+pub fn pipe() -> io::Result<(PipeWriter, PipeReader)> {
+    let (read, write) = sys::pipe()?;
+    let writer = PipeWriter::register(write)?;
+    let reader = PipeReader::register(read)?;
+    Ok((writer, reader))
+}
+
+/// The read end of a pipe.
+///
+/// Reads return `Ok(0)` once every write end is closed and the pipe is drained.
+#[derive(Debug)]
+pub struct PipeReader {
+    /// The read end, registered for reading.
+    io: AsyncFd<File>,
+}
+
+impl PipeReader {
+    /// Takes over a pipe's read end (or any readable stream descriptor), setting it
+    /// non-blocking and registering it with the current reactor.
+    ///
+    /// # Errors
+    ///
+    /// No reactor is current, `fcntl` failed, or epoll refused the descriptor.
+    pub fn from_owned_fd(fd: OwnedFd) -> io::Result<PipeReader> {
+        sys::set_nonblocking(fd.as_fd())?;
+        PipeReader::register(fd)
+    }
+
+    /// Registers a descriptor already non-blocking.
+    fn register(fd: OwnedFd) -> io::Result<PipeReader> {
+        let io = AsyncFd::with_interest(File::from(fd), Interest::READABLE)?;
+        Ok(PipeReader { io })
+    }
+}
+
+impl AsyncRead for PipeReader {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut [u8],
+    ) -> Poll<io::Result<usize>> {
+        let mut file = self.io.get_ref();
+        let len = buf.len();
+        self.io
+            .registration()
+            .poll_read_io(cx, len, || file.read(buf))
+    }
+}
+
+impl AsFd for PipeReader {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.io.get_ref().as_fd()
+    }
+}
+
+impl AsRawFd for PipeReader {
+    fn as_raw_fd(&self) -> RawFd {
+        self.io.as_raw_fd()
+    }
+}
+
+/// The write end of a pipe.
+///
+/// Writing when every read end is closed returns `BrokenPipe` (the reactor makes sure `SIGPIPE`
+/// does not kill the process). [`poll_close`](AsyncWrite::poll_close) closes the descriptor, so
+/// the reader sees end of file; later writes return `BrokenPipe`.
+#[derive(Debug)]
+pub struct PipeWriter {
+    /// The write end, registered for writing; `None` once closed.
+    io: Option<AsyncFd<File>>,
+}
+
+impl PipeWriter {
+    /// Takes over a pipe's write end (or any writable stream descriptor), setting it
+    /// non-blocking and registering it with the current reactor.
+    ///
+    /// # Errors
+    ///
+    /// No reactor is current, `fcntl` failed, or epoll refused the descriptor.
+    pub fn from_owned_fd(fd: OwnedFd) -> io::Result<PipeWriter> {
+        sys::set_nonblocking(fd.as_fd())?;
+        PipeWriter::register(fd)
+    }
+
+    /// Registers a descriptor already non-blocking.
+    fn register(fd: OwnedFd) -> io::Result<PipeWriter> {
+        let io = AsyncFd::with_interest(File::from(fd), Interest::WRITABLE)?;
+        Ok(PipeWriter { io: Some(io) })
+    }
+
+    /// The open descriptor, or the error for writing after close.
+    fn io(&self) -> io::Result<&AsyncFd<File>> {
+        self.io
+            .as_ref()
+            .ok_or_else(|| io::Error::new(io::ErrorKind::BrokenPipe, "pipe writer is closed"))
+    }
+}
+
+impl AsyncWrite for PipeWriter {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let io = self.io()?;
+        let mut file = io.get_ref();
+        io.registration()
+            .poll_io(cx, Direction::Write, || file.write(buf))
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        // Pipe writes are unbuffered in user space: once written, the reader can read them.
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_close(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        // Deregisters, then closes the descriptor: the reader sees end of file.
+        self.io = None;
+        Poll::Ready(Ok(()))
+    }
+}

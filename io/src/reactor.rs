@@ -1,0 +1,322 @@
+//! The per-core reactor: one `mio::Poll`, the slab of registrations, the timerfd and the
+//! unparker.
+
+use std::cell::{Cell, RefCell};
+use std::fmt;
+use std::io;
+use std::mem;
+use std::os::fd::RawFd;
+use std::panic::{self, AssertUnwindSafe};
+use std::rc::Rc;
+use std::task::Waker;
+use std::time::Duration;
+
+use mio::unix::SourceFd;
+use mio::{Events, Interest, Token};
+use slab::Slab;
+
+use crate::ready::Ready;
+use crate::registration::ScheduledIo;
+use crate::stats::{Counter, IoStats};
+use crate::sys;
+use crate::timerfd::TimerFd;
+use crate::unparker::Unparker;
+
+/// The timerfd's token; above every registration token (see [`token`]).
+const TIMER_TOKEN: Token = Token(usize::MAX - 1);
+/// The unparker's token; above every registration token (see [`token`]).
+const UNPARK_TOKEN: Token = Token(usize::MAX - 2);
+/// Low bits of a token: the slab key.
+const KEY_BITS: u32 = usize::BITS / 2;
+/// Mask of the slab key in a token; also the largest key a token can carry.
+const KEY_MASK: usize = (1 << KEY_BITS) - 1;
+/// Mask of the generation, which takes the high bits less the top one, so that no
+/// registration token reaches the reserved ones.
+const GENERATION_MASK: usize = (1 << (KEY_BITS - 1)) - 1;
+/// epoll events fetched per `epoll_wait`; more stay queued for the next poll.
+const EVENTS_CAPACITY: usize = 1024;
+
+/// The token of the registration at `key` with `generation`.
+///
+/// The generation makes a stale event for a removed registration miss a new one that reuses
+/// its slab key.
+fn token(key: usize, generation: usize) -> Token {
+    Token((generation & GENERATION_MASK) << KEY_BITS | key)
+}
+
+/// One slab entry.
+struct Slot {
+    /// Readiness and wakers, shared with the [`Registration`](crate::Registration).
+    io: Rc<ScheduledIo>,
+    /// Must match the token's generation for an event to reach this slot.
+    generation: usize,
+}
+
+/// What one [`Reactor::poll`] saw.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Polled {
+    /// Events `epoll_wait` returned, the timerfd's and the unparker's included.
+    pub events: usize,
+    /// The timerfd expired; its expiration has been read (consumed).
+    pub timer_fired: bool,
+    /// Another thread unparked this core; the eventfd has been drained.
+    pub unparked: bool,
+}
+
+/// Per-core counters; see [`IoStats`] for what each means.
+#[derive(Debug, Default)]
+struct Counters {
+    /// `epoll_wait` calls.
+    polls: Counter,
+    /// Events returned.
+    events: Counter,
+    /// Unparker events that found the eventfd written.
+    unparks: Counter,
+    /// Wakers woken.
+    wakes: Counter,
+    /// Wakers that panicked.
+    waker_panics: Counter,
+}
+
+/// A core's I/O driver: an epoll instance, its registrations, its timerfd and its unparker.
+///
+/// One per core thread, and bound to it: `Reactor` is neither `Send` nor `Sync`. The runtime
+/// [`enter`](Self::enter)s it so that I/O types created on the thread register with it, and
+/// calls [`poll`](Self::poll) from its loop.
+///
+/// ```compile_fail
+/// fn assert_send<T: Send>() {}
+/// assert_send::<tickless_io::Reactor>();
+/// ```
+///
+/// ```compile_fail
+/// fn assert_sync<T: Sync>() {}
+/// assert_sync::<tickless_io::Reactor>();
+/// ```
+///
+/// # Implementation
+///
+/// Descriptors are registered edge-triggered, each under a token holding its slab key and a
+/// generation. [`poll`](Self::poll) is one `epoll_wait`; it ORs each event's readiness into the
+/// registration, collects the wakers concerned, and wakes them only after releasing every
+/// borrow, so a waker may freely create or drop I/O objects on this reactor.
+pub struct Reactor {
+    /// The epoll instance. Borrowed mutably only inside `poll`, and never while a waker runs.
+    poll: RefCell<mio::Poll>,
+    /// Buffer for the events of one `epoll_wait`.
+    events: RefCell<Events>,
+    /// Live registrations, keyed by the low bits of their token.
+    registrations: RefCell<Slab<Slot>>,
+    /// The generation the next registration gets.
+    next_generation: Cell<usize>,
+    /// Wakers collected during dispatch, woken after; kept to reuse its allocation.
+    wake_list: RefCell<Vec<Waker>>,
+    /// The core's clock event device, registered under [`TIMER_TOKEN`].
+    timer: TimerFd,
+    /// The core's cross-thread wakeup, registered under [`UNPARK_TOKEN`].
+    unparker: Unparker,
+    /// Counters reported by `stats`.
+    counters: Counters,
+}
+
+impl Reactor {
+    /// Creates a reactor: an epoll instance with a timerfd and an unparker registered.
+    ///
+    /// Also sets `SIGPIPE` to be ignored, once per process and only if it still has its
+    /// default disposition, so that writing to a closed pipe or socket returns `BrokenPipe`
+    /// instead of killing the process (Rust binaries do this before `main`, but embedders in
+    /// other languages may not).
+    ///
+    /// # Errors
+    ///
+    /// Creating the epoll instance, the timerfd or the eventfd failed (typically `EMFILE`).
+    pub fn new() -> io::Result<Rc<Reactor>> {
+        sys::ignore_sigpipe();
+        let poll = mio::Poll::new()?;
+        let timer = TimerFd::new()?;
+        let unparker = Unparker::new()?;
+        poll.registry().register(
+            &mut SourceFd(&timer.raw_fd()),
+            TIMER_TOKEN,
+            Interest::READABLE,
+        )?;
+        poll.registry().register(
+            &mut SourceFd(&unparker.raw_fd()),
+            UNPARK_TOKEN,
+            Interest::READABLE,
+        )?;
+        Ok(Rc::new(Reactor {
+            poll: RefCell::new(poll),
+            events: RefCell::new(Events::with_capacity(EVENTS_CAPACITY)),
+            registrations: RefCell::new(Slab::new()),
+            next_generation: Cell::new(0),
+            wake_list: RefCell::new(Vec::new()),
+            timer,
+            unparker,
+            counters: Counters::default(),
+        }))
+    }
+
+    /// A handle that wakes this reactor's blocking [`poll`](Self::poll) from any thread.
+    pub fn unparker(&self) -> Unparker {
+        self.unparker.clone()
+    }
+
+    /// This core's timerfd.
+    pub fn timer(&self) -> &TimerFd {
+        &self.timer
+    }
+
+    /// Waits for events, at most `timeout` (`None`: until one arrives), and dispatches them.
+    ///
+    /// One `epoll_wait`. Wakes the tasks waiting on ready registrations, each wake inside
+    /// `catch_unwind` so that a panicking waker cannot take the reactor down (the panic is
+    /// counted in [`IoStats::waker_panics`]). Reads the timerfd if it fired and drains the
+    /// unparker if it was written, reporting both in the result. A signal interrupting the wait
+    /// returns `Ok` with nothing seen.
+    ///
+    /// `timeout` has epoll's millisecond granularity and is rounded up; precise wakeups come
+    /// from the [`timer`](Self::timer). `Some(Duration::ZERO)` polls without blocking.
+    ///
+    /// # Errors
+    ///
+    /// `epoll_wait` failed with something other than `EINTR`: only possible if the epoll
+    /// descriptor itself is broken.
+    pub fn poll(&self, timeout: Option<Duration>) -> io::Result<Polled> {
+        let mut polled = Polled::default();
+        let mut wake;
+        {
+            let mut poll = self.poll.borrow_mut();
+            let mut events = self.events.borrow_mut();
+            self.counters.polls.incr();
+            match poll.poll(&mut events, timeout) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => return Ok(polled),
+                Err(e) => return Err(e),
+            }
+            // Take the list out, so a waker that polls this reactor re-entrantly finds it free.
+            wake = mem::take(&mut *self.wake_list.borrow_mut());
+            let registrations = self.registrations.borrow();
+            for event in events.iter() {
+                polled.events += 1;
+                match event.token() {
+                    TIMER_TOKEN => polled.timer_fired |= self.timer.consume(),
+                    UNPARK_TOKEN => polled.unparked |= self.unparker.drain(),
+                    Token(token) => {
+                        let slot = registrations.get(token & KEY_MASK);
+                        if let Some(slot) = slot.filter(|s| s.generation == token >> KEY_BITS) {
+                            slot.io.dispatch(Ready::from_event(event), &mut wake);
+                        }
+                    }
+                }
+            }
+        }
+        self.counters.events.add(polled.events as u64);
+        if polled.unparked {
+            self.counters.unparks.incr();
+        }
+        self.wake_all(&mut wake);
+        // Give the (now empty) list back to keep its allocation for the next poll.
+        *self.wake_list.borrow_mut() = wake;
+        Ok(polled)
+    }
+
+    /// Wakes and empties `wake`, each wake isolated by `catch_unwind`.
+    fn wake_all(&self, wake: &mut Vec<Waker>) {
+        for waker in wake.drain(..) {
+            self.counters.wakes.incr();
+            if panic::catch_unwind(AssertUnwindSafe(|| waker.wake())).is_err() {
+                self.counters.waker_panics.incr();
+            }
+        }
+    }
+
+    /// A snapshot of this reactor's counters.
+    pub fn stats(&self) -> IoStats {
+        let (arms, disarms, fires) = self.timer.counts();
+        IoStats {
+            polls: self.counters.polls.get(),
+            events: self.counters.events.get(),
+            timerfd_arms: arms,
+            timerfd_disarms: disarms,
+            timerfd_fires: fires,
+            unparks_received: self.counters.unparks.get(),
+            wakes: self.counters.wakes.get(),
+            waker_panics: self.counters.waker_panics.get(),
+            registrations: self.registrations.borrow().len() as u64,
+        }
+    }
+
+    /// Registers `fd` edge-triggered for `interest`; returns its slab key and shared state.
+    pub(crate) fn register(
+        &self,
+        fd: RawFd,
+        interest: Interest,
+    ) -> io::Result<(usize, Rc<ScheduledIo>)> {
+        let mut registrations = self.registrations.borrow_mut();
+        let entry = registrations.vacant_entry();
+        let key = entry.key();
+        if key > KEY_MASK {
+            return Err(io::Error::other(
+                "too many descriptors registered with one reactor",
+            ));
+        }
+        let generation = self.next_generation.get() & GENERATION_MASK;
+        self.next_generation.set(generation.wrapping_add(1));
+        self.poll.borrow().registry().register(
+            &mut SourceFd(&fd),
+            token(key, generation),
+            interest,
+        )?;
+        let io = Rc::new(ScheduledIo::new());
+        entry.insert(Slot {
+            io: Rc::clone(&io),
+            generation,
+        });
+        Ok((key, io))
+    }
+
+    /// Removes `fd` from the epoll set and its slot from the slab.
+    pub(crate) fn deregister(&self, key: usize, fd: RawFd) {
+        let result = self.poll.borrow().registry().deregister(&mut SourceFd(&fd));
+        // It can only fail if the descriptor was closed before its registration was dropped,
+        // breaking `Registration`'s invariant; the kernel has then dropped it from the epoll
+        // set already, so there is nothing left to undo, and a drop cannot report an error.
+        debug_assert!(
+            result.is_ok(),
+            "deregistering fd {fd} failed (closed before its registration?): {result:?}"
+        );
+        // Bind the slot so it (and any wakers it holds) drops after the slab borrow ends.
+        let slot = self.registrations.borrow_mut().try_remove(key);
+        drop(slot);
+    }
+}
+
+impl fmt::Debug for Reactor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Reactor")
+            .field("timer", &self.timer)
+            .field("unparker", &self.unparker)
+            .field("stats", &self.stats())
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_never_reach_the_reserved_ones() {
+        let highest = token(KEY_MASK, usize::MAX);
+        assert!(highest.0 < UNPARK_TOKEN.0);
+        assert_eq!(highest.0 & KEY_MASK, KEY_MASK);
+        assert_eq!(highest.0 >> KEY_BITS, GENERATION_MASK);
+    }
+
+    #[test]
+    fn token_round_trips() {
+        let t = token(42, 7);
+        assert_eq!((t.0 & KEY_MASK, t.0 >> KEY_BITS), (42, 7));
+    }
+}

@@ -1,0 +1,308 @@
+//! One descriptor's registration: readiness, wakers, and the try-then-wait discipline that
+//! every I/O type follows.
+
+use std::cell::{Cell, RefCell};
+use std::fmt;
+use std::io;
+use std::os::fd::RawFd;
+use std::rc::Rc;
+use std::task::{ready, Context, Poll, Waker};
+
+use crate::reactor::Reactor;
+use crate::ready::{Direction, Ready, ReadyEvent};
+
+/// The state a registration shares with its reactor's slab.
+///
+/// The reactor writes it while dispatching events; the I/O type reads and clears it while a
+/// task polls. Both happen on the core's one thread, never at the same time.
+pub(crate) struct ScheduledIo {
+    /// Readiness reported by epoll and not yet disproved by a `WouldBlock`.
+    ///
+    /// Starts as readable and writable: a new descriptor is tried before anyone waits, and an
+    /// edge-triggered registration of a ready descriptor still reports it on the next poll.
+    readiness: Cell<Ready>,
+    /// Bumped on every event dispatched here; a clear applies only if it has not moved.
+    tick: Cell<u32>,
+    /// Tasks waiting to read; all are woken, and the list emptied, by read readiness.
+    readers: RefCell<Vec<Waker>>,
+    /// Tasks waiting to write; all are woken, and the list emptied, by write readiness.
+    writers: RefCell<Vec<Waker>>,
+}
+
+impl ScheduledIo {
+    /// A fresh, optimistically ready registration state.
+    pub(crate) fn new() -> ScheduledIo {
+        ScheduledIo {
+            readiness: Cell::new(Ready::READABLE | Ready::WRITABLE),
+            tick: Cell::new(0),
+            readers: RefCell::new(Vec::new()),
+            writers: RefCell::new(Vec::new()),
+        }
+    }
+
+    /// Records an event and moves the wakers it concerns into `wake`.
+    ///
+    /// Waking happens later, outside every reactor borrow: a waker may run arbitrary code,
+    /// including code that registers or drops I/O on this reactor.
+    pub(crate) fn dispatch(&self, ready: Ready, wake: &mut Vec<Waker>) {
+        if ready.is_empty() {
+            return;
+        }
+        self.readiness.set(self.readiness.get() | ready);
+        self.tick.set(self.tick.get().wrapping_add(1));
+        for dir in [Direction::Read, Direction::Write] {
+            if !ready.intersection(dir.mask()).is_empty() {
+                wake.append(&mut self.waiters(dir).borrow_mut());
+            }
+        }
+    }
+
+    /// The waker list of one direction.
+    fn waiters(&self, dir: Direction) -> &RefCell<Vec<Waker>> {
+        match dir {
+            Direction::Read => &self.readers,
+            Direction::Write => &self.writers,
+        }
+    }
+
+    /// The readiness in `dir` right now, or `None` if there is none.
+    fn ready_now(&self, dir: Direction) -> Option<ReadyEvent> {
+        let ready = self.readiness.get().intersection(dir.mask());
+        (!ready.is_empty()).then(|| ReadyEvent {
+            tick: self.tick.get(),
+            ready,
+        })
+    }
+
+    /// Ready if `dir` has readiness; otherwise stores the task's waker and returns pending.
+    fn poll_ready(&self, cx: &mut Context<'_>, dir: Direction) -> Poll<ReadyEvent> {
+        if let Some(event) = self.ready_now(dir) {
+            return Poll::Ready(event);
+        }
+        // No event can be dispatched between the check above and this push: the reactor runs
+        // on this thread, and not while a task is being polled.
+        let mut waiters = self.waiters(dir).borrow_mut();
+        if !waiters.iter().any(|w| w.will_wake(cx.waker())) {
+            waiters.push(cx.waker().clone());
+        }
+        Poll::Pending
+    }
+
+    /// Clears the bits of `event` except `keep`, unless an event arrived since it was taken.
+    fn clear(&self, event: ReadyEvent, keep: Ready) {
+        if self.tick.get() == event.tick {
+            let bits = event.ready.difference(keep);
+            self.readiness.set(self.readiness.get().difference(bits));
+        }
+    }
+
+    /// Clears `dir`'s bits except the closed ones, whatever the tick.
+    fn clear_direction(&self, dir: Direction) {
+        let bits = dir.mask().difference(Ready::ALL_CLOSED);
+        self.readiness.set(self.readiness.get().difference(bits));
+    }
+}
+
+/// A descriptor registered with a core's [`Reactor`]: the building block of every I/O type.
+///
+/// It holds the descriptor's readiness and a waker list per [`Direction`], and deregisters the
+/// descriptor when dropped. It does not own the descriptor.
+///
+/// I/O follows the edge-triggered discipline: try the syscall first, and wait for readiness only
+/// when it says `WouldBlock`, clearing the readiness it disproved. [`poll_io`](Self::poll_io)
+/// does all of that, retrying `Interrupted`; the I/O types of this crate are thin wrappers
+/// around it.
+///
+/// # Invariant
+///
+/// The descriptor stays open, and keeps its number, until the registration is dropped: the drop
+/// deregisters it by number. [`AsyncFd`](crate::AsyncFd) upholds this by dropping its
+/// registration before the value that owns the descriptor.
+pub struct Registration {
+    /// The reactor the descriptor is registered with, kept alive by every registration.
+    reactor: Rc<Reactor>,
+    /// Readiness and wakers, shared with the reactor's slab.
+    io: Rc<ScheduledIo>,
+    /// This registration's key in the reactor's slab.
+    key: usize,
+    /// The registered descriptor (see the invariant above).
+    fd: RawFd,
+}
+
+impl Registration {
+    /// Registers `fd` with this thread's current reactor, for the given interest.
+    ///
+    /// # Errors
+    ///
+    /// No reactor is current on this thread, or epoll refused the descriptor (for example
+    /// `EPERM` for a regular file, `EEXIST` if it is already registered).
+    pub fn new(fd: RawFd, interest: mio::Interest) -> io::Result<Registration> {
+        Registration::new_in(&Reactor::current()?, fd, interest)
+    }
+
+    /// Registers `fd` with `reactor`, for the given interest.
+    ///
+    /// # Errors
+    ///
+    /// As for [`new`](Self::new), less the missing reactor.
+    pub fn new_in(
+        reactor: &Rc<Reactor>,
+        fd: RawFd,
+        interest: mio::Interest,
+    ) -> io::Result<Registration> {
+        let (key, io) = reactor.register(fd, interest)?;
+        Ok(Registration {
+            reactor: Rc::clone(reactor),
+            io,
+            key,
+            fd,
+        })
+    }
+
+    /// The reactor this registration belongs to.
+    pub fn reactor(&self) -> &Rc<Reactor> {
+        &self.reactor
+    }
+
+    /// The readiness recorded right now (all directions).
+    pub fn readiness(&self) -> Ready {
+        self.io.readiness.get()
+    }
+
+    /// Ready once `dir` has readiness; otherwise registers the task's waker.
+    ///
+    /// Every task that polls while not ready is woken by the next event in that direction.
+    pub fn poll_ready(&self, cx: &mut Context<'_>, dir: Direction) -> Poll<ReadyEvent> {
+        self.io.poll_ready(cx, dir)
+    }
+
+    /// [`poll_ready`](Self::poll_ready) for [`Direction::Read`].
+    pub fn poll_read_ready(&self, cx: &mut Context<'_>) -> Poll<ReadyEvent> {
+        self.io.poll_ready(cx, Direction::Read)
+    }
+
+    /// [`poll_ready`](Self::poll_ready) for [`Direction::Write`].
+    pub fn poll_write_ready(&self, cx: &mut Context<'_>) -> Poll<ReadyEvent> {
+        self.io.poll_ready(cx, Direction::Write)
+    }
+
+    /// Clears the readiness `event` observed, unless an event has arrived since.
+    ///
+    /// The closed bits are kept: they are permanent, and after a short read on a closed stream
+    /// the next read must still run (and return end of file) instead of waiting for an edge that
+    /// will never come. Call this after a syscall returned `WouldBlock`.
+    pub fn clear_readiness(&self, event: ReadyEvent) {
+        self.io.clear(event, Ready::ALL_CLOSED);
+    }
+
+    /// Clears every bit `event` observed, closed ones included, unless an event has arrived
+    /// since: what a `WouldBlock` proves.
+    pub(crate) fn clear_would_block(&self, event: ReadyEvent) {
+        self.io.clear(event, Ready::EMPTY);
+    }
+
+    /// Clears read readiness (except the closed bit) whatever arrived since.
+    ///
+    /// Sound only when no `.await` separates the `WouldBlock` from this call, so that the
+    /// reactor cannot have run in between; otherwise use
+    /// [`clear_readiness`](Self::clear_readiness).
+    pub fn clear_read_ready(&self) {
+        self.io.clear_direction(Direction::Read);
+    }
+
+    /// Clears write readiness (except the closed bit) whatever arrived since.
+    ///
+    /// The same caveat as [`clear_read_ready`](Self::clear_read_ready) applies.
+    pub fn clear_write_ready(&self) {
+        self.io.clear_direction(Direction::Write);
+    }
+
+    /// Runs the syscall `f` once `dir` is ready, until it does not say `WouldBlock`.
+    ///
+    /// `WouldBlock` clears the readiness the attempt was based on (every bit, closed ones
+    /// included: the syscall has just shown that this direction cannot make progress) and
+    /// waits for the next event; `Interrupted` retries at once. Any other result is returned.
+    pub fn poll_io<R>(
+        &self,
+        cx: &mut Context<'_>,
+        dir: Direction,
+        mut f: impl FnMut() -> io::Result<R>,
+    ) -> Poll<io::Result<R>> {
+        loop {
+            let event = ready!(self.poll_ready(cx, dir));
+            match f() {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.clear_would_block(event);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                result => return Poll::Ready(result),
+            }
+        }
+    }
+
+    /// [`poll_io`](Self::poll_io) for a read from a byte stream into a buffer of `len` bytes.
+    ///
+    /// A short read (`0 < n < len`) means the stream's buffer was drained, so read readiness is
+    /// cleared as well and the next read waits for an edge instead of paying a syscall that
+    /// would say `WouldBlock`. Not for datagram sockets, where a short read says nothing about
+    /// the queue.
+    pub fn poll_read_io(
+        &self,
+        cx: &mut Context<'_>,
+        len: usize,
+        mut f: impl FnMut() -> io::Result<usize>,
+    ) -> Poll<io::Result<usize>> {
+        loop {
+            let event = ready!(self.poll_ready(cx, Direction::Read));
+            match f() {
+                Ok(n) if n > 0 && n < len => {
+                    self.clear_readiness(event);
+                    return Poll::Ready(Ok(n));
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.clear_would_block(event);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                result => return Poll::Ready(result),
+            }
+        }
+    }
+
+    /// Runs `f` now if `dir` has readiness, without registering a waker.
+    ///
+    /// # Errors
+    ///
+    /// `WouldBlock` if `dir` is not ready or `f` said so (the readiness is then cleared), or
+    /// any other error of `f`. `Interrupted` is retried.
+    pub fn try_io<R>(&self, dir: Direction, mut f: impl FnMut() -> io::Result<R>) -> io::Result<R> {
+        loop {
+            let Some(event) = self.io.ready_now(dir) else {
+                return Err(io::ErrorKind::WouldBlock.into());
+            };
+            match f() {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.clear_would_block(event);
+                    return Err(e);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                result => return result,
+            }
+        }
+    }
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        self.reactor.deregister(self.key, self.fd);
+    }
+}
+
+impl fmt::Debug for Registration {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Registration")
+            .field("fd", &self.fd)
+            .field("key", &self.key)
+            .field("readiness", &self.io.readiness.get())
+            .finish()
+    }
+}

@@ -1,0 +1,205 @@
+//! Thin wrappers over the few libc calls the crate needs that std does not offer.
+//!
+//! Every `unsafe` block of the crate that is not about one specific device lives here, so the
+//! I/O types above stay in safe code.
+
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::Once;
+use std::{mem, ptr};
+
+/// Turns a libc return value into an `io::Result`, reading `errno` when it is negative.
+pub(crate) fn cvt<T: PartialOrd + Default>(ret: T) -> io::Result<T> {
+    if ret < T::default() {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret)
+    }
+}
+
+/// Takes ownership of a descriptor a libc call just returned.
+///
+/// # Safety
+///
+/// `fd` must be open and owned by nobody else.
+unsafe fn own(fd: RawFd) -> OwnedFd {
+    // SAFETY: the caller guarantees `fd` is open and unowned (this function's contract).
+    unsafe { OwnedFd::from_raw_fd(fd) }
+}
+
+/// Ignores `SIGPIPE` for the whole process, once, unless someone installed a handler already.
+///
+/// A write to a pipe or socket whose reader is gone raises `SIGPIPE`, whose default action kills
+/// the process. Rust binaries ignore it before `main`, but a library embedded in a C program, or
+/// a binary built with `-Zon-broken-pipe`, may not: we want `EPIPE` (`BrokenPipe`) instead. A
+/// handler that is not `SIG_DFL` is left alone: it belongs to the application, and it does not
+/// kill the process.
+pub(crate) fn ignore_sigpipe() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: `sigaction` is plain old data; all-zero is a valid value that the query below
+        // overwrites.
+        let mut old: libc::sigaction = unsafe { mem::zeroed() };
+        // SAFETY: a null new action only queries the disposition; `old` is valid for writes.
+        let rc = unsafe { libc::sigaction(libc::SIGPIPE, ptr::null(), &mut old) };
+        if rc == 0 && old.sa_sigaction == libc::SIG_DFL {
+            // SAFETY: `SIG_IGN` is a valid disposition for `SIGPIPE`; no memory is passed.
+            unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
+        }
+    });
+}
+
+/// Puts a descriptor in non-blocking mode, keeping its other status flags.
+pub(crate) fn set_nonblocking(fd: BorrowedFd<'_>) -> io::Result<()> {
+    let raw = fd.as_raw_fd();
+    // SAFETY: `fd` is borrowed, so open for the duration of the call; F_GETFL takes no pointer.
+    let flags = cvt(unsafe { libc::fcntl(raw, libc::F_GETFL) })?;
+    if flags & libc::O_NONBLOCK == 0 {
+        // SAFETY: as above; F_SETFL takes an integer argument.
+        cvt(unsafe { libc::fcntl(raw, libc::F_SETFL, flags | libc::O_NONBLOCK) })?;
+    }
+    Ok(())
+}
+
+/// Creates a pipe with both ends non-blocking and close-on-exec: `(read end, write end)`.
+pub(crate) fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [-1 as RawFd; 2];
+    // SAFETY: `fds` is valid for writes of two descriptors, which is what pipe2 writes.
+    cvt(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_NONBLOCK | libc::O_CLOEXEC) })?;
+    // SAFETY: pipe2 succeeded, so both descriptors are open and owned by nobody else.
+    Ok(unsafe { (own(fds[0]), own(fds[1])) })
+}
+
+/// `send(2)` with `MSG_NOSIGNAL`: a closed peer gives `BrokenPipe`, never `SIGPIPE`.
+pub(crate) fn send_nosignal(fd: BorrowedFd<'_>, buf: &[u8]) -> io::Result<usize> {
+    // SAFETY: `buf` is valid for reads of `buf.len()` bytes and `fd` is open, both for the
+    // duration of the call.
+    let n = unsafe {
+        libc::send(
+            fd.as_raw_fd(),
+            buf.as_ptr().cast(),
+            buf.len(),
+            libc::MSG_NOSIGNAL,
+        )
+    };
+    // A non-negative `ssize_t` always fits in `usize`.
+    cvt(n).map(|n| n as usize)
+}
+
+/// Creates a non-blocking TCP listener with `SO_REUSEADDR` and `SO_REUSEPORT` set, bound to
+/// `addr` and listening.
+///
+/// `SO_REUSEPORT` is what lets every core bind its own listener to one port and have the kernel
+/// spread incoming connections across them.
+pub(crate) fn reuseport_listener(addr: SocketAddr, backlog: i32) -> io::Result<OwnedFd> {
+    let domain = match addr {
+        SocketAddr::V4(_) => libc::AF_INET,
+        SocketAddr::V6(_) => libc::AF_INET6,
+    };
+    let ty = libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC;
+    // SAFETY: socket takes no pointers; the result is checked before use.
+    let raw = cvt(unsafe { libc::socket(domain, ty, 0) })?;
+    // SAFETY: socket succeeded, so `raw` is open and owned by nobody else.
+    let fd = unsafe { own(raw) };
+    set_flag(fd.as_raw_fd(), libc::SO_REUSEADDR)?;
+    set_flag(fd.as_raw_fd(), libc::SO_REUSEPORT)?;
+    bind(fd.as_raw_fd(), addr)?;
+    // SAFETY: `fd` is an open socket; listen takes no pointers.
+    cvt(unsafe { libc::listen(fd.as_raw_fd(), backlog) })?;
+    Ok(fd)
+}
+
+/// Sets a boolean `SOL_SOCKET` option to 1.
+fn set_flag(fd: RawFd, option: libc::c_int) -> io::Result<()> {
+    let one: libc::c_int = 1;
+    // SAFETY: `one` is a valid c_int for reads of the size passed; `fd` is an open socket owned
+    // by the caller for the duration of the call.
+    cvt(unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            option,
+            ptr::from_ref(&one).cast(),
+            mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    })?;
+    Ok(())
+}
+
+/// Binds a socket to an IPv4 or IPv6 address.
+fn bind(fd: RawFd, addr: SocketAddr) -> io::Result<()> {
+    let rc = match addr {
+        SocketAddr::V4(a) => {
+            let sin = libc::sockaddr_in {
+                sin_family: libc::AF_INET as libc::sa_family_t,
+                sin_port: a.port().to_be(),
+                sin_addr: libc::in_addr {
+                    s_addr: u32::from_ne_bytes(a.ip().octets()),
+                },
+                sin_zero: [0; 8],
+            };
+            // SAFETY: `sin` is a fully initialised sockaddr_in and the length passed is its size;
+            // `fd` is an open socket owned by the caller.
+            unsafe {
+                libc::bind(
+                    fd,
+                    ptr::from_ref(&sin).cast(),
+                    mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+                )
+            }
+        }
+        SocketAddr::V6(a) => {
+            let sin6 = libc::sockaddr_in6 {
+                sin6_family: libc::AF_INET6 as libc::sa_family_t,
+                sin6_port: a.port().to_be(),
+                sin6_flowinfo: a.flowinfo(),
+                sin6_addr: libc::in6_addr {
+                    s6_addr: a.ip().octets(),
+                },
+                sin6_scope_id: a.scope_id(),
+            };
+            // SAFETY: `sin6` is a fully initialised sockaddr_in6 and the length passed is its
+            // size; `fd` is an open socket owned by the caller.
+            unsafe {
+                libc::bind(
+                    fd,
+                    ptr::from_ref(&sin6).cast(),
+                    mem::size_of::<libc::sockaddr_in6>() as libc::socklen_t,
+                )
+            }
+        }
+    };
+    cvt(rc)?;
+    Ok(())
+}
+
+/// Calls `f` with each address `addr` resolves to, returning the first success or the last
+/// error.
+///
+/// Resolution of a host name blocks the calling thread (it is `std`'s resolver); pass a
+/// `SocketAddr` on a core thread.
+pub(crate) fn each_addr<A, T>(
+    addr: A,
+    mut f: impl FnMut(SocketAddr) -> io::Result<T>,
+) -> io::Result<T>
+where
+    A: std::net::ToSocketAddrs,
+{
+    let mut last = None;
+    for a in addr.to_socket_addrs()? {
+        match f(a) {
+            Ok(t) => return Ok(t),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(no_addresses))
+}
+
+/// The error for an address that resolved to nothing.
+pub(crate) fn no_addresses() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        "could not resolve to any address",
+    )
+}

@@ -1,0 +1,124 @@
+//! Waking: the cross-thread unparker, task wakers (panicking ones included), and the
+//! thread's current reactor.
+
+mod common;
+
+use std::io;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
+use std::thread;
+use std::time::Duration;
+
+use futures_lite::{AsyncRead, AsyncWriteExt};
+use tickless_io::{pipe, Reactor, Unparker};
+
+fn _unparker_is_send_sync_clone() {
+    fn assert<T: Send + Sync + Clone + 'static>() {}
+    assert::<Unparker>();
+}
+
+#[test]
+fn unpark_from_another_thread_ends_a_blocking_poll() -> io::Result<()> {
+    let reactor = Reactor::new()?;
+    let unparker = reactor.unparker();
+    let other = thread::spawn(move || unparker.unpark());
+    // Blocks until the other thread's unpark, whether it lands before or during the wait.
+    let polled = loop {
+        let polled = reactor.poll(None)?;
+        if polled.unparked {
+            break polled;
+        }
+    };
+    other.join().expect("unparking thread panicked");
+    assert!(polled.unparked);
+    // Drained: not reported twice.
+    assert!(!reactor.poll(Some(Duration::ZERO))?.unparked);
+    assert_eq!(reactor.stats().unparks_received, 1);
+    Ok(())
+}
+
+#[test]
+fn many_unparks_before_a_poll_make_one_wakeup() -> io::Result<()> {
+    let reactor = Reactor::new()?;
+    let unparker = reactor.unparker();
+    for _ in 0..3 {
+        unparker.clone().unpark();
+    }
+    assert!(reactor.poll(None)?.unparked);
+    assert!(!reactor.poll(Some(Duration::ZERO))?.unparked);
+    assert_eq!(reactor.stats().unparks_received, 1);
+    Ok(())
+}
+
+/// A waker that counts wakes, and panics on them if asked to.
+struct Counting {
+    wakes: AtomicUsize,
+    panic: bool,
+}
+
+impl Wake for Counting {
+    fn wake(self: Arc<Self>) {
+        self.wakes.fetch_add(1, Ordering::SeqCst);
+        assert!(!self.panic, "this waker panics on purpose");
+    }
+}
+
+#[test]
+fn a_panicking_waker_does_not_take_the_reactor_down() -> io::Result<()> {
+    let reactor = Reactor::new()?;
+    let _guard = reactor.enter();
+    let (mut w1, mut r1) = pipe()?;
+    let (mut w2, mut r2) = pipe()?;
+    let bad = Arc::new(Counting {
+        wakes: AtomicUsize::new(0),
+        panic: true,
+    });
+    let good = Arc::new(Counting {
+        wakes: AtomicUsize::new(0),
+        panic: false,
+    });
+    let mut buf = [0u8; 4];
+    for (r, waker) in [(&mut r1, &bad), (&mut r2, &good)] {
+        let waker = Waker::from(Arc::clone(waker));
+        let pending = std::pin::Pin::new(r).poll_read(&mut Context::from_waker(&waker), &mut buf);
+        assert!(matches!(pending, Poll::Pending));
+    }
+    common::block_on(&reactor, async {
+        w1.write_all(b"a").await?;
+        w2.write_all(b"b").await
+    })?;
+    while good.wakes.load(Ordering::SeqCst) == 0 || bad.wakes.load(Ordering::SeqCst) == 0 {
+        reactor.poll(None)?;
+    }
+    assert_eq!(reactor.stats().waker_panics, 1);
+    // Still working afterwards.
+    assert!(!reactor.poll(Some(Duration::ZERO))?.timer_fired);
+    Ok(())
+}
+
+#[test]
+fn current_follows_enter_and_its_guards() -> io::Result<()> {
+    let err = Reactor::current().unwrap_err();
+    assert_eq!(err.kind(), io::ErrorKind::Other);
+    assert_eq!(
+        err.to_string(),
+        "no tickless runtime is running on this thread"
+    );
+    assert!(pipe().is_err(), "I/O types need a current reactor");
+
+    let outer = Reactor::new()?;
+    let inner = Reactor::new()?;
+    {
+        let _outer = outer.enter();
+        assert!(Rc::ptr_eq(&Reactor::current()?, &outer));
+        {
+            let _inner = inner.enter();
+            assert!(Rc::ptr_eq(&Reactor::current()?, &inner));
+        }
+        assert!(Rc::ptr_eq(&Reactor::current()?, &outer));
+    }
+    assert!(Reactor::current().is_err());
+    Ok(())
+}
