@@ -23,9 +23,13 @@ pub(crate) struct Clock {
 }
 
 impl Clock {
-    pub(crate) fn new(paused: bool) -> Clock {
-        let epoch = std::time::Instant::now();
-        let epoch_mono = tickless_io::TimerFd::now_mono_ns();
+    /// A clock whose 0 is `epoch` (shared by every core of a runtime).
+    pub(crate) fn new(epoch: std::time::Instant, paused: bool) -> Clock {
+        // Read the instant first: the monotonic read after it is no earlier, so the epoch's
+        // monotonic time computed from them is never early either.
+        let at = std::time::Instant::now();
+        let mono = tickless_io::TimerFd::now_mono_ns();
+        let epoch_mono = mono.saturating_sub(nanos(at.saturating_duration_since(epoch)));
         Clock {
             epoch,
             epoch_mono,

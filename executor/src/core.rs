@@ -4,6 +4,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::future::Future;
 use std::io;
+use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -15,9 +16,9 @@ use slab::Slab;
 use tickless_io::{EnterGuard, Reactor, Unparker};
 use tickless_timer::{Config, Handover, Op, Slack, TimerHandle, TimerQueue, Wake as WakeDecision};
 
-use crate::clock::Clock;
+use crate::clock::{nanos, Clock};
 use crate::device::TimerFdDevice;
-use crate::stats::CoreStats;
+use crate::stats::{CoreStats, Published};
 
 /// Task polls in a row before the loop turns to I/O and timers.
 const TASK_BUDGET: usize = 128;
@@ -42,47 +43,80 @@ impl CoreId {
     }
 }
 
-/// The part of a core other threads may touch: its inbox and its unparker.
+/// What a core's timer wheel and inbox carry: a waker to wake, or a task to run.
+pub(crate) enum TimerValue {
+    /// A `Sleep`'s task.
+    Wake(Waker),
+    /// A task handed to the core (`Handle::spawn`, `spawn_at`, a wake from another thread).
+    Run(Runnable),
+}
+
+/// Everything a core needs to know, from the runtime, to start.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CoreConfig {
+    /// Wheel policy and resolution.
+    pub(crate) timer: Config,
+    /// Slack of timers that give none.
+    pub(crate) default_slack: Slack,
+    /// Paused time.
+    pub(crate) paused: bool,
+    /// Idle spin window (zero: park at once).
+    pub(crate) spin: Duration,
+    /// The runtime-wide instant that is 0 ns on every core's clock.
+    pub(crate) epoch: std::time::Instant,
+}
+
+/// The part of a core other threads may touch: its inbox and its eventfd.
 pub(crate) struct Shared {
     /// Which core.
     pub(crate) id: CoreId,
-    /// Timer inserts and cancels from other threads, and the published sleep word.
-    pub(crate) handover: Handover<Waker>,
-    /// Tasks woken from other threads.
-    pub(crate) remote: Mutex<Vec<Runnable>>,
-    /// Writes the core's eventfd.
-    unparker: Unparker,
-    /// Set once the core has dropped every task's future: remote wakes are then dropped.
-    pub(crate) closed: AtomicBool,
+    /// Every cross-thread hand-off (timers, woken tasks, spawns) and the sleep word.
+    pub(crate) handover: Handover<TimerValue>,
+    /// Writes the core's eventfd; `None` once the core is gone (which closes the eventfd even
+    /// while wakers of its tasks live on). Locked only to wake a sleeping core.
+    unparker: Mutex<Option<Unparker>>,
+    /// Set to ask the core's loop to stop.
+    pub(crate) stop: AtomicBool,
+    /// The core's counters as of its last idle transition, for other threads.
+    pub(crate) published: Published,
+    /// The runtime-wide epoch, to convert instants into this core's nanoseconds.
+    pub(crate) epoch: std::time::Instant,
 }
 
 impl Shared {
     /// Schedules a task woken on another thread: through the inbox, waking the core only if it
-    /// sleeps (once per burst).
+    /// sleeps (once per burst). After the core closed, the task is already gone: drop it.
     pub(crate) fn schedule_remote(&self, runnable: Runnable) {
-        if self.closed.load(Ordering::Acquire) {
-            // The core has shut down and dropped every task's future on its own thread: this
-            // runnable's task is closed, and dropping it here drops no future.
-            drop(runnable);
-            return;
-        }
-        self.remote
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(runnable);
-        self.kick(self.handover.notify(0));
+        self.push(Op::Now(TimerValue::Run(runnable)));
     }
 
-    /// Hands a timer operation to the core.
-    pub(crate) fn push_timer(&self, op: Op<Waker>) {
-        self.kick(self.handover.push(op));
+    /// Hands an operation to the core, waking it if the sleep-word rule says so. An operation
+    /// refused by a closed core is dropped here.
+    pub(crate) fn push(&self, op: Op<TimerValue>) {
+        match self.handover.push(op) {
+            Ok(decision) => self.kick(decision),
+            Err(refused) => drop(refused),
+        }
     }
 
     /// Acts on the sleep-word rule's decision.
-    fn kick(&self, decision: WakeDecision) {
+    pub(crate) fn kick(&self, decision: WakeDecision) {
         if decision == WakeDecision::Needed {
-            self.unparker.unpark();
+            if let Some(u) = &*self.unparker.lock().unwrap_or_else(|e| e.into_inner()) {
+                u.unpark();
+            }
         }
+    }
+
+    /// Asks the core to stop, waking it.
+    pub(crate) fn request_stop(&self) {
+        self.stop.store(true, Ordering::Release);
+        self.kick(self.handover.notify(0));
+    }
+
+    /// Nanoseconds since the epoch of an instant.
+    pub(crate) fn ns(&self, instant: std::time::Instant) -> u64 {
+        nanos(instant.saturating_duration_since(self.epoch))
     }
 }
 
@@ -102,7 +136,7 @@ pub(crate) fn remote_cancel(core: CoreId, handle: TimerHandle) {
         .find(|(id, _)| *id == core)
         .and_then(|(_, w)| w.upgrade());
     if let Some(shared) = shared {
-        shared.push_timer(Op::Cancel(handle));
+        shared.push(Op::Cancel(handle));
     }
 }
 
@@ -113,6 +147,8 @@ struct Counters {
     polls: Cell<u64>,
     /// Blocking waits in epoll.
     parks: Cell<u64>,
+    /// Idle transitions spent spinning instead of parking.
+    spins: Cell<u64>,
 }
 
 fn bump(c: &Cell<u64>) {
@@ -124,25 +160,26 @@ pub(crate) struct Core {
     /// What other threads may touch.
     pub(crate) shared: Arc<Shared>,
     /// Runnable tasks, woken on this thread.
-    pub(crate) queue: RefCell<VecDeque<Runnable>>,
-    /// The timers; values are the wakers to wake.
-    pub(crate) timers: RefCell<TimerQueue<Waker, TimerFdDevice>>,
+    queue: RefCell<VecDeque<Runnable>>,
+    /// The timers.
+    pub(crate) timers: RefCell<TimerQueue<TimerValue, TimerFdDevice>>,
     /// The I/O driver.
-    pub(crate) reactor: Rc<Reactor>,
+    reactor: Rc<Reactor>,
     /// Real or paused time.
     pub(crate) clock: Clock,
     /// `now` as of the last expiry: deadlines at or before it are already due.
     pub(crate) last_now: Cell<u64>,
-    /// Wakers of every live task, so that shutdown can reach the ones nobody will wake.
+    /// Wakers of every live task that has been polled, so that shutdown can reach the ones
+    /// nobody will wake.
     pub(crate) active: RefCell<Slab<Waker>>,
-    /// Slack of `sleep` when none is given.
+    /// Slack of timers that give none.
     pub(crate) default_slack: Slack,
+    /// Idle spin window in nanoseconds.
+    spin_ns: u64,
     /// Counters.
     counters: Counters,
-    /// Remote-woken tasks taken in one go, kept to reuse the allocation.
-    remote_buf: RefCell<Vec<Runnable>>,
-    /// Timer operations taken in one go, kept to reuse the allocation.
-    ops_buf: RefCell<Vec<Op<Waker>>>,
+    /// Hand-overs taken in one go, kept to reuse the allocation.
+    ops_buf: RefCell<Vec<Op<TimerValue>>>,
 }
 
 thread_local! {
@@ -197,38 +234,34 @@ impl Wake for MainWaker {
 }
 
 impl Core {
-    pub(crate) fn new(
-        id: CoreId,
-        config: Config,
-        default_slack: Slack,
-        paused: bool,
-    ) -> io::Result<Rc<Core>> {
+    pub(crate) fn new(id: CoreId, config: CoreConfig) -> io::Result<Rc<Core>> {
         let reactor = Reactor::new()?;
-        let clock = Clock::new(paused);
+        let clock = Clock::new(config.epoch, config.paused);
         let device = TimerFdDevice {
             reactor: reactor.clone(),
             epoch_mono: clock.epoch_mono,
-            paused,
+            paused: config.paused,
         };
         let shared = Arc::new(Shared {
             id,
             handover: Handover::new(),
-            remote: Mutex::new(Vec::new()),
-            unparker: reactor.unparker(),
-            closed: AtomicBool::new(false),
+            unparker: Mutex::new(Some(reactor.unparker())),
+            stop: AtomicBool::new(false),
+            published: Published::default(),
+            epoch: config.epoch,
         });
         registry().push((id, Arc::downgrade(&shared)));
         Ok(Rc::new(Core {
             shared,
             queue: RefCell::new(VecDeque::new()),
-            timers: RefCell::new(TimerQueue::new(device, config)),
+            timers: RefCell::new(TimerQueue::new(device, config.timer)),
             reactor,
             clock,
             last_now: Cell::new(0),
             active: RefCell::new(Slab::new()),
-            default_slack,
+            default_slack: config.default_slack,
+            spin_ns: nanos(config.spin),
             counters: Counters::default(),
-            remote_buf: RefCell::new(Vec::new()),
             ops_buf: RefCell::new(Vec::new()),
         }))
     }
@@ -265,19 +298,37 @@ impl Core {
     /// Runs the loop until `main` completes.
     pub(crate) fn block_on<F: Future>(self: &Rc<Self>, main: F) -> F::Output {
         let mut main = std::pin::pin!(main);
+        self.run(Some(main.as_mut()))
+            .expect("the loop returns only with the output while there is a main future")
+    }
+
+    /// Runs the loop until the runtime asks the core to stop (cores other than core 0).
+    pub(crate) fn run_until_stopped(self: &Rc<Self>) {
+        self.run::<std::future::Pending<()>>(None);
+    }
+
+    /// The loop. Returns the main future's output, or `None` when asked to stop.
+    fn run<F: Future>(self: &Rc<Self>, mut main: Option<Pin<&mut F>>) -> Option<F::Output> {
         let main_waker = Arc::new(MainWaker {
-            woken: AtomicBool::new(true),
+            woken: AtomicBool::new(main.is_some()),
             shared: self.shared.clone(),
         });
         let waker = Waker::from(main_waker.clone());
         let mut cx = Context::from_waker(&waker);
         let mut since_io = 0u64;
         loop {
-            if main_waker.woken.swap(false, Ordering::AcqRel) {
-                bump(&self.counters.polls);
-                if let Poll::Ready(out) = main.as_mut().poll(&mut cx) {
-                    return out;
+            if let Some(main) = main.as_mut() {
+                if main_waker.woken.swap(false, Ordering::AcqRel) {
+                    bump(&self.counters.polls);
+                    if let Poll::Ready(out) = main.as_mut().poll(&mut cx) {
+                        self.publish();
+                        return Some(out);
+                    }
                 }
+            }
+            if self.shared.stop.load(Ordering::Acquire) {
+                self.publish();
+                return None;
             }
             since_io += self.run_tasks() as u64;
             self.take_handed_over();
@@ -311,36 +362,26 @@ impl Core {
         ran
     }
 
-    /// Takes tasks woken and timers handed over from other threads.
+    /// Takes tasks woken, tasks spawned and timers handed over from other threads.
     fn take_handed_over(&self) {
         if !self.shared.handover.is_dirty() {
             return;
         }
         let mut ops = self.ops_buf.borrow_mut();
         self.shared.handover.drain(&mut ops);
-        {
-            let mut remote = self.remote_buf.borrow_mut();
-            std::mem::swap(
-                &mut *remote,
-                &mut *self.shared.remote.lock().unwrap_or_else(|e| e.into_inner()),
-            );
-            self.queue.borrow_mut().extend(remote.drain(..));
-        }
-        if ops.is_empty() {
-            return;
-        }
-        let mut timers = self.timers.borrow_mut();
         for op in ops.drain(..) {
             match op {
+                Op::Now(TimerValue::Run(r)) => self.schedule_local(r),
+                Op::Now(TimerValue::Wake(w)) => w.wake(),
                 Op::Insert {
                     deadline,
                     slack,
                     value,
                 } => {
-                    timers.insert(deadline, slack, value);
+                    self.timers.borrow_mut().insert(deadline, slack, value);
                 }
                 Op::Cancel(handle) => {
-                    timers.cancel(handle);
+                    self.timers.borrow_mut().cancel(handle);
                 }
             }
         }
@@ -351,7 +392,9 @@ impl Core {
         let mut fired = Vec::new();
         {
             let mut timers = self.timers.borrow_mut();
-            if timers.is_empty() {
+            // The timerfd announces every timer it is armed for: read the clock only for those
+            // it does not know about (or when time is paused, where reads are free).
+            if timers.is_empty() || !(timers.needs_expiry() || self.clock.is_paused()) {
                 return false;
             }
             let now = self.clock.now();
@@ -359,22 +402,24 @@ impl Core {
             timers.advance(now);
             while fired.len() < TIMER_BUDGET {
                 match timers.pop_expired() {
-                    Some((_, waker)) => fired.push(waker),
+                    Some((_, value)) => fired.push(value),
                     None => break,
                 }
             }
         }
         let more = fired.len() == TIMER_BUDGET;
-        // Wake outside the borrow: a woken task may be polled... later, but its waker may
-        // also touch the timers (a `Sleep` dropped by a waker, say).
-        for waker in fired {
-            waker.wake();
+        // Fire outside the borrow: a waker may touch the timers.
+        for value in fired {
+            match value {
+                TimerValue::Wake(w) => w.wake(),
+                TimerValue::Run(r) => self.schedule_local(r),
+            }
         }
         more
     }
 
-    /// Polls I/O once, and handles a timerfd expiry.
-    fn poll_io(&self, timeout: Option<Duration>) {
+    /// Polls I/O once, and handles a timerfd expiry. Returns whether any event came.
+    fn poll_io(&self, timeout: Option<Duration>) -> bool {
         let polled = match self.reactor.poll(timeout) {
             Ok(p) => p,
             // epoll_wait on a valid epoll fd fails only on a broken invariant.
@@ -385,14 +430,26 @@ impl Core {
             self.last_now.set(now);
             self.timers.borrow_mut().device_fired(now);
         }
+        polled.events > 0
     }
 
-    /// Nothing is runnable: apply the deferred re-arm, publish the sleep and block in epoll.
+    /// Whether something is runnable or handed over.
+    fn has_work(&self) -> bool {
+        !self.queue.borrow().is_empty() || self.shared.handover.is_dirty()
+    }
+
+    /// Nothing is runnable: spin if the next timer is close, else apply the deferred re-arm,
+    /// publish the sleep and block in epoll.
     fn idle(&self) {
-        let armed = self.timers.borrow_mut().on_idle();
         if self.clock.is_paused() {
+            self.timers.borrow_mut().on_idle();
             return self.idle_paused();
         }
+        if self.spin_ns > 0 && self.spin() {
+            return;
+        }
+        let armed = self.timers.borrow_mut().on_idle();
+        self.publish();
         if !self.shared.handover.try_sleep(armed) {
             // Something was handed over since we last looked: take it instead of sleeping.
             return;
@@ -402,10 +459,41 @@ impl Core {
         self.shared.handover.woke();
     }
 
+    /// The idle governor: polls I/O without blocking for up to the spin window, or until the
+    /// next timer if that is sooner (computed from every timer the core holds: the handed-over
+    /// ones were taken just before). Returns `true` if the core found work (or a timer became
+    /// due) and should not park.
+    fn spin(&self) -> bool {
+        let start = self.clock.now();
+        let next = self.timers.borrow().next_expiration();
+        let timer_soon = next.is_some_and(|t| t.saturating_sub(start) < self.spin_ns);
+        let until = match next {
+            Some(t) if timer_soon => t,
+            _ => start.saturating_add(self.spin_ns),
+        };
+        bump(&self.counters.spins);
+        loop {
+            if self.poll_io(Some(Duration::ZERO)) || self.has_work() {
+                return true;
+            }
+            let now = self.clock.now();
+            if now >= until {
+                if timer_soon {
+                    // The timer is due: expire it on the next turn, without parking.
+                    self.last_now.set(now);
+                    self.timers.borrow_mut().advance(now);
+                    return true;
+                }
+                return false;
+            }
+            std::hint::spin_loop();
+        }
+    }
+
     /// Paused time: poll I/O without blocking; if nothing happened, jump to the next timer.
     fn idle_paused(&self) {
         self.poll_io(Some(Duration::ZERO));
-        if !self.queue.borrow().is_empty() || self.shared.handover.is_dirty() {
+        if self.has_work() {
             return;
         }
         let next = self.timers.borrow().next_expiration();
@@ -413,6 +501,7 @@ impl Core {
             Some(t) => self.clock.advance_to(t),
             None => {
                 // No timer will ever move paused time: wait for I/O or another thread.
+                self.publish();
                 if self.shared.handover.try_sleep(None) {
                     bump(&self.counters.parks);
                     self.poll_io(None);
@@ -423,16 +512,15 @@ impl Core {
     }
 
     /// Drops every task's future, on this thread: wake them all so each is queued, then drop
-    /// the queued runnables (which drops a task's future without polling it).
+    /// the queued runnables (which drops a task's future without polling it). Then closes the
+    /// inbox and drops what it held, and the timers.
     pub(crate) fn shutdown(&self) {
         loop {
             let wakers: Vec<Waker> = self.active.borrow_mut().drain().collect();
             for w in wakers {
                 w.wake();
             }
-            let remote =
-                std::mem::take(&mut *self.shared.remote.lock().unwrap_or_else(|e| e.into_inner()));
-            self.queue.borrow_mut().extend(remote);
+            self.take_handed_over();
             let next = self.queue.borrow_mut().pop_front();
             match next {
                 Some(runnable) => drop(runnable),
@@ -440,7 +528,11 @@ impl Core {
                 None => {}
             }
         }
-        // Timers hold task wakers; the tasks are gone, so are the values.
+        // From here on, hand-overs are refused and dropped by their pushers; the tasks they
+        // carry are already closed, or are remote spawns whose futures are `Send`.
+        drop(self.shared.handover.close());
+        self.publish();
+        // Timers hold wakers and `spawn_at` tasks; drop them here, in the core's context.
         let timers = std::mem::replace(
             &mut *self.timers.borrow_mut(),
             TimerQueue::new(
@@ -453,25 +545,27 @@ impl Core {
             ),
         );
         drop(timers);
-        // Wakes racing in from other threads until now went to the inbox and were dropped
-        // above; from here on they are dropped where they happen.
-        self.shared.closed.store(true, Ordering::Release);
         registry().retain(|(id, _)| *id != self.id());
         self.shared
-            .remote
+            .unparker
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .clear();
+            .take();
     }
 
-    /// This core's counters.
+    /// Publishes the counters for other threads (plain stores, no read-modify-write).
+    fn publish(&self) {
+        self.shared.published.store(&self.stats());
+    }
+
+    /// This core's counters, exact (on its own thread).
     pub(crate) fn stats(&self) -> CoreStats {
         let t = self.timers.borrow().stats() + self.shared.handover.stats();
         let io = self.reactor.stats();
         CoreStats {
             polls: self.counters.polls.get(),
             parks: self.counters.parks.get(),
-            spins: 0,
+            spins: self.counters.spins.get(),
             timer_inserts: t.inserts,
             timer_cancels: t.cancels,
             timer_fires: t.fires,

@@ -9,7 +9,7 @@ mod stats;
 mod task;
 pub mod time;
 
-pub use runtime::{Builder, Runtime};
+pub use runtime::{core_id, Builder, Handle, Runtime, ShutdownTimeout};
 pub use stats::{CoreStats, Stats};
 pub use task::{spawn, spawn_local, yield_now, JoinError, JoinHandle};
 pub use tickless_timer::RearmPolicy;

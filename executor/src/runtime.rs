@@ -1,19 +1,24 @@
-//! The runtime: its builder, `block_on`, stats and shutdown.
+//! The runtime: its builder, cores, handles, stats and shutdown.
 
 use std::fmt;
 use std::future::Future;
 use std::io;
 use std::marker::PhantomData;
 use std::rc::Rc;
+use std::sync::mpsc;
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 use std::thread::{self, Thread};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tickless_timer::{Config, RearmPolicy, Slack};
 
-use crate::core::{with_current, Core, CoreId};
+use crate::core::{with_current, Core, CoreConfig, CoreId, Shared, NO_RUNTIME};
 use crate::stats::Stats;
+use crate::task::{spawn_remote, JoinHandle};
+
+/// How long dropping a runtime waits for its cores to drop their tasks and exit.
+const DROP_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Configures a [`Runtime`].
 ///
@@ -24,6 +29,7 @@ use crate::stats::Stats;
 /// use tickless::{Builder, RearmPolicy};
 ///
 /// let rt = Builder::new()
+///     .cores(2)
 ///     .timer_policy(RearmPolicy::OnIdle)
 ///     .timer_resolution(Duration::from_micros(10))
 ///     .build()?;
@@ -32,12 +38,12 @@ use crate::stats::Stats;
 /// ```
 #[derive(Debug, Clone)]
 pub struct Builder {
-    /// Timer wheel configuration (policy, resolution).
-    timer: Config,
-    /// Slack of `sleep` and `interval` when none is given.
-    default_slack: Slack,
-    /// Start with time paused.
-    start_paused: bool,
+    /// Number of cores; `None`: one per CPU the process may run on.
+    cores: Option<usize>,
+    /// Pin each core's thread to its CPU.
+    pin: bool,
+    /// Per-core settings.
+    core: CoreConfig,
 }
 
 impl Default for Builder {
@@ -47,18 +53,45 @@ impl Default for Builder {
 }
 
 impl Builder {
-    /// The defaults: `Lazy` re-arming, 1 µs resolution, no default slack, real time.
+    /// The defaults: one core per CPU the process may run on, not pinned; `Lazy` re-arming,
+    /// 1 µs timer resolution, no default slack, no idle spinning, real time.
     pub fn new() -> Builder {
         Builder {
-            timer: Config::default(),
-            default_slack: Slack::None,
-            start_paused: false,
+            cores: None,
+            pin: false,
+            core: CoreConfig {
+                timer: Config::default(),
+                default_slack: Slack::None,
+                paused: false,
+                spin: Duration::ZERO,
+                epoch: Instant::now(),
+            },
         }
+    }
+
+    /// The number of cores (executor threads, core 0 being the thread that calls
+    /// [`Runtime::block_on`]). Default: every CPU the process may run on.
+    ///
+    /// # Panics
+    ///
+    /// If `n` is zero.
+    pub fn cores(&mut self, n: usize) -> &mut Self {
+        assert!(n > 0, "a runtime needs at least one core");
+        self.cores = Some(n);
+        self
+    }
+
+    /// Pins core `i`'s thread to the `i`-th CPU the process may run on (core 0: the thread
+    /// that builds the runtime). Default `false`. [`build`](Self::build) fails, naming the CPU,
+    /// if pinning is impossible.
+    pub fn pin(&mut self, pin: bool) -> &mut Self {
+        self.pin = pin;
+        self
     }
 
     /// When the timerfd is re-programmed; see [`RearmPolicy`]. Default `Lazy`.
     pub fn timer_policy(&mut self, policy: RearmPolicy) -> &mut Self {
-        self.timer.policy = policy;
+        self.core.timer.policy = policy;
         self
     }
 
@@ -69,50 +102,153 @@ impl Builder {
     /// If `resolution` is zero.
     pub fn timer_resolution(&mut self, resolution: Duration) -> &mut Self {
         assert!(!resolution.is_zero(), "timer resolution must be non-zero");
-        self.timer.resolution = resolution;
+        self.core.timer.resolution = resolution;
         self
     }
 
-    /// How late a `sleep` or `interval` tick may fire when it does not say (default: none).
-    /// Slack lets the core serve many timers with one wakeup.
+    /// How late a timer (sleep, timeout, interval tick) may fire when it does not say
+    /// (default: none). Slack lets a core serve many timers with one wakeup.
     pub fn default_slack(&mut self, slack: Duration) -> &mut Self {
-        self.default_slack = Slack::Bounded(slack);
+        self.core.default_slack = Slack::Bounded(slack);
+        self
+    }
+
+    /// The idle governor: on going idle, poll I/O without blocking for up to `window` before
+    /// parking; when the core's next timer is closer than `window`, spin until it instead of
+    /// arming the timerfd and parking. Default zero (park at once). Spinning trades CPU for
+    /// latency: worth it for cross-core ping-pong, not for idle servers.
+    pub fn spin_before_park(&mut self, window: Duration) -> &mut Self {
+        self.core.spin = window;
         self
     }
 
     /// Starts with time paused, as tokio's `start_paused`: the clock moves only through
     /// [`time::advance`](crate::time::advance), or by itself to the next timer when every task
     /// waits and no I/O is ready. Timers then fire in deadline order with no real sleeping.
+    /// Each core has its own paused clock.
     pub fn start_paused(&mut self, paused: bool) -> &mut Self {
-        self.start_paused = paused;
+        self.core.paused = paused;
         self
     }
 
-    /// Creates the runtime.
+    /// Creates the runtime: core 0 on this thread, the others on threads of their own.
     ///
     /// # Errors
     ///
-    /// Creating the core's epoll instance, timerfd or eventfd failed (typically `EMFILE`).
+    /// Creating a core's epoll instance, timerfd or eventfd failed (typically `EMFILE`), a
+    /// thread could not be spawned, or pinning was asked for and is impossible (the error names
+    /// the CPU).
     pub fn build(&mut self) -> io::Result<Runtime> {
-        let id = CoreId {
-            runtime: CoreId::new_runtime(),
-            index: 0,
-        };
-        let core = Core::new(id, self.timer, self.default_slack, self.start_paused)?;
+        let allowed = tickless_io::cpu::allowed_cpus()?;
+        let n = self.cores.unwrap_or(allowed.len().max(1));
+        let cpus: Vec<Option<usize>> = (0..n)
+            .map(|i| self.pin.then(|| allowed.get(i).copied()).flatten())
+            .collect();
+        if self.pin {
+            if let Some(i) = cpus.iter().position(Option::is_none) {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!(
+                        "cannot pin core {i}: the process may run on {} CPUs ({allowed:?})",
+                        allowed.len()
+                    ),
+                ));
+            }
+        }
+        let runtime = CoreId::new_runtime();
+        let mut config = self.core;
+        config.epoch = Instant::now();
+        if let Some(cpu) = cpus[0] {
+            tickless_io::cpu::pin_current_thread(cpu)?;
+        }
+        let core0 = Core::new(CoreId { runtime, index: 0 }, config)?;
+        let mut shared = vec![core0.shared.clone()];
+        let mut threads = Vec::new();
+        let (done_tx, done_rx) = mpsc::channel();
+        for (index, cpu) in cpus.iter().enumerate().skip(1) {
+            let (tx, rx) = mpsc::sync_channel(1);
+            let done = done_tx.clone();
+            let cpu = *cpu;
+            let thread = thread::Builder::new()
+                .name(format!("tickless-core-{index}"))
+                .spawn(move || core_thread(CoreId { runtime, index }, config, cpu, tx, done))?;
+            let started = rx.recv().unwrap_or_else(|_| {
+                Err(io::Error::other(format!(
+                    "core {index}'s thread died while starting"
+                )))
+            });
+            match started {
+                Ok(s) => {
+                    shared.push(s);
+                    threads.push(Some(thread));
+                }
+                Err(e) => {
+                    let partial = Runtime {
+                        core: core0,
+                        shared,
+                        threads,
+                        done: done_rx,
+                        _not_send: PhantomData,
+                    };
+                    drop(partial);
+                    return Err(e);
+                }
+            }
+        }
         Ok(Runtime {
-            core,
+            core: core0,
+            shared,
+            threads,
+            done: done_rx,
             _not_send: PhantomData,
         })
     }
 }
 
-/// A tickless runtime.
+/// Tells the runtime a core's thread is gone, however it ends (a panic included).
+struct Done(mpsc::Sender<usize>, usize);
+
+impl Drop for Done {
+    fn drop(&mut self) {
+        let _ = self.0.send(self.1);
+    }
+}
+
+/// The body of the thread of core `id.index > 0`.
+fn core_thread(
+    id: CoreId,
+    config: CoreConfig,
+    cpu: Option<usize>,
+    started: mpsc::SyncSender<io::Result<Arc<Shared>>>,
+    done: mpsc::Sender<usize>,
+) {
+    let _done = Done(done, id.index);
+    let core = cpu
+        .map_or(Ok(()), tickless_io::cpu::pin_current_thread)
+        .and_then(|()| Core::new(id, config));
+    let core = match core {
+        Ok(core) => core,
+        Err(e) => {
+            let _ = started.send(Err(e));
+            return;
+        }
+    };
+    let _ = started.send(Ok(core.shared.clone()));
+    let _entered = core.enter();
+    core.run_until_stopped();
+    core.shutdown();
+}
+
+/// A tickless runtime: one executor per core, each with its own run queue, timer wheel,
+/// timerfd and epoll instance.
 ///
 /// Core 0 runs on the thread that calls [`block_on`](Self::block_on), so a `Runtime` stays on
-/// the thread that made it (it is `!Send`).
+/// the thread that made it (it is `!Send`); the other cores run on threads of their own, and
+/// are reached through [`handle`](Self::handle).
 ///
-/// Dropping it drops every task's future, on its own core, and closes the runtime's file
-/// descriptors; awaiting a handle of a dropped task gives a cancelled [`JoinError`].
+/// Dropping it stops every core, drops every task's future on its own core, closes the
+/// runtime's file descriptors and joins the threads (see [`shutdown`](Self::shutdown));
+/// awaiting a handle of a dropped task gives a cancelled [`JoinError`].
 ///
 /// [`JoinError`]: crate::JoinError
 ///
@@ -123,9 +259,34 @@ impl Builder {
 pub struct Runtime {
     /// Core 0.
     core: Rc<Core>,
+    /// Every core's shared half, by index.
+    shared: Vec<Arc<Shared>>,
+    /// Threads of cores 1.., `None` once joined or given up on.
+    threads: Vec<Option<thread::JoinHandle<()>>>,
+    /// Indexes of core threads that have ended.
+    done: mpsc::Receiver<usize>,
     /// Core 0 is this thread.
     _not_send: PhantomData<*const ()>,
 }
+
+/// The error of [`Runtime::shutdown`]: cores still inside a task when the timeout passed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShutdownTimeout {
+    /// Indexes of the cores that did not stop in time; their threads were left running.
+    pub stuck: Vec<usize>,
+}
+
+impl fmt::Display for ShutdownTimeout {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "cores {:?} did not stop within the shutdown timeout (a task never yields?)",
+            self.stuck
+        )
+    }
+}
+
+impl std::error::Error for ShutdownTimeout {}
 
 impl Runtime {
     /// A runtime with the default [`Builder`] settings.
@@ -138,7 +299,7 @@ impl Runtime {
     }
 
     /// Runs `future` to completion on this thread (core 0), running the core's other tasks, I/O
-    /// and timers meanwhile.
+    /// and timers meanwhile. The other cores run all along, `block_on` or not.
     ///
     /// # Panics
     ///
@@ -148,32 +309,168 @@ impl Runtime {
         self.core.block_on(future)
     }
 
-    /// Counters per core and in total.
+    /// The number of cores.
+    pub fn cores(&self) -> usize {
+        self.shared.len()
+    }
+
+    /// A handle to core `core`, to spawn onto it from any thread.
+    ///
+    /// # Panics
+    ///
+    /// If there is no such core.
+    pub fn handle(&self, core: usize) -> Handle {
+        let shared = self.shared.get(core).unwrap_or_else(|| {
+            panic!(
+                "no core {core}: the runtime has {} cores",
+                self.shared.len()
+            )
+        });
+        Handle {
+            shared: shared.clone(),
+        }
+    }
+
+    /// Counters per core and in total. Core 0's are exact; the others' are as of each core's
+    /// last idle transition (exact while it sleeps).
     pub fn stats(&self) -> Stats {
-        Stats::from_cores(vec![self.core.stats()])
+        let cores = self
+            .shared
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                if i == 0 {
+                    self.core.stats()
+                } else {
+                    s.published.load()
+                }
+            })
+            .collect();
+        Stats::from_cores(cores)
     }
-}
 
-impl fmt::Debug for Runtime {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Runtime")
-            .field("cores", &1)
-            .finish_non_exhaustive()
+    /// Stops every core, drops every task's future on its own core and joins the threads,
+    /// waiting at most `timeout` for the other cores.
+    ///
+    /// # Errors
+    ///
+    /// The cores still inside a task when the timeout passed (a task that never yields); their
+    /// threads are left running, detached.
+    pub fn shutdown(mut self, timeout: Duration) -> Result<(), ShutdownTimeout> {
+        self.stop(timeout)
     }
-}
 
-impl Drop for Runtime {
-    fn drop(&mut self) {
-        // Drop futures inside the core's context: their destructors cancel timers and
-        // deregister I/O there. If this thread is already in a runtime (dropped from a task),
-        // drop them without entering.
+    fn stop(&mut self, timeout: Duration) -> Result<(), ShutdownTimeout> {
+        for s in &self.shared[1..] {
+            s.request_stop();
+        }
+        // Core 0's tasks are dropped here, in its context.
         if with_current(|_| ()).is_some() {
             self.core.shutdown();
         } else {
             let _entered = self.core.enter();
             self.core.shutdown();
         }
+        let deadline = Instant::now() + timeout;
+        while self.threads.iter().any(Option::is_some) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.done.recv_timeout(left) {
+                Ok(index) => {
+                    if let Some(t) = self.threads[index - 1].take() {
+                        // The thread has finished its work; a panic in it was its own core's.
+                        let _ = t.join();
+                    }
+                }
+                Err(_) => break,
+            }
+        }
+        let stuck: Vec<usize> = (1..self.shared.len())
+            .filter(|&i| self.threads[i - 1].take().is_some())
+            .collect();
+        if stuck.is_empty() {
+            Ok(())
+        } else {
+            Err(ShutdownTimeout { stuck })
+        }
     }
+}
+
+impl fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Runtime")
+            .field("cores", &self.shared.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        if let Err(e) = self.stop(DROP_TIMEOUT) {
+            // Drop cannot return the error; say it rather than hang or stay silent.
+            eprintln!("tickless: dropping the runtime: {e}");
+        }
+    }
+}
+
+/// A handle to one core of a runtime: `Send`, `Sync` and `Clone`, usable from any thread.
+///
+/// # Examples
+///
+/// ```
+/// let rt = tickless::Builder::new().cores(2).build()?;
+/// let on_core_1 = rt.handle(1).spawn(async { tickless::core_id() });
+/// assert_eq!(on_core_1.join().unwrap(), 1);
+/// # std::io::Result::Ok(())
+/// ```
+#[derive(Clone)]
+pub struct Handle {
+    /// The core's shared half.
+    shared: Arc<Shared>,
+}
+
+impl Handle {
+    /// The core's index.
+    pub fn core(&self) -> usize {
+        self.shared.id.index
+    }
+
+    /// Spawns a `Send` future onto the core. From another thread it goes through the core's
+    /// inbox, which wakes the core only if it sleeps (once for a burst).
+    pub fn spawn<F>(&self, future: F) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        spawn_remote(&self.shared, future, None)
+    }
+
+    /// Spawns a `Send` future that becomes runnable on the core at `deadline`. This is a timer
+    /// handed to the core: it wakes the core only if the core sleeps past `deadline`.
+    pub fn spawn_at<F>(&self, deadline: crate::time::Instant, future: F) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        let ns = self.shared.ns(deadline.into_std());
+        spawn_remote(&self.shared, future, Some(ns))
+    }
+}
+
+impl fmt::Debug for Handle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Handle")
+            .field("core", &self.core())
+            .finish()
+    }
+}
+
+/// The index of the core running the caller.
+///
+/// # Panics
+///
+/// Outside a tickless runtime.
+pub fn core_id() -> usize {
+    with_current(|c| c.id().index).expect(NO_RUNTIME)
 }
 
 /// Wakes a parked thread.

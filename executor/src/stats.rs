@@ -1,6 +1,7 @@
 //! What the runtime's cores did, as counts.
 
 use std::ops::{Add, AddAssign};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// One core's counters (or their sum over cores). Tests assert on these, never on time.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -73,5 +74,52 @@ impl Stats {
     pub(crate) fn from_cores(cores: Vec<CoreStats>) -> Stats {
         let total = cores.iter().fold(CoreStats::default(), |a, &c| a + c);
         Stats { cores, total }
+    }
+}
+
+/// A core's counters as other threads see them: written by the core at each idle transition
+/// (plain relaxed stores: one writer), read by [`Runtime::stats`](crate::Runtime::stats).
+#[derive(Debug, Default)]
+pub(crate) struct Published([AtomicU64; 13]);
+
+impl Published {
+    pub(crate) fn store(&self, s: &CoreStats) {
+        let values = [
+            s.polls,
+            s.parks,
+            s.spins,
+            s.timer_inserts,
+            s.timer_cancels,
+            s.timer_fires,
+            s.timerfd_rearms,
+            s.timerfd_spurious,
+            s.remote_wakes_sent,
+            s.remote_wakes_avoided,
+            s.clock_reads,
+            s.io_polls,
+            s.io_events,
+        ];
+        for (slot, v) in self.0.iter().zip(values) {
+            slot.store(v, Ordering::Relaxed);
+        }
+    }
+
+    pub(crate) fn load(&self) -> CoreStats {
+        let v: Vec<u64> = self.0.iter().map(|a| a.load(Ordering::Relaxed)).collect();
+        CoreStats {
+            polls: v[0],
+            parks: v[1],
+            spins: v[2],
+            timer_inserts: v[3],
+            timer_cancels: v[4],
+            timer_fires: v[5],
+            timerfd_rearms: v[6],
+            timerfd_spurious: v[7],
+            remote_wakes_sent: v[8],
+            remote_wakes_avoided: v[9],
+            clock_reads: v[10],
+            io_polls: v[11],
+            io_events: v[12],
+        }
     }
 }

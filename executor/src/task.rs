@@ -11,7 +11,9 @@ use std::task::{Context, Poll};
 
 use async_task::{FallibleTask, Runnable};
 
-use crate::core::{with_current, Core, Shared, NO_RUNTIME};
+use tickless_timer::{Op, Slack};
+
+use crate::core::{with_current, Core, Shared, TimerValue, NO_RUNTIME};
 
 /// Why a task gave no output.
 pub struct JoinError {
@@ -21,7 +23,9 @@ pub struct JoinError {
 
 enum Repr {
     Cancelled,
-    Panic(Box<dyn Any + Send + 'static>),
+    /// Behind a mutex only so that `JoinError` is `Sync` (and converts into `io::Error`); it is
+    /// locked once, by `into_panic` or to print the message.
+    Panic(Mutex<Box<dyn Any + Send + 'static>>),
 }
 
 impl JoinError {
@@ -42,7 +46,7 @@ impl JoinError {
     /// If the task did not panic (see [`is_panic`](Self::is_panic)).
     pub fn into_panic(self) -> Box<dyn Any + Send + 'static> {
         match self.repr {
-            Repr::Panic(p) => p,
+            Repr::Panic(p) => p.into_inner().unwrap_or_else(|e| e.into_inner()),
             Repr::Cancelled => panic!("`JoinError::into_panic` on a cancelled task"),
         }
     }
@@ -68,27 +72,39 @@ impl fmt::Display for JoinError {
 
 impl std::error::Error for JoinError {}
 
-fn panic_message(p: &(dyn Any + Send)) -> &str {
+fn panic_message(p: &Mutex<Box<dyn Any + Send>>) -> String {
+    let p = p.lock().unwrap_or_else(|e| e.into_inner());
     p.downcast_ref::<&str>()
-        .copied()
-        .or_else(|| p.downcast_ref::<String>().map(String::as_str))
-        .unwrap_or("<non-string panic payload>")
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "<non-string panic payload>".to_string())
+}
+
+impl From<JoinError> for std::io::Error {
+    fn from(e: JoinError) -> std::io::Error {
+        std::io::Error::other(e)
+    }
 }
 
 pin_project_lite::pin_project! {
-    /// A task's future as the executor runs it: panics caught, aborts honoured, and its entry in
-    /// the core's live-task set removed when it is dropped.
+    /// A task's future as the executor runs it: panics caught, aborts honoured, and an entry in
+    /// its core's live-task set from its first poll until it is dropped.
     struct TaskFuture<F> {
         #[pin]
         future: F,
         aborted: Arc<AtomicBool>,
-        key: usize,
+        key: Option<usize>,
     }
 
     impl<F> PinnedDrop for TaskFuture<F> {
         fn drop(this: Pin<&mut Self>) {
-            let key = this.key;
-            with_current(|core| core.active.borrow_mut().try_remove(key));
+            if let Some(key) = this.key {
+                with_current(|core| {
+                    if let Ok(mut active) = core.active.try_borrow_mut() {
+                        active.try_remove(key);
+                    }
+                });
+            }
         }
     }
 }
@@ -98,6 +114,10 @@ impl<F: Future> Future for TaskFuture<F> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
+        if this.key.is_none() {
+            // First poll, on the task's core: register so that shutdown can reach it.
+            *this.key = with_current(|core| core.active.borrow_mut().insert(cx.waker().clone()));
+        }
         if this.aborted.load(Ordering::Acquire) {
             return Poll::Ready(Err(JoinError {
                 repr: Repr::Cancelled,
@@ -107,7 +127,7 @@ impl<F: Future> Future for TaskFuture<F> {
             Ok(Poll::Pending) => Poll::Pending,
             Ok(Poll::Ready(out)) => Poll::Ready(Ok(out)),
             Err(payload) => Poll::Ready(Err(JoinError {
-                repr: Repr::Panic(payload),
+                repr: Repr::Panic(Mutex::new(payload)),
             })),
         }
     }
@@ -210,34 +230,68 @@ fn schedule(shared: Arc<Shared>) -> impl Fn(Runnable) + Send + Sync + 'static {
     }
 }
 
-/// Spawns a future on `core`, returning its handle.
-///
-/// Every task is spawned as a local one: tasks never leave their core, and async-task then
-/// checks that the future is only polled and dropped on it.
-pub(crate) fn spawn_on<F, T>(core: &Core, future: F) -> JoinHandle<T>
-where
-    F: Future<Output = T> + 'static,
-    T: 'static,
-{
+/// Wraps a future for spawning.
+fn wrap<F>(future: F) -> (TaskFuture<F>, Arc<AtomicBool>) {
     let aborted = Arc::new(AtomicBool::new(false));
-    let mut active = core.active.borrow_mut();
-    let entry = active.vacant_entry();
     let wrapped = TaskFuture {
         future,
         aborted: aborted.clone(),
-        key: entry.key(),
+        key: None,
     };
-    let sched = schedule(core.shared.clone());
-    let (runnable, task) = async_task::spawn_local(wrapped, sched);
-    let waker = runnable.waker();
-    entry.insert(waker.clone());
-    drop(active);
-    runnable.schedule();
+    (wrapped, aborted)
+}
+
+fn handle<T>(
+    task: async_task::Task<Result<T, JoinError>>,
+    aborted: Arc<AtomicBool>,
+    waker: std::task::Waker,
+) -> JoinHandle<T> {
     JoinHandle {
         task: Mutex::new(Some(task.fallible())),
         aborted,
         waker,
     }
+}
+
+/// Spawns a future on `core`, from its own thread, and queues it there.
+///
+/// Spawned as a local task: tasks never leave their core, and async-task then checks that the
+/// future is only polled and dropped on it.
+pub(crate) fn spawn_on<F, T>(core: &Core, future: F) -> JoinHandle<T>
+where
+    F: Future<Output = T> + 'static,
+    T: 'static,
+{
+    let (wrapped, aborted) = wrap(future);
+    let (runnable, task) = async_task::spawn_local(wrapped, schedule(core.shared.clone()));
+    let waker = runnable.waker();
+    core.schedule_local(runnable);
+    handle(task, aborted, waker)
+}
+
+/// Spawns a `Send` future onto the core of `shared`, from any thread: it runs there at once,
+/// or from `deadline` (ns on the runtime's clock) on, through the core's timer hand-over.
+pub(crate) fn spawn_remote<F, T>(
+    shared: &Arc<Shared>,
+    future: F,
+    deadline: Option<u64>,
+) -> JoinHandle<T>
+where
+    F: Future<Output = T> + Send + 'static,
+    T: Send + 'static,
+{
+    let (wrapped, aborted) = wrap(future);
+    let (runnable, task) = async_task::spawn(wrapped, schedule(shared.clone()));
+    let waker = runnable.waker();
+    match deadline {
+        None => runnable.schedule(),
+        Some(deadline) => shared.push(Op::Insert {
+            deadline,
+            slack: Slack::None,
+            value: TimerValue::Run(runnable),
+        }),
+    }
+    handle(task, aborted, waker)
 }
 
 /// Spawns a `!Send` future on the current core.

@@ -18,6 +18,7 @@ mod timerfd;
 mod tokio_io;
 mod unparker;
 
+pub mod cpu;
 pub use async_fd::{AsyncFd, AsyncFdReadyGuard, TryIoError};
 pub use context::EnterGuard;
 pub use mio::Interest;

@@ -1,6 +1,9 @@
-//! The timer hand-over protocol (`tickless_timer::Handover`): a remote insert racing the core
-//! going to sleep is never lost; no wake is sent while the core runs or when the deadline does
-//! not shrink its sleep; racing inserts make one wake.
+//! The hand-over protocol (`tickless_timer::Handover`), which carries every cross-thread
+//! hand-off of the runtime: timer inserts and cancels, remote task wakes and remote spawns
+//! (`Op::Now`). A remote insert or wake racing the core going to sleep is never lost; no wake is
+//! sent while the core runs or when the deadline does not shrink its sleep; racing inserts make
+//! one wake; an operation racing the core's shutdown is either taken by the core or handed back
+//! to its pusher, never lost and never both.
 #![cfg(loom)]
 
 use loom::sync::Arc;
@@ -27,6 +30,7 @@ fn go_to_sleep(inbox: &Handover<u64>, seen: &mut Vec<Op<u64>>) -> u64 {
             .iter()
             .filter_map(|op| match op {
                 Op::Insert { deadline, .. } => Some(*deadline),
+                Op::Now(_) => Some(0),
                 Op::Cancel(_) => None,
             })
             .fold(ARMED, u64::min);
@@ -42,7 +46,7 @@ fn remote_insert_racing_sleep_is_never_lost() {
         let inbox = Arc::new(Handover::new());
         let pusher = {
             let inbox = inbox.clone();
-            thread::spawn(move || inbox.push(insert(500)))
+            thread::spawn(move || inbox.push(insert(500)).unwrap())
         };
         let mut seen = Vec::new();
         let until = go_to_sleep(&inbox, &mut seen);
@@ -67,7 +71,7 @@ fn no_wake_when_the_deadline_does_not_shrink_the_sleep() {
         let inbox = Arc::new(Handover::new());
         let pusher = {
             let inbox = inbox.clone();
-            thread::spawn(move || inbox.push(insert(ARMED + 1)))
+            thread::spawn(move || inbox.push(insert(ARMED + 1)).unwrap())
         };
         let mut seen = Vec::new();
         go_to_sleep(&inbox, &mut seen);
@@ -86,7 +90,7 @@ fn no_wake_while_the_core_runs() {
         let pusher = {
             let inbox = inbox.clone();
             thread::spawn(move || {
-                let a = inbox.push(insert(0));
+                let a = inbox.push(insert(0)).unwrap();
                 let b = inbox.notify(0);
                 (a, b)
             })
@@ -115,7 +119,7 @@ fn two_racing_inserts_make_one_wake() {
             .into_iter()
             .map(|d| {
                 let inbox = inbox.clone();
-                thread::spawn(move || inbox.push(insert(d)))
+                thread::spawn(move || inbox.push(insert(d)).unwrap())
             })
             .collect();
         let wakes = pushers
@@ -140,7 +144,7 @@ fn two_inserts_racing_the_sleep_wake_at_most_once_and_never_lose() {
             .into_iter()
             .map(|d| {
                 let inbox = inbox.clone();
-                thread::spawn(move || inbox.push(insert(d)))
+                thread::spawn(move || inbox.push(insert(d)).unwrap())
             })
             .collect();
         let mut seen = Vec::new();
@@ -156,7 +160,7 @@ fn two_inserts_racing_the_sleep_wake_at_most_once_and_never_lose() {
             .iter()
             .map(|op| match op {
                 Op::Insert { deadline, .. } => *deadline,
-                Op::Cancel(_) => unreachable!(),
+                Op::Cancel(_) | Op::Now(_) => unreachable!(),
             })
             .collect();
         let needs_wake = [300, 400]
@@ -169,5 +173,45 @@ fn two_inserts_racing_the_sleep_wake_at_most_once_and_never_lose() {
         inbox.woke();
         inbox.drain(&mut seen);
         assert_eq!(seen.len(), 2);
+    });
+}
+
+#[test]
+fn remote_task_wake_racing_sleep_is_never_lost() {
+    // A task woken from another thread (or a task spawned onto the core) is `Op::Now`.
+    loom::model(|| {
+        let inbox = Arc::new(Handover::new());
+        let waker = {
+            let inbox = inbox.clone();
+            thread::spawn(move || inbox.push(Op::Now(7)).unwrap())
+        };
+        let mut seen = Vec::new();
+        let until = go_to_sleep(&inbox, &mut seen);
+        let wake = waker.join().unwrap();
+        if seen.is_empty() {
+            assert_eq!(wake, Wake::Needed, "lost wakeup: slept until {until}");
+        } else {
+            // The core saw the task before sleeping: it runs it rather than sleep (until 0).
+            assert_eq!(until, 0);
+            assert_eq!(wake, Wake::NotNeeded);
+        }
+    });
+}
+
+#[test]
+fn shutdown_racing_a_remote_wake_takes_or_returns_it() {
+    loom::model(|| {
+        let inbox = Arc::new(Handover::new());
+        let pusher = {
+            let inbox = inbox.clone();
+            thread::spawn(move || inbox.push(Op::Now(7)).is_err())
+        };
+        // The core drains once, then shuts down.
+        let mut taken = Vec::new();
+        inbox.drain(&mut taken);
+        taken.extend(inbox.close());
+        let returned = pusher.join().unwrap();
+        assert_eq!(taken.len() + returned as usize, 1, "lost or duplicated");
+        assert!(inbox.push(Op::Now(8)).is_err(), "closed for good");
     });
 }

@@ -40,6 +40,8 @@ pub enum Op<T> {
     },
     /// Cancel a timer the core inserted. Never wakes the core.
     Cancel(TimerHandle),
+    /// Something the core must see now (a woken task, a remote spawn): a deadline of 0.
+    Now(T),
 }
 
 /// What a push asks of the pusher.
@@ -62,9 +64,9 @@ pub enum Wake {
 /// let inbox = Handover::new();
 /// assert!(inbox.try_sleep(Some(5_000)));          // the core sleeps until 5 µs
 /// let late = Op::Insert { deadline: 9_000, slack: Slack::None, value: () };
-/// assert_eq!(inbox.push(late), Wake::NotNeeded); // it wakes before that anyway
+/// assert_eq!(inbox.push(late).unwrap(), Wake::NotNeeded); // it wakes before that anyway
 /// let early = Op::Insert { deadline: 1_000, slack: Slack::None, value: () };
-/// assert_eq!(inbox.push(early), Wake::Needed);   // this pusher writes the eventfd
+/// assert_eq!(inbox.push(early).unwrap(), Wake::Needed);   // this pusher writes the eventfd
 /// inbox.woke();
 /// let mut ops = Vec::new();
 /// inbox.drain(&mut ops);
@@ -73,8 +75,8 @@ pub enum Wake {
 pub struct Handover<T> {
     /// `DIRTY` | (0 = running, else the instant the core wakes by itself) << 1.
     word: AtomicU64,
-    /// Operations not yet taken by the core.
-    ops: Mutex<Vec<Op<T>>>,
+    /// Operations not yet taken by the core; `None` once the core has closed its inbox.
+    ops: Mutex<Option<Vec<Op<T>>>>,
     /// Pushes that had to wake the core.
     wakes_sent: AtomicU64,
     /// Pushes that did not.
@@ -92,21 +94,30 @@ impl<T> Handover<T> {
     pub fn new() -> Self {
         Handover {
             word: AtomicU64::new(0),
-            ops: Mutex::new(Vec::new()),
+            ops: Mutex::new(Some(Vec::new())),
             wakes_sent: AtomicU64::new(0),
             wakes_avoided: AtomicU64::new(0),
         }
     }
 
     /// Hands an operation to the core (from any thread). An insert wakes the core only if it
-    /// sleeps past the deadline; a cancel never does.
-    pub fn push(&self, op: Op<T>) -> Wake {
+    /// sleeps past the deadline, `Now` only if it sleeps, a cancel never.
+    ///
+    /// # Errors
+    ///
+    /// The operation back, untouched, if the core has [closed](Self::close) its inbox: the caller
+    /// drops it (the core will never look again).
+    pub fn push(&self, op: Op<T>) -> Result<Wake, Op<T>> {
         let deadline = match &op {
             Op::Insert { deadline, .. } => *deadline,
             Op::Cancel(_) => u64::MAX,
+            Op::Now(_) => 0,
         };
-        self.ops.lock().unwrap_or_else(|e| e.into_inner()).push(op);
-        self.notify(deadline)
+        match self.ops.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+            Some(ops) => ops.push(op),
+            None => return Err(op),
+        }
+        Ok(self.notify(deadline))
     }
 
     /// Tells the core that something it must see by `deadline` (ns; 0 for "now") was handed to
@@ -149,7 +160,17 @@ impl<T> Handover<T> {
             return;
         }
         self.word.fetch_and(!DIRTY, Ordering::AcqRel);
-        out.append(&mut self.ops.lock().unwrap_or_else(|e| e.into_inner()));
+        if let Some(ops) = self.ops.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+            out.append(ops);
+        }
+    }
+
+    /// Core side, at shutdown: closes the inbox and returns what was still in it. Every push
+    /// after this fails and hands its operation back to its caller; every push before it is in
+    /// the returned batch or an earlier drain. Idempotent.
+    pub fn close(&self) -> Vec<Op<T>> {
+        let ops = self.ops.lock().unwrap_or_else(|e| e.into_inner()).take();
+        ops.unwrap_or_default()
     }
 
     /// Core side, while running and after a drain: publishes "asleep until `until`" (ns; `None`

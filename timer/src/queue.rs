@@ -82,6 +82,9 @@ pub struct TimerQueue<T, D> {
     armed: Option<u64>,
     /// Something happened since the last flush that may make `armed` wrong for the policy.
     dirty: bool,
+    /// A timer was inserted before the armed deadline and the device does not know yet: until
+    /// the next idle flush, only reading the clock can tell whether it is due.
+    unarmed: bool,
     /// Counters.
     stats: TimerStats,
 }
@@ -96,6 +99,7 @@ impl<T, D: ClockEventDevice> TimerQueue<T, D> {
             ticks: Ticks::new(config.resolution),
             armed: None,
             dirty: false,
+            unarmed: false,
             stats: TimerStats::default(),
         }
     }
@@ -205,6 +209,14 @@ impl<T, D: ClockEventDevice> TimerQueue<T, D> {
         Some(fired)
     }
 
+    /// Whether a timer may be due that the device will not announce: one inserted before the
+    /// armed deadline since the last idle flush, a deferrable one (it never arms the device),
+    /// or one already due. When `false`, the driver need not read the clock to expire timers
+    /// until the device fires.
+    pub fn needs_expiry(&self) -> bool {
+        self.unarmed || self.wheel.has_due() || self.wheel.has_deferrable()
+    }
+
     /// The device fired at `now`. The arming is spent; if no timer is due the wakeup is counted
     /// as spurious. Returns whether anything is due.
     pub fn device_fired(&mut self, now: u64) -> bool {
@@ -223,6 +235,9 @@ impl<T, D: ClockEventDevice> TimerQueue<T, D> {
     pub fn on_idle(&mut self) -> Option<u64> {
         if self.dirty {
             self.dirty = false;
+            // After the flush the device fires no later than the earliest timer, whatever the
+            // policy.
+            self.unarmed = false;
             let earliest = self.wheel.next_expiration();
             let reprogram = match self.policy {
                 RearmPolicy::Eager | RearmPolicy::OnIdle => earliest != self.armed,
@@ -242,15 +257,21 @@ impl<T, D: ClockEventDevice> TimerQueue<T, D> {
         }
         match self.policy {
             RearmPolicy::Eager => self.sync_eagerly(),
-            RearmPolicy::OnIdle | RearmPolicy::Lazy => self.dirty = true,
+            RearmPolicy::OnIdle | RearmPolicy::Lazy => {
+                self.dirty = true;
+                self.unarmed = true;
+            }
         }
     }
 
-    /// A cancel or reset: may move the earliest deadline either way.
+    /// A reset: may move the earliest deadline either way.
     fn changed(&mut self) {
         match self.policy {
             RearmPolicy::Eager => self.sync_eagerly(),
-            RearmPolicy::OnIdle | RearmPolicy::Lazy => self.dirty = true,
+            RearmPolicy::OnIdle | RearmPolicy::Lazy => {
+                self.dirty = true;
+                self.unarmed = true;
+            }
         }
     }
 

@@ -8,12 +8,11 @@
 //! Each level keeps a 64-bit occupancy bitmap, so finding the next occupied slot is a shift and a
 //! `trailing_zeros`, never a scan of slots.
 //!
-//! Each slot also keeps a *bound*: the smallest tick inserted into it since it was last emptied.
-//! The bound never exceeds the earliest tick in the slot (so arming a device at it is never
-//! late) and is exact unless the earliest timer of the slot was cancelled, in which case it is
-//! stale-early. Recomputing it on cancel would cost a scan of the slot; a stale bound costs at
-//! most one early wakeup, at which the slot is cascaded into finer levels, where bounds are
-//! exact again. Every timer cascades at most once per level.
+//! Each slot also keeps a *bound*: no timer in the slot expires before it, so arming a device at
+//! it is never late. It is exact, except after the earliest timer of a slot holding more than
+//! eight was removed: recomputing it then would cost a scan of an arbitrarily large slot, so it
+//! stays early. A stale bound costs at most one early wakeup, at which the slot is cascaded into
+//! finer levels, where bounds are exact again. Every timer cascades at most once per level.
 //!
 //! `advance(now)` repeatedly takes the slot with the smallest bound `t <= now`, moves `elapsed`
 //! to `t`, and empties the slot: timers whose tick is `t` become due, the others are placed
@@ -30,6 +29,8 @@ const SLOTS: usize = 64;
 const BITS: u32 = 6;
 /// The two lanes: timers that arm the device, and deferrable ones that never do.
 const LANES: usize = 2;
+/// A slot of at most this many timers gets an exact bound back when its earliest is removed.
+const RESCAN_LIMIT: usize = 8;
 
 /// Where a node lives, packed in a `u16`: a slot, the due list or nowhere (vacant).
 ///
@@ -287,6 +288,11 @@ impl<T> Wheel<T> {
         Some((handle, self.slab.remove(key, Place::FREE)))
     }
 
+    /// Whether a deferrable timer is pending and not yet due.
+    pub fn has_deferrable(&self) -> bool {
+        self.lanes[1].iter().any(|l| l.occupied != 0)
+    }
+
     /// Whether a timer is due and not yet popped.
     pub fn has_due(&self) -> bool {
         self.due.head != NIL
@@ -372,13 +378,38 @@ impl<T> Wheel<T> {
         if next == NIL {
             list.tail = prev;
         }
-        if list.head == NIL && place != Place::DUE {
+        let head = list.head;
+        if place != Place::DUE {
             let (lane, level, slot) = Place::unpack(place);
+            let tick = self.slab.nodes[key as usize].tick;
             let l = &mut self.lanes[lane][level];
-            l.occupied &= !(1 << slot);
-            l.slots[slot].bound = u64::MAX;
+            if head == NIL {
+                l.occupied &= !(1 << slot);
+                l.slots[slot].bound = u64::MAX;
+            } else if tick == l.slots[slot].bound {
+                // The slot's earliest may have gone: make the bound exact again if the slot is
+                // small enough to scan cheaply, else leave it early (see the module docs).
+                if let Some(min) = self.min_tick(head, RESCAN_LIMIT) {
+                    self.lanes[lane][level].slots[slot].bound = min;
+                }
+            }
         }
         self.slab.nodes[key as usize].place = Place::FREE;
+    }
+
+    /// The smallest tick of the list starting at `head`, if it has at most `limit` nodes.
+    fn min_tick(&self, head: u32, limit: usize) -> Option<u64> {
+        let mut key = head;
+        let mut min = u64::MAX;
+        for _ in 0..limit {
+            if key == NIL {
+                return Some(min);
+            }
+            let node = &self.slab.nodes[key as usize];
+            min = min.min(node.tick);
+            key = node.next;
+        }
+        (key == NIL).then_some(min)
     }
 }
 
@@ -420,12 +451,21 @@ mod tests {
         w.insert(6_000, false, 'b');
         assert_eq!(w.next_expiration(), Some(5_000));
         w.remove(a);
-        // Same level-2 slot: the bound stays at the cancelled timer's tick (early, never late).
-        assert_eq!(w.next_expiration(), Some(5_000));
-        assert_eq!(w.advance(5_000), 0);
+        // A small slot gets its exact bound back.
+        assert_eq!(w.next_expiration(), Some(6_000));
+        // A large one keeps the removed timer's tick: early, never late.
+        let first = w.insert(5_500, false, 'c');
+        for i in 0..RESCAN_LIMIT as u64 {
+            w.insert(7_000 + i, false, 'd');
+        }
+        assert_eq!(w.next_expiration(), Some(5_500));
+        w.remove(first);
+        assert_eq!(w.next_expiration(), Some(5_500));
+        assert_eq!(w.advance(5_500), 0);
         assert_eq!(w.next_expiration(), Some(6_000));
         assert_eq!(w.advance(6_000), 1);
         assert_eq!(w.pop_due().map(|(_, v)| v), Some('b'));
+        assert_eq!(w.next_expiration(), Some(7_000));
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tickless_timer::{Slack, TimerHandle};
 
-use crate::core::{with_current, CoreId, NO_RUNTIME};
+use crate::core::{with_current, CoreId, TimerValue, NO_RUNTIME};
 use crate::time::Instant;
 
 /// Waits until `duration` has elapsed. The deadline is taken now, from a fresh clock read.
@@ -155,11 +155,14 @@ impl Sleep {
                     return match timers.get_mut(entry.handle) {
                         // Fired: the wheel handed back our waker and forgot the handle.
                         None => true,
-                        Some(waker) => {
+                        Some(TimerValue::Wake(waker)) => {
                             if !waker.will_wake(cx.waker()) {
                                 waker.clone_from(cx.waker());
                             }
                             false
+                        }
+                        Some(TimerValue::Run(_)) => {
+                            unreachable!("a Sleep's handle names a spawn_at task")
                         }
                     };
                 }
@@ -173,10 +176,11 @@ impl Sleep {
                 return true;
             }
             let slack = self.slack.unwrap_or(core.default_slack);
-            let handle = core
-                .timers
-                .borrow_mut()
-                .insert(deadline, slack, cx.waker().clone());
+            let handle = core.timers.borrow_mut().insert(
+                deadline,
+                slack,
+                TimerValue::Wake(cx.waker().clone()),
+            );
             self.entry = Some(Entry {
                 core: core.id(),
                 handle,

@@ -26,22 +26,17 @@ impl From<Elapsed> for std::io::Error {
     }
 }
 
-/// The largest slack a timeout takes by default.
-const MAX_DEFAULT_SLACK: Duration = Duration::from_millis(1);
-
-/// The default slack of a timeout of `duration`: 1/16 of it, at most 1 ms. A timeout that fires
-/// is an error path, and letting many of them share wakeups is worth more than precision there.
-fn default_slack(duration: Duration) -> Duration {
-    (duration / 16).min(MAX_DEFAULT_SLACK)
-}
-
 /// Runs `future` with a deadline `duration` from now: `Ok(output)` if it completes first,
 /// `Err(Elapsed)` otherwise (the future is then dropped with the `Timeout`).
 ///
 /// The future is polled before the deadline is checked, so a ready future wins even with
-/// `Duration::ZERO`. The timer may fire up to 1/16 of `duration` (at most 1 ms) late: its
-/// default slack. A timeout that is cancelled before it fires costs an O(1) insert and cancel
-/// and no system call.
+/// `Duration::ZERO`, and a timeout whose future completes at its first poll registers no timer
+/// at all. One that is cancelled later costs an O(1) insert and cancel and no system call.
+///
+/// The timer's slack is the runtime's default ([`Builder::default_slack`], none unless set):
+/// servers whose timeouts almost never fire can set one so that those that do share wakeups.
+///
+/// [`Builder::default_slack`]: crate::Builder::default_slack
 ///
 /// # Examples
 ///
@@ -61,11 +56,11 @@ pub fn timeout<F: IntoFuture>(duration: Duration, future: F) -> Timeout<F::IntoF
     let deadline = Instant::now().far_add(duration);
     Timeout {
         future: future.into_future(),
-        sleep: sleep_until(deadline).slack(default_slack(duration)),
+        sleep: sleep_until(deadline),
     }
 }
 
-/// Runs `future` until `deadline`; see [`timeout`]. No default slack.
+/// Runs `future` until `deadline`; see [`timeout`].
 pub fn timeout_at<F: IntoFuture>(deadline: Instant, future: F) -> Timeout<F::IntoFuture> {
     Timeout {
         future: future.into_future(),
@@ -108,21 +103,5 @@ impl<F: Future> Future for Timeout<F> {
             Poll::Ready(()) => Poll::Ready(Err(Elapsed(()))),
             Poll::Pending => Poll::Pending,
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn default_slack_is_a_sixteenth_capped_at_1ms() {
-        assert_eq!(default_slack(Duration::ZERO), Duration::ZERO);
-        assert_eq!(
-            default_slack(Duration::from_micros(160)),
-            Duration::from_micros(10)
-        );
-        assert_eq!(default_slack(Duration::from_secs(1)), MAX_DEFAULT_SLACK);
-        assert_eq!(default_slack(Duration::MAX), MAX_DEFAULT_SLACK);
     }
 }
