@@ -64,6 +64,8 @@ pub(crate) struct CoreConfig {
     pub(crate) spin: Duration,
     /// The runtime-wide instant that is 0 ns on every core's clock.
     pub(crate) epoch: std::time::Instant,
+    /// Wake a sleeping core on every hand-over (the experiment's baseline).
+    pub(crate) always_wake: bool,
 }
 
 /// The part of a core other threads may touch: its inbox and its eventfd.
@@ -112,6 +114,11 @@ impl Shared {
     pub(crate) fn request_stop(&self) {
         self.stop.store(true, Ordering::Release);
         self.kick(self.handover.notify(0));
+    }
+
+    /// Whether the core has published that it sleeps.
+    pub(crate) fn is_parked(&self) -> bool {
+        self.handover.sleeping_until().is_some()
     }
 
     /// Nanoseconds since the epoch of an instant.
@@ -244,7 +251,11 @@ impl Core {
         };
         let shared = Arc::new(Shared {
             id,
-            handover: Handover::new(),
+            handover: if config.always_wake {
+                Handover::always_waking()
+            } else {
+                Handover::new()
+            },
             unparker: Mutex::new(Some(reactor.unparker())),
             stop: AtomicBool::new(false),
             published: Published::default(),
@@ -450,6 +461,12 @@ impl Core {
         }
         let armed = self.timers.borrow_mut().on_idle();
         self.publish();
+        // A stop request sets the flag, then DIRTY: if our drain consumed its DIRTY, the flag
+        // is visible now, and if not, `try_sleep` fails on the DIRTY bit. Checking it only at
+        // the top of the loop would lose a stop that raced the drain.
+        if self.shared.stop.load(Ordering::Acquire) {
+            return;
+        }
         if !self.shared.handover.try_sleep(armed) {
             // Something was handed over since we last looked: take it instead of sleeping.
             return;
@@ -502,6 +519,9 @@ impl Core {
             None => {
                 // No timer will ever move paused time: wait for I/O or another thread.
                 self.publish();
+                if self.shared.stop.load(Ordering::Acquire) {
+                    return;
+                }
                 if self.shared.handover.try_sleep(None) {
                     bump(&self.counters.parks);
                     self.poll_io(None);

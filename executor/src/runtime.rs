@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use tickless_timer::{Config, RearmPolicy, Slack};
 
 use crate::core::{with_current, Core, CoreConfig, CoreId, Shared, NO_RUNTIME};
-use crate::stats::Stats;
+use crate::stats::{CoreStats, Stats};
 use crate::task::{spawn_remote, JoinHandle};
 
 /// How long dropping a runtime waits for its cores to drop their tasks and exit.
@@ -65,6 +65,7 @@ impl Builder {
                 paused: false,
                 spin: Duration::ZERO,
                 epoch: Instant::now(),
+                always_wake: false,
             },
         }
     }
@@ -119,6 +120,15 @@ impl Builder {
     /// latency: worth it for cross-core ping-pong, not for idle servers.
     pub fn spin_before_park(&mut self, window: Duration) -> &mut Self {
         self.core.spin = window;
+        self
+    }
+
+    /// For experiments only: wake a sleeping core on every hand-over from another thread,
+    /// whatever its deadline, instead of only when the hand-over shortens the core's sleep. This
+    /// is the baseline the sleep-word rule saves wakeups against (see the `nohz_kick` example).
+    /// Default `false`.
+    pub fn always_wake_remote(&mut self, always: bool) -> &mut Self {
+        self.core.always_wake = always;
         self
     }
 
@@ -331,8 +341,9 @@ impl Runtime {
         }
     }
 
-    /// Counters per core and in total. Core 0's are exact; the others' are as of each core's
-    /// last idle transition (exact while it sleeps).
+    /// Counters per core and in total. Core 0's are exact, and so are every core's remote-wake
+    /// counters; the others' are as of each core's last idle transition (exact while it
+    /// sleeps).
     pub fn stats(&self) -> Stats {
         let cores = self
             .shared
@@ -342,7 +353,14 @@ impl Runtime {
                 if i == 0 {
                     self.core.stats()
                 } else {
-                    s.published.load()
+                    // The hand-over's own counters are live atomics: no need to wait for the
+                    // core to publish them.
+                    let live = s.handover.stats();
+                    CoreStats {
+                        remote_wakes_sent: live.remote_wakes_sent,
+                        remote_wakes_avoided: live.remote_wakes_avoided,
+                        ..s.published.load()
+                    }
                 }
             })
             .collect();
@@ -442,6 +460,60 @@ impl Handle {
         F::Output: Send + 'static,
     {
         spawn_remote(&self.shared, future, None)
+    }
+
+    /// Spawns onto the core a future that need not be `Send`: `create` (which must be `Send`)
+    /// runs on the core and makes the future there, so it may hold the core's I/O types, `Rc`s
+    /// and the like. As tokio-util's `LocalPoolHandle::spawn_pinned`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::rc::Rc;
+    ///
+    /// let rt = tickless::Builder::new().cores(2).build()?;
+    /// let task = rt.handle(1).spawn_pinned(|| async {
+    ///     let local = Rc::new(tickless::core_id()); // not `Send`, lives on core 1
+    ///     *local
+    /// });
+    /// assert_eq!(task.join().unwrap(), 1);
+    /// # std::io::Result::Ok(())
+    /// ```
+    pub fn spawn_pinned<C, F>(&self, create: C) -> JoinHandle<F::Output>
+    where
+        C: FnOnce() -> F + Send + 'static,
+        F: Future + 'static,
+        F::Output: Send + 'static,
+    {
+        /// Aborts the inner task if the outer one is dropped first (aborted, or shut down).
+        struct AbortOnDrop<T>(Option<JoinHandle<T>>);
+        impl<T> Drop for AbortOnDrop<T> {
+            fn drop(&mut self) {
+                if let Some(inner) = &self.0 {
+                    inner.abort();
+                }
+            }
+        }
+        spawn_remote(
+            &self.shared,
+            async move {
+                let mut inner = AbortOnDrop(Some(crate::spawn_local(create())));
+                let out = inner.0.as_mut().expect("set above").await;
+                inner.0 = None;
+                match out {
+                    Ok(v) => v,
+                    // Re-raise the inner task's panic as the outer task's own.
+                    Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+                    Err(_) => std::future::pending().await,
+                }
+            },
+            None,
+        )
+    }
+
+    /// Whether the core has published that it sleeps (for monitoring and tests).
+    pub fn is_parked(&self) -> bool {
+        self.shared.is_parked()
     }
 
     /// Spawns a `Send` future that becomes runnable on the core at `deadline`. This is a timer

@@ -81,6 +81,9 @@ pub struct Handover<T> {
     wakes_sent: AtomicU64,
     /// Pushes that did not.
     wakes_avoided: AtomicU64,
+    /// For comparison only: wake a sleeping core on every push, whatever its deadline (the
+    /// behaviour before Linux's lazy nohz kick of 2015).
+    always_wake: bool,
 }
 
 impl<T> Default for Handover<T> {
@@ -97,6 +100,16 @@ impl<T> Handover<T> {
             ops: Mutex::new(Some(Vec::new())),
             wakes_sent: AtomicU64::new(0),
             wakes_avoided: AtomicU64::new(0),
+            always_wake: false,
+        }
+    }
+
+    /// An inbox that wakes its sleeping core on every push, whatever the deadline: the baseline
+    /// the sleep-word rule is measured against. Not for production.
+    pub fn always_waking() -> Self {
+        Handover {
+            always_wake: true,
+            ..Self::new()
         }
     }
 
@@ -129,7 +142,7 @@ impl<T> Handover<T> {
         let mut current = self.word.fetch_or(DIRTY, Ordering::AcqRel) | DIRTY;
         loop {
             let until = current >> 1;
-            if until == 0 || deadline >= until {
+            if until == 0 || (deadline >= until && !self.always_wake) {
                 self.wakes_avoided.fetch_add(1, Ordering::Relaxed);
                 return Wake::NotNeeded;
             }

@@ -1,0 +1,329 @@
+//! Thread per core: cross-core ping-pong, remote spawns and their wakes (counted), spins,
+//! shutdown, and a panic on one core leaving the other running.
+
+use std::io;
+use std::os::fd::OwnedFd;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_lite::{AsyncReadExt, AsyncWriteExt};
+use tickless::io::{PipeReader, PipeWriter};
+use tickless::time::{sleep, Instant};
+use tickless::{Builder, Runtime};
+
+fn two_cores() -> io::Result<Runtime> {
+    Builder::new().cores(2).build()
+}
+
+/// Waits (really) until core 1 has published that it sleeps.
+fn wait_parked(rt: &Runtime) {
+    let h = rt.handle(1);
+    for _ in 0..100_000 {
+        if h.is_parked() {
+            return;
+        }
+        std::thread::sleep(Duration::from_micros(50));
+    }
+    panic!("core 1 never went to sleep");
+}
+
+fn std_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let (r, w) = std::io::pipe()?;
+    Ok((OwnedFd::from(r), OwnedFd::from(w)))
+}
+
+/// `n` round trips of a counter between core 0 and core 1 over two pipes.
+fn cross_core_pingpong(rt: &Runtime, n: u32) -> io::Result<()> {
+    let (a_r, b_w) = std_pipe()?; // core 1 -> core 0
+    let (b_r, a_w) = std_pipe()?; // core 0 -> core 1
+    let echo = rt.handle(1).spawn_pinned(move || async move {
+        assert_eq!(tickless::core_id(), 1);
+        let mut r = PipeReader::from_owned_fd(b_r)?;
+        let mut w = PipeWriter::from_owned_fd(b_w)?;
+        let mut buf = [0u8; 4];
+        for i in 0..n {
+            r.read_exact(&mut buf).await?;
+            assert_eq!(u32::from_le_bytes(buf), i, "core 1 read a wrong message");
+            w.write_all(&(i ^ 0xA5A5_A5A5).to_le_bytes()).await?;
+        }
+        io::Result::Ok(())
+    });
+    rt.block_on(async move {
+        assert_eq!(tickless::core_id(), 0);
+        let mut r = PipeReader::from_owned_fd(a_r)?;
+        let mut w = PipeWriter::from_owned_fd(a_w)?;
+        let mut buf = [0u8; 4];
+        for i in 0..n {
+            w.write_all(&i.to_le_bytes()).await?;
+            r.read_exact(&mut buf).await?;
+            assert_eq!(
+                u32::from_le_bytes(buf),
+                i ^ 0xA5A5_A5A5,
+                "core 0 read a wrong reply"
+            );
+        }
+        echo.await?
+    })
+}
+
+#[test]
+fn pipe_pingpong_across_cores() -> io::Result<()> {
+    let rt = two_cores()?;
+    cross_core_pingpong(&rt, 5_000)?;
+    let s = rt.stats();
+    assert_eq!(s.cores.len(), 2);
+    Ok(())
+}
+
+#[test]
+fn pipe_pingpong_across_cores_spinning() -> io::Result<()> {
+    let rt = Builder::new()
+        .cores(2)
+        .spin_before_park(Duration::from_micros(50))
+        .build()?;
+    cross_core_pingpong(&rt, 2_000)?;
+    assert!(rt.stats().total.spins > 0);
+    Ok(())
+}
+
+#[test]
+fn remote_spawn_at_later_than_the_armed_wakeup_never_wakes_the_core() -> io::Result<()> {
+    let rt = two_cores()?;
+    // Core 1 sleeps with its timerfd armed 1 h out.
+    let hour = rt
+        .handle(1)
+        .spawn(async { sleep(Duration::from_secs(3600)).await });
+    wait_parked(&rt);
+    let before = rt.stats().cores[1];
+    let ran = Arc::new(AtomicUsize::new(0));
+    let later = Instant::now() + Duration::from_secs(7200);
+    let handles: Vec<_> = (0..10_000)
+        .map(|_| {
+            let ran = ran.clone();
+            rt.handle(1).spawn_at(later, async move {
+                ran.fetch_add(1, Ordering::Relaxed);
+            })
+        })
+        .collect();
+    wait_parked(&rt);
+    let after = rt.stats().cores[1];
+    assert_eq!(after.remote_wakes_sent - before.remote_wakes_sent, 0);
+    assert_eq!(
+        after.remote_wakes_avoided - before.remote_wakes_avoided,
+        10_000
+    );
+    assert_eq!(after.parks, before.parks, "core 1 never woke");
+    assert_eq!(ran.load(Ordering::Relaxed), 0);
+    hour.abort();
+    for h in handles {
+        h.abort();
+    }
+    Ok(())
+}
+
+#[test]
+fn remote_spawn_at_wakes_once_per_shrink_while_asleep_and_never_while_running() -> io::Result<()> {
+    let rt = two_cores()?;
+    let _hour = rt
+        .handle(1)
+        .spawn(async { sleep(Duration::from_secs(3600)).await });
+    wait_parked(&rt);
+    let before = rt.stats().cores[1];
+    // Each deadline is earlier than the last: each shrinks the sleep of a sleeping core.
+    let start = Instant::now();
+    let mut handles = Vec::new();
+    for i in 0..20u64 {
+        let deadline = start + Duration::from_secs(3000 - i * 100);
+        handles.push(rt.handle(1).spawn_at(deadline, async {}));
+        wait_parked(&rt);
+    }
+    let after = rt.stats().cores[1];
+    assert_eq!(after.remote_wakes_sent - before.remote_wakes_sent, 20);
+
+    // While core 1 runs (a task spinning on a flag), no hand-over wakes it.
+    let stop = Arc::new(AtomicBool::new(false));
+    let running = Arc::new(AtomicBool::new(false));
+    let (s, r) = (stop.clone(), running.clone());
+    let spinner = rt.handle(1).spawn(async move {
+        r.store(true, Ordering::Release);
+        while !s.load(Ordering::Acquire) {
+            std::hint::spin_loop();
+        }
+    });
+    while !running.load(Ordering::Acquire) {
+        std::thread::yield_now();
+    }
+    let before = rt.stats().cores[1];
+    for i in 0..1_000u64 {
+        let deadline = start + Duration::from_secs(10) + Duration::from_micros(i);
+        handles.push(rt.handle(1).spawn_at(deadline, async {}));
+    }
+    stop.store(true, Ordering::Release);
+    spinner.join().expect("spinner");
+    wait_parked(&rt);
+    let after = rt.stats().cores[1];
+    assert_eq!(after.remote_wakes_sent - before.remote_wakes_sent, 0);
+    assert_eq!(
+        after.remote_wakes_avoided - before.remote_wakes_avoided,
+        1_000
+    );
+    for h in handles {
+        h.abort();
+    }
+    Ok(())
+}
+
+#[test]
+fn remote_wakes_of_a_sleeping_core_come_once_per_burst() -> io::Result<()> {
+    let rt = two_cores()?;
+    wait_parked(&rt);
+    let before = rt.stats().cores[1];
+    // A burst of spawns from this thread: the first wakes core 1, the rest find it running
+    // (or being woken) and leave it alone.
+    let handles: Vec<_> = (0..100)
+        .map(|i| rt.handle(1).spawn(async move { i }))
+        .collect();
+    let sum: i32 = handles.into_iter().map(|h| h.join().unwrap()).sum();
+    assert_eq!(sum, (0..100).sum());
+    let after = rt.stats().cores[1];
+    let sent = after.remote_wakes_sent - before.remote_wakes_sent;
+    assert!(
+        sent >= 1 && sent < 100,
+        "{sent} wakes for one burst of 100 spawns"
+    );
+    Ok(())
+}
+
+#[test]
+fn join_handles_across_threads() -> io::Result<()> {
+    let rt = two_cores()?;
+    let on_1 = rt.handle(1).spawn(async {
+        sleep(Duration::from_millis(1)).await;
+        tickless::core_id()
+    });
+    // Awaited from core 0.
+    assert_eq!(rt.block_on(on_1)?, 1);
+    // Joined from a plain thread.
+    let on_1 = rt.handle(1).spawn(async { 7 });
+    let t = std::thread::spawn(move || on_1.join().unwrap());
+    assert_eq!(t.join().unwrap(), 7);
+    // Dropped on another thread: detached, still runs.
+    let ran = Arc::new(AtomicBool::new(false));
+    let r = ran.clone();
+    let h = rt
+        .handle(1)
+        .spawn(async move { r.store(true, Ordering::Release) });
+    std::thread::spawn(move || drop(h)).join().unwrap();
+    rt.block_on(async {
+        while !ran.load(Ordering::Acquire) {
+            sleep(Duration::from_micros(100)).await;
+        }
+    });
+    Ok(())
+}
+
+#[test]
+fn a_sleep_dropped_on_another_thread_cancels_through_the_inbox() -> io::Result<()> {
+    let rt = two_cores()?;
+    // Core 1 registers a sleep and sends it back, pending.
+    let (tx, rx) = std::sync::mpsc::channel();
+    rt.handle(1).spawn(async move {
+        let mut s = sleep(Duration::from_secs(3600));
+        futures_lite::future::poll_once(&mut s).await;
+        tx.send(s).unwrap();
+    });
+    let s = rx.recv().unwrap();
+    wait_parked(&rt);
+    let before = rt.stats().cores[1];
+    drop(s); // on this thread: a cancel handed to core 1, which sleeps on
+    let after = rt.stats().cores[1];
+    assert_eq!(after.remote_wakes_sent, before.remote_wakes_sent);
+    // The cancel is applied when core 1 next wakes.
+    rt.handle(1).spawn(async {}).join().unwrap();
+    wait_parked(&rt);
+    assert_eq!(rt.stats().cores[1].timer_cancels, before.timer_cancels + 1);
+    Ok(())
+}
+
+#[test]
+fn a_panic_on_one_core_leaves_the_others_running() -> io::Result<()> {
+    let rt = two_cores()?;
+    let boom = rt.handle(1).spawn(async { panic!("boom on core 1") });
+    assert!(boom.join().unwrap_err().is_panic());
+    assert_eq!(rt.handle(1).spawn(async { 5 }).join().unwrap(), 5);
+    assert_eq!(rt.block_on(async { 6 }), 6);
+    Ok(())
+}
+
+#[test]
+fn shutdown_drops_every_core_s_tasks_on_their_core() -> io::Result<()> {
+    struct Guard(Arc<AtomicUsize>, usize);
+    impl Drop for Guard {
+        fn drop(&mut self) {
+            // Dropped on its own core: the runtime is still current on this thread.
+            assert_eq!(tickless::core_id(), self.1);
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    let rt = two_cores()?;
+    let drops = Arc::new(AtomicUsize::new(0));
+    let mut handles = Vec::new();
+    for core in 0..2 {
+        for _ in 0..500 {
+            let d = drops.clone();
+            handles.push(rt.handle(core).spawn(async move {
+                let _g = Guard(d, tickless::core_id());
+                sleep(Duration::from_secs(3600)).await;
+            }));
+        }
+    }
+    // Let them all start.
+    rt.block_on(sleep(Duration::from_millis(20)));
+    rt.shutdown(Duration::from_secs(10)).expect("no core stuck");
+    assert_eq!(drops.load(Ordering::Relaxed), 1_000);
+    for h in handles {
+        assert!(h.join().unwrap_err().is_cancelled());
+    }
+    Ok(())
+}
+
+#[test]
+fn shutdown_reports_a_core_stuck_in_a_task() -> io::Result<()> {
+    let rt = two_cores()?;
+    let release = Arc::new(AtomicBool::new(false));
+    let started = Arc::new(AtomicBool::new(false));
+    let (r, s) = (release.clone(), started.clone());
+    rt.handle(1).spawn(async move {
+        s.store(true, Ordering::Release);
+        // Never yields until released.
+        while !r.load(Ordering::Acquire) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    });
+    while !started.load(Ordering::Acquire) {
+        std::thread::yield_now();
+    }
+    let err = rt.shutdown(Duration::from_millis(50)).unwrap_err();
+    assert_eq!(err.stuck, vec![1]);
+    release.store(true, Ordering::Release);
+    Ok(())
+}
+
+#[test]
+fn pinning_names_the_cpu_it_cannot_use() {
+    let allowed = tickless_io_cpus();
+    let err = Builder::new()
+        .cores(allowed + 1)
+        .pin(true)
+        .build()
+        .unwrap_err();
+    assert!(
+        err.to_string().contains(&format!("core {allowed}")),
+        "{err}"
+    );
+}
+
+fn tickless_io_cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
