@@ -189,7 +189,7 @@ fn remote_wakes_of_a_sleeping_core_come_once_per_burst() -> io::Result<()> {
     let after = rt.stats().cores[1];
     let sent = after.remote_wakes_sent - before.remote_wakes_sent;
     assert!(
-        sent >= 1 && sent < 100,
+        (1..100).contains(&sent),
         "{sent} wakes for one burst of 100 spawns"
     );
     Ok(())
