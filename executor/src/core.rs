@@ -206,15 +206,19 @@ pub(crate) fn with_current<R>(f: impl FnOnce(&Rc<Core>) -> R) -> Option<R> {
 pub(crate) const NO_RUNTIME: &str =
     "this function must be called from a task or `block_on` of a tickless runtime";
 
-/// Makes a core current on this thread (and its reactor) until dropped.
+/// Makes a core current on this thread (and its reactor) until dropped, then restores the
+/// core that was current before (none, except while a runtime is dropped inside another).
 pub(crate) struct Entered {
     /// The reactor's own guard.
     _reactor: EnterGuard,
+    /// The core current before.
+    previous: Option<Rc<Core>>,
 }
 
 impl Drop for Entered {
     fn drop(&mut self) {
-        let _gone = CURRENT.try_with(|c| c.borrow_mut().take());
+        let previous = self.previous.take();
+        let _gone = CURRENT.try_with(|c| c.replace(previous));
     }
 }
 
@@ -298,6 +302,17 @@ impl Core {
         });
         Entered {
             _reactor: self.reactor.enter(),
+            previous: None,
+        }
+    }
+
+    /// Makes this core current even inside another runtime's context, for its shutdown: the
+    /// destructors of its tasks must find their own core (its live-task set, its timers).
+    pub(crate) fn enter_for_shutdown(self: &Rc<Self>) -> Entered {
+        let previous = CURRENT.with(|c| c.borrow_mut().replace(self.clone()));
+        Entered {
+            _reactor: self.reactor.enter(),
+            previous,
         }
     }
 

@@ -382,11 +382,10 @@ impl Runtime {
         for s in &self.shared[1..] {
             s.request_stop();
         }
-        // Core 0's tasks are dropped here, in its context.
-        if with_current(|_| ()).is_some() {
-            self.core.shutdown();
-        } else {
-            let _entered = self.core.enter();
+        // Core 0's tasks are dropped here, in its own context (even when this runtime is
+        // dropped inside another one).
+        {
+            let _entered = self.core.enter_for_shutdown();
             self.core.shutdown();
         }
         let deadline = Instant::now() + timeout;

@@ -6,7 +6,10 @@ use std::time::Duration;
 
 use crate::time::{sleep_until, Instant, Sleep};
 
-/// What an [`Interval`] does when ticks were missed (the task ran late).
+/// How late a tick must be to count as missed (tokio's threshold).
+const MISSED_AFTER: Duration = Duration::from_millis(5);
+
+/// What an [`Interval`] does when a tick was missed (came more than 5 ms late, as tokio).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum MissedTickBehavior {
     /// Fire the missed ticks at once, one per call, until caught up (tokio's default).
@@ -81,12 +84,12 @@ impl Interval {
         }
         let tick = self.sleep.deadline();
         let now = Instant::now();
+        // As tokio: a tick counts as missed only when more than 5 ms late.
+        let missed = now > tick.far_add(MISSED_AFTER);
         let next = match self.missed {
             MissedTickBehavior::Burst => tick.far_add(self.period),
-            MissedTickBehavior::Delay if now > tick.far_add(self.period) => {
-                now.far_add(self.period)
-            }
-            MissedTickBehavior::Skip if now > tick.far_add(self.period) => {
+            MissedTickBehavior::Delay if missed => now.far_add(self.period),
+            MissedTickBehavior::Skip if missed => {
                 let behind = now.saturating_duration_since(tick).as_nanos();
                 let periods = behind / self.period.as_nanos() + 1;
                 let skip = u32::try_from(periods).unwrap_or(u32::MAX);

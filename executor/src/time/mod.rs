@@ -27,8 +27,10 @@ use std::time::Duration;
 
 use crate::core::{with_current, NO_RUNTIME};
 
-/// Moves paused time forward by `duration`, firing the timers it passes in deadline order,
-/// then yields so that their tasks run. Like tokio's `time::advance`.
+/// Moves paused time forward by `duration`, then yields once. The timers it passes fire in
+/// deadline order at the loop's next turn and their tasks are woken; they run after that, so
+/// a caller that needs them to have run yields (or awaits them) a little more. Like tokio's
+/// `time::advance`, which promises no more.
 ///
 /// # Panics
 ///

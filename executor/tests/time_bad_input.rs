@@ -1,0 +1,332 @@
+//! Time with awkward input: zero and `Duration::MAX` sleeps and timeouts, deadlines in the past,
+//! advancing paused time by `Duration::MAX`, sleeps that must never end early (measured
+//! against the real clock, under every re-arm policy), and time APIs used outside a runtime.
+
+use std::io;
+use std::time::Duration;
+
+use futures_lite::future::{pending, poll_once};
+use tickless::time::{
+    advance, interval, sleep, sleep_until, timeout, timeout_at, Instant, MissedTickBehavior,
+};
+use tickless::{spawn, spawn_local, Builder, RearmPolicy, Runtime};
+
+/// The message every API that needs a runtime panics with outside one.
+const NO_RUNTIME: &str = "must be called from a task or `block_on` of a tickless runtime";
+
+fn paused() -> io::Result<Runtime> {
+    Builder::new().start_paused(true).build()
+}
+
+/// The requested sleeps of the never-early tests: 100 µs to 2 ms.
+fn requests() -> impl DoubleEndedIterator<Item = Duration> {
+    (1..=20).map(|i| Duration::from_micros(100 * i))
+}
+
+#[test]
+fn sleep_zero_completes_without_a_timer() -> io::Result<()> {
+    let rt = Runtime::new()?;
+    rt.block_on(async {
+        let s = sleep(Duration::ZERO);
+        assert!(s.is_elapsed());
+        s.await;
+        for _ in 0..10 {
+            sleep(Duration::ZERO).await;
+        }
+    });
+    let s = rt.stats().total;
+    assert_eq!((s.timer_inserts, s.timer_fires), (0, 0), "{s:?}");
+    Ok(())
+}
+
+#[test]
+fn sleep_max_registers_without_panicking_and_loses_a_race() -> io::Result<()> {
+    for rt in [Runtime::new()?, paused()?] {
+        rt.block_on(async {
+            let mut s = sleep(Duration::MAX);
+            assert!(poll_once(&mut s).await.is_none());
+            // Clamped decades out rather than overflowing.
+            assert!(s.deadline() > Instant::now() + Duration::from_secs(10 * 365 * 86_400));
+            assert!(!s.is_elapsed());
+            drop(s);
+            let raced = timeout(Duration::from_millis(2), sleep(Duration::MAX)).await;
+            assert!(raced.is_err());
+            // A task sleeping for ever can still be aborted.
+            let forever = spawn(sleep(Duration::MAX));
+            let mut short = sleep(Duration::from_millis(1));
+            (&mut short).await;
+            assert!(!forever.is_finished());
+            forever.abort();
+            assert!(forever.await.unwrap_err().is_cancelled());
+        });
+        let s = rt.stats().total;
+        assert_eq!(
+            (s.timer_inserts, s.timer_fires, s.timer_cancels),
+            (5, 2, 3),
+            "{s:?}"
+        );
+    }
+    Ok(())
+}
+
+#[test]
+fn timeout_max_does_not_panic() -> io::Result<()> {
+    let rt = Runtime::new()?;
+    rt.block_on(async {
+        assert_eq!(timeout(Duration::MAX, async { 1 }).await, Ok(1));
+        let out = timeout(Duration::MAX, async {
+            sleep(Duration::from_micros(200)).await;
+            2
+        })
+        .await;
+        assert_eq!(out, Ok(2));
+        let far = Instant::now() + Duration::from_secs(100 * 365 * 86_400);
+        assert_eq!(timeout_at(far, async { 3 }).await, Ok(3));
+    });
+    Ok(())
+}
+
+#[test]
+fn timeout_zero_lets_a_ready_future_win_and_fails_a_pending_one() -> io::Result<()> {
+    for rt in [Runtime::new()?, paused()?] {
+        rt.block_on(async {
+            assert_eq!(timeout(Duration::ZERO, async { 5 }).await, Ok(5));
+            assert!(timeout(Duration::ZERO, pending::<()>()).await.is_err());
+            assert!(timeout(Duration::ZERO, sleep(Duration::from_secs(1)))
+                .await
+                .is_err());
+        });
+    }
+    Ok(())
+}
+
+#[test]
+fn deadlines_in_the_past_complete() -> io::Result<()> {
+    let rt = Runtime::new()?;
+    rt.block_on(async {
+        sleep_until(Instant::now() - Duration::from_secs(1)).await;
+        sleep_until(Instant::now()).await;
+        // Before the runtime even started.
+        sleep_until(Instant::from_std(std::time::Instant::now()) - Duration::from_secs(10)).await;
+        let past = Instant::now() - Duration::from_millis(1);
+        assert!(timeout_at(past, pending::<()>()).await.is_err());
+        assert_eq!(timeout_at(past, async { 1 }).await, Ok(1));
+    });
+    // On paused time, without the clock moving.
+    let rt = paused()?;
+    rt.block_on(async {
+        let start = Instant::now();
+        sleep_until(start - Duration::from_secs(1)).await;
+        assert!(timeout_at(start - Duration::from_secs(1), pending::<()>())
+            .await
+            .is_err());
+        let mut s = sleep(Duration::from_secs(1));
+        assert!(poll_once(&mut s).await.is_none());
+        s.reset(start - Duration::from_secs(5));
+        s.await;
+        assert_eq!(Instant::now(), start);
+    });
+    Ok(())
+}
+
+#[test]
+fn advancing_paused_time_by_max_fires_everything_without_panicking() -> io::Result<()> {
+    let rt = paused()?;
+    rt.block_on(async {
+        let start = Instant::now();
+        let handles: Vec<_> = [1, 3600, 86_400 * 365 * 20]
+            .map(|secs| spawn(sleep(Duration::from_secs(secs))))
+            .into_iter()
+            .collect();
+        let forever = spawn(sleep(Duration::MAX));
+        for _ in 0..4 {
+            tickless::yield_now().await;
+        }
+        advance(Duration::MAX).await;
+        for h in handles {
+            h.await.unwrap();
+        }
+        forever.await.unwrap();
+        assert!(Instant::now() > start + Duration::from_secs(86_400 * 365 * 20));
+        // Time keeps working at the end of the range.
+        advance(Duration::from_secs(1)).await;
+        sleep(Duration::from_millis(1)).await;
+        let mut every = interval(Duration::from_millis(1));
+        every.tick().await;
+        assert!(timeout(Duration::from_millis(1), pending::<()>())
+            .await
+            .is_err());
+    });
+    Ok(())
+}
+
+/// Sleeps each request in turn and checks it against the real clock.
+async fn never_early_in_turn() {
+    for d in requests() {
+        let before = std::time::Instant::now();
+        sleep(d).await;
+        let slept = before.elapsed();
+        assert!(slept >= d, "asked {d:?}, woke after {slept:?}");
+    }
+}
+
+#[test]
+fn sleeps_never_end_early() -> io::Result<()> {
+    let rt = Runtime::new()?;
+    rt.block_on(never_early_in_turn());
+    Ok(())
+}
+
+#[test]
+fn sleeps_never_end_early_under_any_policy_or_resolution() -> io::Result<()> {
+    let configs = [
+        Builder::new().timer_policy(RearmPolicy::Eager).build()?,
+        Builder::new().timer_policy(RearmPolicy::OnIdle).build()?,
+        Builder::new().timer_policy(RearmPolicy::Lazy).build()?,
+        Builder::new()
+            .timer_resolution(Duration::from_micros(250))
+            .build()?,
+        Builder::new()
+            .default_slack(Duration::from_micros(300))
+            .build()?,
+    ];
+    for rt in configs {
+        rt.block_on(never_early_in_turn());
+    }
+    Ok(())
+}
+
+#[test]
+fn concurrent_sleeps_never_end_early() -> io::Result<()> {
+    let rt = Runtime::new()?;
+    rt.block_on(async {
+        // Interleaved deadlines, inserted in reverse, some of them shared.
+        let handles: Vec<_> = requests()
+            .chain(requests())
+            .rev()
+            .map(|d| {
+                spawn_local(async move {
+                    let before = std::time::Instant::now();
+                    let deadline = Instant::now() + d;
+                    sleep_until(deadline).await;
+                    let now = std::time::Instant::now();
+                    assert!(
+                        now - before >= d,
+                        "asked {d:?}, woke after {:?}",
+                        now - before
+                    );
+                    assert!(now >= deadline.into_std());
+                })
+            })
+            .collect();
+        for h in handles {
+            h.await.unwrap();
+        }
+    });
+    assert_eq!(rt.stats().total.timer_fires, 40);
+    Ok(())
+}
+
+#[test]
+fn timeouts_and_interval_ticks_never_come_early() -> io::Result<()> {
+    let rt = Runtime::new()?;
+    rt.block_on(async {
+        for d in requests().step_by(4) {
+            let before = std::time::Instant::now();
+            assert!(timeout(d, pending::<()>()).await.is_err());
+            assert!(before.elapsed() >= d);
+        }
+        let period = Duration::from_micros(300);
+        let mut every = interval(period);
+        every.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        let first = every.tick().await;
+        for _ in 0..10 {
+            let tick = every.tick().await;
+            assert!(std::time::Instant::now() >= tick.into_std());
+            assert!(tick - first >= period);
+        }
+    });
+    Ok(())
+}
+
+#[test]
+fn time_values_can_be_made_outside_a_runtime() {
+    // Only polling needs a runtime; `Instant::now` reads the system clock outside one.
+    let before = Instant::from_std(std::time::Instant::now());
+    let s = sleep(Duration::from_millis(1));
+    assert!(!s.is_elapsed());
+    drop(timeout(Duration::from_millis(1), pending::<()>()));
+    let every = interval(Duration::from_millis(1));
+    assert_eq!(every.period(), Duration::from_millis(1));
+    assert!(Instant::now() >= before);
+}
+
+#[test]
+#[should_panic(expected = "must be called from a task or `block_on` of a tickless runtime")]
+fn polling_a_sleep_outside_a_runtime_panics() {
+    futures_lite::future::block_on(sleep(Duration::from_millis(1)));
+}
+
+#[test]
+fn the_runtime_missing_panics_say_so() {
+    let message = |f: Box<dyn FnOnce()>| {
+        let payload = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_err();
+        payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_default()
+    };
+    type Case = (&'static str, Box<dyn FnOnce()>);
+    let cases: Vec<Case> = vec![
+        (
+            "polling a sleep",
+            Box::new(|| futures_lite::future::block_on(sleep(Duration::from_millis(1)))),
+        ),
+        (
+            "polling a timeout",
+            Box::new(|| {
+                let _ = futures_lite::future::block_on(timeout(
+                    Duration::from_millis(1),
+                    pending::<()>(),
+                ));
+            }),
+        ),
+        (
+            "polling an interval",
+            Box::new(|| {
+                let mut every = interval(Duration::from_millis(1));
+                futures_lite::future::block_on(every.tick());
+            }),
+        ),
+        ("spawn", Box::new(|| drop(spawn(async {})))),
+        ("spawn_local", Box::new(|| drop(spawn_local(async {})))),
+        (
+            "advance",
+            Box::new(|| futures_lite::future::block_on(advance(Duration::from_millis(1)))),
+        ),
+    ];
+    for (what, f) in cases {
+        let m = message(f);
+        assert!(m.contains(NO_RUNTIME), "{what}: {m:?}");
+    }
+}
+
+#[test]
+#[should_panic(expected = "must be called from a task or `block_on` of a tickless runtime")]
+fn spawn_outside_a_runtime_panics() {
+    drop(spawn(async {}));
+}
+
+#[test]
+#[should_panic(expected = "`time::advance` needs paused time")]
+fn advance_on_real_time_panics() {
+    let rt = Runtime::new().unwrap();
+    rt.block_on(advance(Duration::from_millis(1)));
+}
+
+#[test]
+#[should_panic(expected = "timer resolution must be non-zero")]
+fn zero_timer_resolution_panics() {
+    Builder::new().timer_resolution(Duration::ZERO);
+}
