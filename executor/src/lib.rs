@@ -4,10 +4,19 @@
 mod clock;
 mod core;
 mod device;
+mod join;
 mod runtime;
 mod stats;
+mod sync;
 mod task;
 pub mod time;
+
+/// Internals that the loom models in `loom-tests/` check; only built under `--cfg loom`.
+#[cfg(loom)]
+#[doc(hidden)]
+pub mod loom_exports {
+    pub use crate::join::JoinSlot;
+}
 
 pub use runtime::{core_id, Builder, Handle, Runtime, ShutdownTimeout};
 pub use stats::{CoreStats, Stats};

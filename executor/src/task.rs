@@ -5,15 +5,15 @@ use std::fmt;
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
-use async_task::{FallibleTask, Runnable};
+use async_task::Runnable;
 
 use tickless_timer::{Op, Slack};
 
 use crate::core::{with_current, Core, Shared, TimerValue, NO_RUNTIME};
+use crate::join::JoinSlot;
 
 /// Why a task gave no output.
 pub struct JoinError {
@@ -87,17 +87,23 @@ impl From<JoinError> for std::io::Error {
 }
 
 pin_project_lite::pin_project! {
-    /// A task's future as the executor runs it: panics caught, aborts honoured, and an entry in
-    /// its core's live-task set from its first poll until it is dropped.
-    struct TaskFuture<F> {
+    /// A task's future as the executor runs it: panics caught, aborts honoured, the result
+    /// handed to the join slot (a cancelled result if it is dropped unfinished), and an entry
+    /// in its core's live-task set from its first poll until it is dropped.
+    struct TaskFuture<F: Future> {
         #[pin]
         future: F,
-        aborted: Arc<AtomicBool>,
+        slot: ResultSlot<F::Output>,
         key: Option<usize>,
     }
 
-    impl<F> PinnedDrop for TaskFuture<F> {
+    impl<F: Future> PinnedDrop for TaskFuture<F> {
         fn drop(this: Pin<&mut Self>) {
+            // A no-op if the task finished; otherwise (aborted, or its runtime shut down) its
+            // handle learns it was cancelled.
+            this.slot.complete(Err(JoinError {
+                repr: Repr::Cancelled,
+            }));
             if let Some(key) = this.key {
                 with_current(|core| {
                     if let Ok(mut active) = core.active.try_borrow_mut() {
@@ -110,38 +116,38 @@ pin_project_lite::pin_project! {
 }
 
 impl<F: Future> Future for TaskFuture<F> {
-    type Output = Result<F::Output, JoinError>;
+    type Output = ();
 
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let this = self.project();
         if this.key.is_none() {
             // First poll, on the task's core: register so that shutdown can reach it.
             *this.key = with_current(|core| core.active.borrow_mut().insert(cx.waker().clone()));
         }
-        if this.aborted.load(Ordering::Acquire) {
-            return Poll::Ready(Err(JoinError {
-                repr: Repr::Cancelled,
-            }));
+        if this.slot.is_aborted() {
+            // Returning drops the future, here on its core; the drop reports the cancel.
+            return Poll::Ready(());
         }
-        match catch_unwind(AssertUnwindSafe(|| this.future.poll(cx))) {
-            Ok(Poll::Pending) => Poll::Pending,
-            Ok(Poll::Ready(out)) => Poll::Ready(Ok(out)),
-            Err(payload) => Poll::Ready(Err(JoinError {
+        let result = match catch_unwind(AssertUnwindSafe(|| this.future.poll(cx))) {
+            Ok(Poll::Pending) => return Poll::Pending,
+            Ok(Poll::Ready(out)) => Ok(out),
+            Err(payload) => Err(JoinError {
                 repr: Repr::Panic(Mutex::new(payload)),
-            })),
-        }
+            }),
+        };
+        this.slot.complete(result);
+        Poll::Ready(())
     }
 }
 
 /// An owned permission to await a task's output (or abort it).
 ///
 /// Awaiting gives `Ok(output)`, or `Err(JoinError)` if the task panicked or was cancelled.
-/// Dropping the handle detaches the task: it runs on. It is `Send` when the output is.
+/// Dropping the handle detaches the task: it runs on. It is `Send` and `Sync` when the output
+/// is `Send`, and may be awaited, joined or dropped on any thread.
 pub struct JoinHandle<T> {
-    /// The task; `None` once the output was taken.
-    task: Mutex<Option<FallibleTask<Result<T, JoinError>>>>,
-    /// Set by `abort`; the task sees it at its next poll.
-    aborted: Arc<AtomicBool>,
+    /// Where the task leaves its result.
+    slot: ResultSlot<T>,
     /// To wake the task on `abort` (its core drops the future).
     waker: std::task::Waker,
 }
@@ -153,17 +159,13 @@ impl<T> JoinHandle<T> {
         if self.is_finished() {
             return;
         }
-        self.aborted.store(true, Ordering::Release);
+        self.slot.abort();
         self.waker.wake_by_ref();
     }
 
     /// Whether the task has finished (completed, panicked or been cancelled).
     pub fn is_finished(&self) -> bool {
-        self.task
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .as_ref()
-            .is_none_or(|t| t.is_finished())
+        self.slot.is_finished()
     }
 
     /// Blocks this thread until the task finishes. Do not call it from a task on the task's own
@@ -177,32 +179,7 @@ impl<T> Future for JoinHandle<T> {
     type Output = Result<T, JoinError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let mut slot = self.task.lock().unwrap_or_else(|e| e.into_inner());
-        let task = slot
-            .as_mut()
-            .expect("`JoinHandle` polled after it completed");
-        match Pin::new(task).poll(cx) {
-            Poll::Pending => Poll::Pending,
-            Poll::Ready(out) => {
-                *slot = None;
-                Poll::Ready(out.unwrap_or(Err(JoinError {
-                    repr: Repr::Cancelled,
-                })))
-            }
-        }
-    }
-}
-
-impl<T> Drop for JoinHandle<T> {
-    fn drop(&mut self) {
-        let task = self
-            .task
-            .get_mut()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
-        if let Some(task) = task {
-            task.detach();
-        }
+        self.slot.poll_take(cx)
     }
 }
 
@@ -230,27 +207,18 @@ fn schedule(shared: Arc<Shared>) -> impl Fn(Runnable) + Send + Sync + 'static {
     }
 }
 
+/// Where a task leaves its result for its handle.
+type ResultSlot<T> = Arc<JoinSlot<Result<T, JoinError>>>;
+
 /// Wraps a future for spawning.
-fn wrap<F>(future: F) -> (TaskFuture<F>, Arc<AtomicBool>) {
-    let aborted = Arc::new(AtomicBool::new(false));
+fn wrap<F: Future>(future: F) -> (TaskFuture<F>, ResultSlot<F::Output>) {
+    let slot = Arc::new(JoinSlot::new());
     let wrapped = TaskFuture {
         future,
-        aborted: aborted.clone(),
+        slot: slot.clone(),
         key: None,
     };
-    (wrapped, aborted)
-}
-
-fn handle<T>(
-    task: async_task::Task<Result<T, JoinError>>,
-    aborted: Arc<AtomicBool>,
-    waker: std::task::Waker,
-) -> JoinHandle<T> {
-    JoinHandle {
-        task: Mutex::new(Some(task.fallible())),
-        aborted,
-        waker,
-    }
+    (wrapped, slot)
 }
 
 /// Spawns a future on `core`, from its own thread, and queues it there.
@@ -262,11 +230,12 @@ where
     F: Future<Output = T> + 'static,
     T: 'static,
 {
-    let (wrapped, aborted) = wrap(future);
+    let (wrapped, slot) = wrap(future);
     let (runnable, task) = async_task::spawn_local(wrapped, schedule(core.shared.clone()));
+    task.detach();
     let waker = runnable.waker();
     core.schedule_local(runnable);
-    handle(task, aborted, waker)
+    JoinHandle { slot, waker }
 }
 
 /// Spawns a `Send` future onto the core of `shared`, from any thread: it runs there at once,
@@ -280,8 +249,9 @@ where
     F: Future<Output = T> + Send + 'static,
     T: Send + 'static,
 {
-    let (wrapped, aborted) = wrap(future);
+    let (wrapped, slot) = wrap(future);
     let (runnable, task) = async_task::spawn(wrapped, schedule(shared.clone()));
+    task.detach();
     let waker = runnable.waker();
     match deadline {
         None => runnable.schedule(),
@@ -291,7 +261,7 @@ where
             value: TimerValue::Run(runnable),
         }),
     }
-    handle(task, aborted, waker)
+    JoinHandle { slot, waker }
 }
 
 /// Spawns a `!Send` future on the current core.

@@ -174,13 +174,15 @@ fn remote_spawn_at_wakes_once_per_shrink_while_asleep_and_never_while_running() 
     Ok(())
 }
 
+/// Every remote spawn is counted once, as a wake sent or avoided, and a sleeping core is woken
+/// at least once. How many of a burst find the core still asleep depends on scheduling (the
+/// core may go back to sleep between two spawns on a loaded machine); that a burst racing one
+/// sleep makes exactly one wake is checked by the loom models of the hand-over.
 #[test]
-fn remote_wakes_of_a_sleeping_core_come_once_per_burst() -> io::Result<()> {
+fn remote_spawns_are_each_counted_once_as_a_wake_sent_or_avoided() -> io::Result<()> {
     let rt = two_cores()?;
     wait_parked(&rt);
     let before = rt.stats().cores[1];
-    // A burst of spawns from this thread: the first wakes core 1, the rest find it running
-    // (or being woken) and leave it alone.
     let handles: Vec<_> = (0..100)
         .map(|i| rt.handle(1).spawn(async move { i }))
         .collect();
@@ -188,10 +190,9 @@ fn remote_wakes_of_a_sleeping_core_come_once_per_burst() -> io::Result<()> {
     assert_eq!(sum, (0..100).sum());
     let after = rt.stats().cores[1];
     let sent = after.remote_wakes_sent - before.remote_wakes_sent;
-    assert!(
-        (1..100).contains(&sent),
-        "{sent} wakes for one burst of 100 spawns"
-    );
+    let avoided = after.remote_wakes_avoided - before.remote_wakes_avoided;
+    assert!(sent >= 1, "the sleeping core was never woken");
+    assert_eq!(sent + avoided, 100);
     Ok(())
 }
 

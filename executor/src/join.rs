@@ -1,0 +1,106 @@
+//! The slot through which a task hands its result to its `JoinHandle`, from its core to
+//! whichever thread awaits, joins or drops the handle.
+//!
+//! # Protocol
+//!
+//! One mutex guards the result and the waiting waker, so completing and awaiting cannot miss
+//! each other: the completer stores the result and takes the waker under the lock, then wakes
+//! it outside; the awaiter takes the result or leaves its waker under the same lock. The first
+//! completion wins: a task that finished and is then dropped (or dropped by a shutdown without
+//! finishing) completes once. `loom-tests/tests/join_slot.rs` checks completion racing an
+//! await and a drop on another thread.
+
+use std::task::{Context, Poll, Waker};
+
+use crate::sync::{AtomicBool, Mutex, Ordering};
+
+/// What the mutex guards.
+struct State<R> {
+    /// The result, until taken.
+    value: Option<R>,
+    /// A result was stored (taken or not).
+    finished: bool,
+    /// Who to wake on completion.
+    waker: Option<Waker>,
+}
+
+/// A task's result slot, shared by the task and its handle.
+pub struct JoinSlot<R> {
+    /// Set by `abort`; the task checks it at each poll.
+    aborted: AtomicBool,
+    /// The result and the waiter.
+    state: Mutex<State<R>>,
+}
+
+impl<R> Default for JoinSlot<R> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<R> JoinSlot<R> {
+    /// An empty slot.
+    pub fn new() -> Self {
+        JoinSlot {
+            aborted: AtomicBool::new(false),
+            state: Mutex::new(State {
+                value: None,
+                finished: false,
+                waker: None,
+            }),
+        }
+    }
+
+    /// Stores the task's result and wakes the waiter, unless a result was stored already.
+    pub fn complete(&self, value: R) {
+        let waker = {
+            let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            if s.finished {
+                return;
+            }
+            s.value = Some(value);
+            s.finished = true;
+            s.waker.take()
+        };
+        // Outside the lock: the waker may run anything, even on this thread.
+        if let Some(w) = waker {
+            w.wake();
+        }
+    }
+
+    /// Takes the result, or registers `cx`'s waker.
+    ///
+    /// # Panics
+    ///
+    /// If the result was already taken.
+    pub fn poll_take(&self, cx: &mut Context<'_>) -> Poll<R> {
+        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(v) = s.value.take() {
+            return Poll::Ready(v);
+        }
+        assert!(!s.finished, "`JoinHandle` polled after it completed");
+        match &mut s.waker {
+            Some(w) if w.will_wake(cx.waker()) => {}
+            slot => *slot = Some(cx.waker().clone()),
+        }
+        Poll::Pending
+    }
+
+    /// Whether a result was stored.
+    pub fn is_finished(&self) -> bool {
+        self.state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .finished
+    }
+
+    /// Asks the task to stop at its next poll.
+    pub fn abort(&self) {
+        self.aborted.store(true, Ordering::Release);
+    }
+
+    /// Whether `abort` was called.
+    pub fn is_aborted(&self) -> bool {
+        self.aborted.load(Ordering::Acquire)
+    }
+}
