@@ -50,6 +50,8 @@ fn pipe_pingpong_same_core() -> io::Result<()> {
     let rt = Runtime::new()?;
     let s = pingpong(&rt, 10_000, false)?;
     assert_eq!(s.timer_inserts, 0);
+    // Every wake was a same-core wake: the local path, never the inbox.
+    assert_eq!((s.remote_wakes_sent, s.remote_wakes_avoided), (0, 0));
     assert!(s.polls >= 20_000, "{s:?}");
     Ok(())
 }
