@@ -415,12 +415,15 @@ impl Core {
 
     /// Fires due timers, a budget's worth; `now` is read once. Returns whether due timers remain.
     fn expire_timers(&self) -> bool {
+        // The timerfd announces every timer it is armed for: read the clock only for those it
+        // does not know about (or when time is paused, where reads are free).
+        if !self.timers.borrow().needs_expiry() && !self.clock.is_paused() {
+            return false;
+        }
         let mut fired = Vec::new();
         {
             let mut timers = self.timers.borrow_mut();
-            // The timerfd announces every timer it is armed for: read the clock only for those
-            // it does not know about (or when time is paused, where reads are free).
-            if timers.is_empty() || !(timers.needs_expiry() || self.clock.is_paused()) {
+            if timers.is_empty() {
                 return false;
             }
             let now = self.clock.now();
@@ -497,7 +500,7 @@ impl Core {
     /// due) and should not park.
     fn spin(&self) -> bool {
         let start = self.clock.now();
-        let next = self.timers.borrow().next_expiration();
+        let next = self.timers.borrow_mut().next_expiration();
         let timer_soon = next.is_some_and(|t| t.saturating_sub(start) < self.spin_ns);
         let until = match next {
             Some(t) if timer_soon => t,
@@ -528,7 +531,7 @@ impl Core {
         if self.has_work() {
             return;
         }
-        let next = self.timers.borrow().next_expiration();
+        let next = self.timers.borrow_mut().next_expiration();
         match next {
             Some(t) => self.clock.advance_to(t),
             None => {
@@ -588,9 +591,12 @@ impl Core {
             .take();
     }
 
-    /// Publishes the counters for other threads (plain stores, no read-modify-write).
+    /// Publishes the counters for other threads (plain stores, no read-modify-write). Core 0
+    /// never needs to: it is the runtime's own thread, which reads its counters directly.
     fn publish(&self) {
-        self.shared.published.store(&self.stats());
+        if self.shared.id.index != 0 {
+            self.shared.published.store(&self.stats());
+        }
     }
 
     /// This core's counters, exact (on its own thread).

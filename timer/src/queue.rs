@@ -146,7 +146,7 @@ impl<T, D: ClockEventDevice> TimerQueue<T, D> {
 
     /// The earliest instant a non-deferrable timer may fire (never later than the true earliest
     /// deadline; see [`Wheel::next_expiration`]).
-    pub fn next_expiration(&self) -> Option<u64> {
+    pub fn next_expiration(&mut self) -> Option<u64> {
         self.wheel.next_expiration().map(|t| self.ticks.to_ns(t))
     }
 

@@ -93,6 +93,9 @@ struct Slot {
 struct Level {
     /// Bit `i` is set when slot `i` holds a timer.
     occupied: u64,
+    /// Bit `i` is set when slot `i`'s bound may be early: its earliest timer was removed and
+    /// the bound was not recomputed (that waits until the bound is asked for).
+    stale: u64,
     /// The slots.
     slots: [Slot; SLOTS],
 }
@@ -101,6 +104,7 @@ impl Level {
     fn new() -> Self {
         Level {
             occupied: 0,
+            stale: 0,
             slots: [Slot {
                 list: List::EMPTY,
                 bound: u64::MAX,
@@ -152,6 +156,8 @@ pub struct Wheel<T> {
     due: List,
     /// How many of the due timers are not deferrable.
     due_armed: usize,
+    /// How many deferrable timers are pending.
+    deferrable: usize,
     /// The tick the wheel has advanced to. Every pending timer not due has a later tick.
     elapsed: u64,
 }
@@ -177,6 +183,7 @@ impl<T> Wheel<T> {
             })),
             due: List::EMPTY,
             due_armed: 0,
+            deferrable: 0,
             elapsed: 0,
         }
     }
@@ -201,6 +208,7 @@ impl<T> Wheel<T> {
     /// otherwise expires like any other.
     pub fn insert(&mut self, tick: u64, deferrable: bool, value: T) -> TimerHandle {
         let (key, handle) = self.slab.insert(tick, deferrable as u8, Place::FREE, value);
+        self.deferrable += deferrable as usize;
         self.link(key);
         handle
     }
@@ -226,7 +234,13 @@ impl<T> Wheel<T> {
     pub fn remove(&mut self, handle: TimerHandle) -> Option<T> {
         let key = self.slab.key_of(handle)?;
         self.unlink(key);
-        Some(self.slab.remove(key, Place::FREE))
+        Some(self.free(key))
+    }
+
+    /// Frees an unlinked node, returning its value.
+    fn free(&mut self, key: u32) -> T {
+        self.deferrable -= self.slab.nodes[key as usize].lane as usize;
+        self.slab.remove(key, Place::FREE)
     }
 
     /// Moves a pending timer to a new tick, keeping its handle. `false` for a stale handle.
@@ -241,13 +255,31 @@ impl<T> Wheel<T> {
     }
 
     /// The earliest tick at which a non-deferrable timer may expire: exact, or early when the
-    /// earliest timer of a coarse slot was cancelled (see the module docs); never late.
-    /// `Some(elapsed)` while non-deferrable timers are due and not yet popped.
-    pub fn next_expiration(&self) -> Option<u64> {
+    /// earliest timer of a slot of more than eight was removed (see the module docs); never
+    /// late. `Some(elapsed)` while non-deferrable timers are due and not yet popped.
+    ///
+    /// Takes `&mut self` to make a stale bound exact again where that is cheap: removals only
+    /// mark a bound stale, so a cancel costs no scan, and the scan happens here, at most once
+    /// per stale slot, only for the slot that decides the answer.
+    pub fn next_expiration(&mut self) -> Option<u64> {
         if self.due_armed > 0 {
             return Some(self.elapsed);
         }
-        self.earliest_slot(1).map(|(_, _, _, bound)| bound)
+        loop {
+            let (lane, level, slot, bound) = self.earliest_slot(1)?;
+            let l = &mut self.lanes[lane][level];
+            if l.stale & (1 << slot) == 0 {
+                return Some(bound);
+            }
+            l.stale &= !(1 << slot);
+            let head = l.slots[slot].list.head;
+            match self.min_tick(head, RESCAN_LIMIT) {
+                // Exact again: the earliest slot may now be another one.
+                Some(min) => self.lanes[lane][level].slots[slot].bound = min,
+                // Too large to scan: the early bound stands (it costs at most one early wakeup).
+                None => return Some(bound),
+            }
+        }
     }
 
     /// Advances the wheel to `now`: every timer whose tick is at or before `now` moves to the due
@@ -267,6 +299,7 @@ impl<T> Wheel<T> {
                 bound: u64::MAX,
             };
             self.lanes[lane][level].occupied &= !(1 << slot);
+            self.lanes[lane][level].stale &= !(1 << slot);
             while key != NIL {
                 let next = self.slab.nodes[key as usize].next;
                 moved += self.link(key) as usize;
@@ -285,12 +318,12 @@ impl<T> Wheel<T> {
         }
         let handle = self.slab.handle_of(key);
         self.unlink(key);
-        Some((handle, self.slab.remove(key, Place::FREE)))
+        Some((handle, self.free(key)))
     }
 
-    /// Whether a deferrable timer is pending and not yet due.
+    /// Whether a deferrable timer is pending (due or not).
     pub fn has_deferrable(&self) -> bool {
-        self.lanes[1].iter().any(|l| l.occupied != 0)
+        self.deferrable > 0
     }
 
     /// Whether a timer is due and not yet popped.
@@ -325,7 +358,11 @@ impl<T> Wheel<T> {
         let slot = slot_for(tick, level);
         let l = &mut self.lanes[lane][level];
         l.occupied |= 1 << slot;
-        l.slots[slot].bound = l.slots[slot].bound.min(tick);
+        if tick < l.slots[slot].bound {
+            // Below every timer of the slot: the bound is exact again.
+            l.slots[slot].bound = tick;
+            l.stale &= !(1 << slot);
+        }
         self.push_back(key, Place::slot(lane, level, slot));
         false
     }
@@ -385,13 +422,11 @@ impl<T> Wheel<T> {
             let l = &mut self.lanes[lane][level];
             if head == NIL {
                 l.occupied &= !(1 << slot);
+                l.stale &= !(1 << slot);
                 l.slots[slot].bound = u64::MAX;
             } else if tick == l.slots[slot].bound {
-                // The slot's earliest may have gone: make the bound exact again if the slot is
-                // small enough to scan cheaply, else leave it early (see the module docs).
-                if let Some(min) = self.min_tick(head, RESCAN_LIMIT) {
-                    self.lanes[lane][level].slots[slot].bound = min;
-                }
+                // The slot's earliest may have gone: `next_expiration` rescans it if asked.
+                l.stale |= 1 << slot;
             }
         }
         self.slab.nodes[key as usize].place = Place::FREE;
