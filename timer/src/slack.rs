@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
-/// How late a timer may fire. The queue rounds a deadline up to a power-of-two grid no coarser
-/// than the slack, so that timers whose windows overlap share one expiry instant and one wakeup.
+/// How late a timer may fire. The queue rounds a deadline up to a multiple of the slack, so that
+/// timers with the same slack whose windows overlap share one expiry instant and one wakeup.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Slack {
     /// May fire up to this much after its deadline (plus the queue's resolution).
@@ -77,10 +77,11 @@ impl Ticks {
         if slack_ticks == 0 {
             return tick;
         }
-        // The largest power of two not above slack + 1 ticks: rounding up to it adds at most
-        // `grid - 1 <= slack` ticks.
-        let grid = 1u64 << (63 - slack_ticks.saturating_add(1).leading_zeros());
-        tick.checked_next_multiple_of(grid)
+        // Round up to a multiple of the slack: lateness stays below it, and timers with the
+        // same slack (the runtime's default, typically) share grid points, so that all the
+        // timers of one slack-wide window fire on one wakeup. (A power-of-two grid would nest
+        // across slacks, but a 1 ms slack would then mean a 512 µs grid: twice the wakeups.)
+        tick.checked_next_multiple_of(slack_ticks)
             .map_or(self.last(), |t| t.min(self.last()))
     }
 
@@ -135,11 +136,10 @@ mod tests {
         assert_eq!(t.expiry(1, Slack::None), 1);
         assert_eq!(t.expiry(1_000, Slack::None), 1);
         assert_eq!(t.expiry(1_001, Slack::None), 2);
-        // 1 ms of slack = 1000 ticks: grid 512.
-        assert_eq!(
-            t.expiry(1_000_000, Slack::Bounded(Duration::from_millis(1))),
-            1_024
-        );
+        // 1 ms of slack = 1000 ticks: a 1000-tick grid.
+        let ms = Slack::Bounded(Duration::from_millis(1));
+        assert_eq!(t.expiry(1_000_000, ms), 1_000);
+        assert_eq!(t.expiry(1_000_001, ms), 2_000);
         assert_eq!(
             t.expiry(u64::MAX, Slack::Bounded(Duration::MAX)),
             u64::MAX / 1_000
