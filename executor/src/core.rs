@@ -187,6 +187,8 @@ pub(crate) struct Core {
     counters: Counters,
     /// Hand-overs taken in one go, kept to reuse the allocation.
     ops_buf: RefCell<Vec<Op<TimerValue>>>,
+    /// Timers fired in one batch, kept to reuse the allocation.
+    fired_buf: Cell<Vec<TimerValue>>,
 }
 
 thread_local! {
@@ -278,6 +280,7 @@ impl Core {
             spin_ns: nanos(config.spin),
             counters: Counters::default(),
             ops_buf: RefCell::new(Vec::new()),
+            fired_buf: Cell::new(Vec::new()),
         }))
     }
 
@@ -420,7 +423,7 @@ impl Core {
         if !self.timers.borrow().needs_expiry() && !self.clock.is_paused() {
             return false;
         }
-        let mut fired = Vec::new();
+        let mut fired = self.fired_buf.take();
         {
             let mut timers = self.timers.borrow_mut();
             if timers.is_empty() {
@@ -438,12 +441,14 @@ impl Core {
         }
         let more = fired.len() == TIMER_BUDGET;
         // Fire outside the borrow: a waker may touch the timers.
-        for value in fired {
+        for value in fired.drain(..) {
             match value {
                 TimerValue::Wake(w) => w.wake(),
                 TimerValue::Run(r) => self.schedule_local(r),
             }
         }
+        // Keep the allocation for the next batch.
+        self.fired_buf.replace(fired);
         more
     }
 

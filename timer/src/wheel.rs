@@ -152,6 +152,9 @@ pub struct Wheel<T> {
     slab: Slab<T>,
     /// `levels[lane][level]`: lane 0 arms the device, lane 1 is deferrable.
     lanes: Box<[[Level; LEVELS]; LANES]>,
+    /// Bit `level` of `busy[lane]` is set when that level has an occupied slot: finding the
+    /// earliest slot visits only the levels in use.
+    busy: [u16; LANES],
     /// Timers whose tick has been reached, in tick order, waiting for `pop_due`.
     due: List,
     /// How many of the due timers are not deferrable.
@@ -181,6 +184,7 @@ impl<T> Wheel<T> {
             lanes: Box::new(std::array::from_fn(|_| {
                 std::array::from_fn(|_| Level::new())
             })),
+            busy: [0; LANES],
             due: List::EMPTY,
             due_armed: 0,
             deferrable: 0,
@@ -298,8 +302,12 @@ impl<T> Wheel<T> {
                 list: List::EMPTY,
                 bound: u64::MAX,
             };
-            self.lanes[lane][level].occupied &= !(1 << slot);
-            self.lanes[lane][level].stale &= !(1 << slot);
+            let l = &mut self.lanes[lane][level];
+            l.occupied &= !(1 << slot);
+            l.stale &= !(1 << slot);
+            if l.occupied == 0 {
+                self.busy[lane] &= !(1 << level);
+            }
             while key != NIL {
                 let next = self.slab.nodes[key as usize].next;
                 moved += self.link(key) as usize;
@@ -334,9 +342,13 @@ impl<T> Wheel<T> {
     /// The occupied slot with the smallest bound among the first `lanes` lanes.
     fn earliest_slot(&self, lanes: usize) -> Option<(usize, usize, usize, u64)> {
         let mut best: Option<(usize, usize, usize, u64)> = None;
-        for (lane, levels) in self.lanes.iter().enumerate().take(lanes) {
-            for (level, l) in levels.iter().enumerate() {
-                if let Some((slot, bound)) = l.next_slot(self.elapsed, level) {
+        for lane in 0..lanes {
+            let mut busy = self.busy[lane];
+            while busy != 0 {
+                let level = busy.trailing_zeros() as usize;
+                busy &= busy - 1;
+                if let Some((slot, bound)) = self.lanes[lane][level].next_slot(self.elapsed, level)
+                {
                     if best.is_none_or(|b| bound < b.3) {
                         best = Some((lane, level, slot, bound));
                     }
@@ -356,6 +368,7 @@ impl<T> Wheel<T> {
         }
         let level = level_for(self.elapsed, tick);
         let slot = slot_for(tick, level);
+        self.busy[lane] |= 1 << level;
         let l = &mut self.lanes[lane][level];
         l.occupied |= 1 << slot;
         if tick < l.slots[slot].bound {
@@ -424,6 +437,9 @@ impl<T> Wheel<T> {
                 l.occupied &= !(1 << slot);
                 l.stale &= !(1 << slot);
                 l.slots[slot].bound = u64::MAX;
+                if l.occupied == 0 {
+                    self.busy[lane] &= !(1 << level);
+                }
             } else if tick == l.slots[slot].bound {
                 // The slot's earliest may have gone: `next_expiration` rescans it if asked.
                 l.stale |= 1 << slot;
