@@ -83,8 +83,8 @@ impl Builder {
     }
 
     /// Pins core `i`'s thread to the `i`-th CPU the process may run on (core 0: the thread
-    /// that builds the runtime). Default `false`. [`build`](Self::build) fails, naming the CPU,
-    /// if pinning is impossible.
+    /// that builds the runtime, which gets its old affinity back when the runtime is dropped).
+    /// Default `false`. [`build`](Self::build) fails, naming the CPU, if pinning is impossible.
     pub fn pin(&mut self, pin: bool) -> &mut Self {
         self.pin = pin;
         self
@@ -168,9 +168,16 @@ impl Builder {
         let runtime = CoreId::new_runtime();
         let mut config = self.core;
         config.epoch = Instant::now();
-        if let Some(cpu) = cpus[0] {
-            tickless_io::cpu::pin_current_thread(cpu)?;
-        }
+        // Core 0 is the calling thread: pin it for the runtime's life, and give it its old
+        // affinity back when the runtime is dropped.
+        let restore_affinity = match cpus[0] {
+            Some(cpu) => {
+                let saved = allowed.clone();
+                tickless_io::cpu::pin_current_thread(cpu)?;
+                Some(saved)
+            }
+            None => None,
+        };
         let core0 = Core::new(CoreId { runtime, index: 0 }, config)?;
         let mut shared = vec![core0.shared.clone()];
         let mut threads = Vec::new();
@@ -198,6 +205,7 @@ impl Builder {
                         shared,
                         threads,
                         done: done_rx,
+                        restore_affinity,
                         _not_send: PhantomData,
                     };
                     drop(partial);
@@ -210,6 +218,7 @@ impl Builder {
             shared,
             threads,
             done: done_rx,
+            restore_affinity,
             _not_send: PhantomData,
         })
     }
@@ -275,6 +284,8 @@ pub struct Runtime {
     threads: Vec<Option<thread::JoinHandle<()>>>,
     /// Indexes of core threads that have ended.
     done: mpsc::Receiver<usize>,
+    /// The building thread's affinity before core 0 was pinned to it, to restore on drop.
+    restore_affinity: Option<Vec<usize>>,
     /// Core 0 is this thread.
     _not_send: PhantomData<*const ()>,
 }
@@ -425,6 +436,11 @@ impl Drop for Runtime {
         if let Err(e) = self.stop(DROP_TIMEOUT) {
             // Drop cannot return the error; say it rather than hang or stay silent.
             eprintln!("tickless: dropping the runtime: {e}");
+        }
+        if let Some(cpus) = self.restore_affinity.take() {
+            if let Err(e) = tickless_io::cpu::set_current_affinity(&cpus) {
+                eprintln!("tickless: restoring this thread's CPU affinity {cpus:?}: {e}");
+            }
         }
     }
 }

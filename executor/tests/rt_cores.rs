@@ -328,3 +328,20 @@ fn pinning_names_the_cpu_it_cannot_use() {
 fn tickless_io_cpus() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
+
+#[test]
+fn a_pinned_runtime_gives_the_thread_its_affinity_back() {
+    std::thread::spawn(|| {
+        let n = tickless_io_cpus().min(2);
+        for _ in 0..2 {
+            let rt = Builder::new()
+                .cores(n)
+                .pin(true)
+                .build()
+                .expect("pinned build");
+            assert_eq!(rt.cores(), n);
+        }
+    })
+    .join()
+    .unwrap();
+}

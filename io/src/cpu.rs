@@ -30,25 +30,38 @@ pub fn allowed_cpus() -> io::Result<Vec<usize>> {
 /// An error naming the CPU if it is out of range or the kernel refuses (not in the process's
 /// affinity mask, offline).
 pub fn pin_current_thread(cpu: usize) -> io::Result<()> {
+    set_current_affinity(&[cpu]).map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!("cannot pin a core's thread to CPU {cpu}: {e}"),
+        )
+    })
+}
+
+/// Lets the calling thread run on exactly `cpus` (to restore an affinity saved with
+/// [`allowed_cpus`]).
+///
+/// # Errors
+///
+/// A CPU number out of range, or the kernel refuses the set.
+pub fn set_current_affinity(cpus: &[usize]) -> io::Result<()> {
     let max = 8 * mem::size_of::<libc::cpu_set_t>();
-    if cpu >= max {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("cannot pin to CPU {cpu}: CPU numbers stop at {}", max - 1),
-        ));
-    }
     // SAFETY: an all-zero cpu_set_t is a valid (empty) set.
     let mut set: libc::cpu_set_t = unsafe { mem::zeroed() };
-    // SAFETY: `cpu < max` was checked above.
-    unsafe { libc::CPU_SET(cpu, &mut set) };
+    for &cpu in cpus {
+        if cpu >= max {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("CPU {cpu} is out of range: CPU numbers stop at {}", max - 1),
+            ));
+        }
+        // SAFETY: `cpu < max` was checked above.
+        unsafe { libc::CPU_SET(cpu, &mut set) };
+    }
     // SAFETY: `set` is a valid cpu_set_t of the size passed; pid 0 is the calling thread.
     let rc = unsafe { libc::sched_setaffinity(0, mem::size_of::<libc::cpu_set_t>(), &set) };
     if rc != 0 {
-        let e = io::Error::last_os_error();
-        return Err(io::Error::new(
-            e.kind(),
-            format!("cannot pin a core's thread to CPU {cpu}: {e}"),
-        ));
+        return Err(io::Error::last_os_error());
     }
     Ok(())
 }
@@ -60,6 +73,19 @@ mod tests {
     #[test]
     fn the_process_may_run_somewhere() {
         assert!(!allowed_cpus().unwrap().is_empty());
+    }
+
+    #[test]
+    fn affinity_is_restored() {
+        std::thread::spawn(|| {
+            let before = allowed_cpus().unwrap();
+            pin_current_thread(before[0]).unwrap();
+            assert_eq!(allowed_cpus().unwrap(), vec![before[0]]);
+            set_current_affinity(&before).unwrap();
+            assert_eq!(allowed_cpus().unwrap(), before);
+        })
+        .join()
+        .unwrap();
     }
 
     #[test]

@@ -1,0 +1,170 @@
+#!/usr/bin/env bash
+# HTTP load on loopback: the hyper "Hello, world!" service on tickless (`hello_http`: one
+# SO_REUSEPORT listener per core) and the same service with the same hyper settings on tokio's
+# multi-thread runtime (`hello_http_tokio`), one after the other, with the same wrk settings.
+#
+#   benches/scripts/http_load.sh [--threads N] [--connections N] [--duration 5s] [--rounds N]
+#
+# Defaults: wrk -t2 -c64 -d5s, 3 rounds, alternating tickless and tokio (so a slow minute of
+# the machine hurts both), each run after a 1 s warm-up on a fresh server process. Bounded: at
+# most rounds x 2 x (duration + warm-up) of load, and `--connections` sockets, all on 127.0.0.1.
+#
+# Prints one line per run and, per runtime, the median over the rounds, in `compare`'s format:
+#   workload=http_hello runtime=<tickless|tokio> rps=<requests/s> p50_us=... p75_us=...
+#     p90_us=... p99_us=... cpu_us_per_req=<server CPU time (user+system) per request> ...
+# then the ratios tickless/tokio against the targets (rps >= 1.2x, p99 <= 1.0x, CPU per
+# request <= 0.8x). wrk runs on the same cores as the servers, so requests per second and
+# latency measure the pair; CPU per request (from /proc/<pid>/stat) is the server's own cost.
+#
+# Installs wrk from the OS packages (apt-get) if it is missing. Builds both examples in release
+# mode (CARGO_TARGET_DIR is honoured).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+threads=2
+connections=64
+duration=5s
+rounds=3
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --threads) threads=$2; shift 2 ;;
+        --connections) connections=$2; shift 2 ;;
+        --duration) duration=$2; shift 2 ;;
+        --rounds) rounds=$2; shift 2 ;;
+        -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+        *) echo "unknown argument: $1 (try --help)" >&2; exit 2 ;;
+    esac
+done
+
+if ! command -v wrk >/dev/null 2>&1; then
+    echo "# wrk is missing: installing it with apt-get" >&2
+    sudo=""
+    if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi
+    $sudo apt-get install -y wrk >/dev/null 2>&1 ||
+        { $sudo apt-get update >/dev/null && $sudo apt-get install -y wrk >/dev/null; }
+fi
+
+target_dir=${CARGO_TARGET_DIR:-target}
+echo "# building the servers (release)" >&2
+cargo build --release -q -p tickless --example hello_http --example hello_http_tokio
+bin_dir="$target_dir/release/examples"
+
+work=$(mktemp -d)
+server_pid=""
+cleanup() {
+    if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; fi
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+clk_tck=$(getconf CLK_TCK)
+
+# utime + stime of a process, in clock ticks (fields 14 and 15, counted after the command name,
+# which may contain spaces, ends at the last ')').
+cpu_ticks() {
+    sed 's/.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'
+}
+
+# A wrk latency figure ("812.00us", "1.23ms", "2.01s") in microseconds.
+to_us() {
+    awk -v v="$1" 'BEGIN {
+        n = v + 0
+        if (v ~ /us$/) m = 1; else if (v ~ /ms$/) m = 1000; else if (v ~ /s$/) m = 1000000; else m = 1
+        printf "%.1f", n * m
+    }'
+}
+
+# Percentage of CPU time not idle over the last second, machine-wide.
+busy_percent() {
+    local a b
+    a=$(awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9, $5 + $6 }' /proc/stat)
+    sleep 1
+    b=$(awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9, $5 + $6 }' /proc/stat)
+    echo "$a $b" | awk '{ busy = $3 - $1; idle = $4 - $2; printf "%d", 100 * busy / (busy + idle + 1) }'
+}
+
+# Waits (at most 2 minutes) until something else's load has passed: the figures are only
+# worth comparing on an otherwise idle machine.
+wait_quiet() {
+    local busy
+    for _ in $(seq 1 120); do
+        busy=$(busy_percent)
+        [ "$busy" -le 10 ] && return 0
+        echo "# the machine is ${busy}% busy: waiting for it to be idle" >&2
+    done
+    echo "# WARNING: the machine stayed busy (${busy}%): figures are disturbed" >&2
+}
+
+# Runs one server under load; prints its result line.
+run_one() {
+    local runtime=$1 binary=$2
+    wait_quiet
+    "$bin_dir/$binary" 0 >"$work/out" 2>"$work/err" &
+    server_pid=$!
+    local url=""
+    for _ in $(seq 1 100); do
+        url=$(grep -o 'http://[0-9.:]*' "$work/out" 2>/dev/null | head -n1 || true)
+        [ -n "$url" ] && break
+        sleep 0.1
+    done
+    [ -n "$url" ] || { echo "$binary did not start: $(cat "$work/err")" >&2; exit 1; }
+    wrk -t"$threads" -c"$connections" -d1s "$url/" >/dev/null
+    local cpu0 cpu1
+    cpu0=$(cpu_ticks "$server_pid")
+    wrk -t"$threads" -c"$connections" -d"$duration" --latency "$url/" >"$work/wrk"
+    cpu1=$(cpu_ticks "$server_pid")
+    kill -TERM "$server_pid"
+    wait "$server_pid" || true
+    server_pid=""
+
+    local requests rps errors p50 p75 p90 p99
+    requests=$(awk '/requests in/ { print $1 }' "$work/wrk")
+    rps=$(awk '/^Requests\/sec:/ { print $2 }' "$work/wrk")
+    errors=$(awk '/Socket errors:/ { gsub(",", ""); print $4 + $6 + $8 + $10 }
+                  /Non-2xx/ { print $NF }' "$work/wrk" | awk '{ s += $1 } END { print s + 0 }')
+    p50=$(to_us "$(awk '$1 == "50%" { print $2 }' "$work/wrk")")
+    p75=$(to_us "$(awk '$1 == "75%" { print $2 }' "$work/wrk")")
+    p90=$(to_us "$(awk '$1 == "90%" { print $2 }' "$work/wrk")")
+    p99=$(to_us "$(awk '$1 == "99%" { print $2 }' "$work/wrk")")
+    local cpu_us
+    cpu_us=$(awk -v t=$((cpu1 - cpu0)) -v hz="$clk_tck" -v n="$requests" \
+        'BEGIN { printf "%.2f", t * 1000000 / hz / n }')
+    echo "workload=http_hello runtime=$runtime rps=$rps p50_us=$p50 p75_us=$p75 p90_us=$p90" \
+        "p99_us=$p99 cpu_us_per_req=$cpu_us requests=$requests errors=$errors"
+}
+
+echo "# $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')), $(rustc --version)"
+echo "# wrk -t$threads -c$connections -d$duration --latency, $rounds rounds, servers on all CPUs"
+: >"$work/results"
+for round in $(seq 1 "$rounds"); do
+    for pair in tickless:hello_http tokio:hello_http_tokio; do
+        echo "# round $round: ${pair%%:*}" >&2
+        run_one "${pair%%:*}" "${pair#*:}" | tee -a "$work/results"
+    done
+done
+
+# Medians per runtime and metric (the middle run; for an even count the lower middle).
+median() {
+    local runtime=$1 metric=$2
+    grep "runtime=$runtime " "$work/results" | tr ' ' '\n' | awk -F= -v m="$metric" '$1 == m { print $2 }' |
+        sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'
+}
+echo "# medians over $rounds rounds"
+for runtime in tickless tokio; do
+    line="workload=http_hello runtime=$runtime"
+    for metric in rps p50_us p75_us p90_us p99_us cpu_us_per_req; do
+        line="$line $metric=$(median "$runtime" "$metric")"
+    done
+    echo "$line runs=$rounds"
+done
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+rps_ratio=$(ratio "$(median tickless rps)" "$(median tokio rps)")
+p99_ratio=$(ratio "$(median tickless p99_us)" "$(median tokio p99_us)")
+cpu_ratio=$(ratio "$(median tickless cpu_us_per_req)" "$(median tokio cpu_us_per_req)")
+verdict() { awk -v r="$1" -v t="$2" -v dir="$3" 'BEGIN {
+    ok = (dir == "ge") ? (r >= t) : (r <= t); print ok ? "met" : "missed" }'; }
+echo "# tickless / tokio"
+echo "ratio workload=http_hello rps=$rps_ratio (target >= 1.20: $(verdict "$rps_ratio" 1.2 ge))" \
+    "p99=$p99_ratio (target <= 1.00: $(verdict "$p99_ratio" 1.0 le))" \
+    "cpu_per_req=$cpu_ratio (target <= 0.80: $(verdict "$cpu_ratio" 0.8 le))"

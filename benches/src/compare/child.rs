@@ -1,0 +1,205 @@
+//! One measurement, in the child process `compare` starts for it:
+//! `compare __child <size> <workload> <contender> [rtts=N]`.
+//!
+//! It prints one line per result, `label=value ... metric=number ...`, and exits 0; exits
+//! [`EXIT_SKIP`] with a reason on stdout if the contender cannot run here; exits 1 on failure.
+
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+use super::plan::{Size, Workload};
+use crate::rt::Contender;
+use crate::workload::pingpong::{Mode, Plan, Run, PAIRED_BLOCK};
+use crate::workload::timers::Lateness;
+
+/// The exit code of a measurement the contender cannot make here (io_uring unavailable).
+pub const EXIT_SKIP: u8 = 3;
+
+/// The size's name on the command line.
+pub fn size_name(size: Size) -> &'static str {
+    match size {
+        Size::Full => "full",
+        Size::Quick => "quick",
+        Size::Smoke => "smoke",
+    }
+}
+
+fn size_named(name: &str) -> Option<Size> {
+    [Size::Full, Size::Quick, Size::Smoke]
+        .into_iter()
+        .find(|&s| size_name(s) == name)
+}
+
+/// Formats a metric: integers for large values, more digits for small ones, never lossy
+/// enough to turn a small non-zero into zero.
+pub fn fmt_num(v: f64) -> String {
+    let a = v.abs();
+    if v == 0.0 {
+        "0".into()
+    } else if a >= 100.0 {
+        format!("{v:.0}")
+    } else if a >= 1.0 {
+        format!("{v:.2}")
+    } else if a >= 0.01 {
+        format!("{v:.4}")
+    } else {
+        format!("{v:.2e}")
+    }
+}
+
+/// Runs the child; `args` are those after `__child`.
+pub fn main(args: &[String]) -> ExitCode {
+    match run(args) {
+        Ok(lines) => {
+            let mut out = io::stdout().lock();
+            for l in lines {
+                let _ = writeln!(out, "{l}");
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) if e.kind() == io::ErrorKind::Unsupported => {
+            println!("skip={e}");
+            ExitCode::from(EXIT_SKIP)
+        }
+        Err(e) => {
+            eprintln!("compare child {args:?}: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn usage() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        "usage: compare __child <full|quick|smoke> <workload> <contender> [rtts=N] | probe <contender>",
+    )
+}
+
+fn run(args: &[String]) -> io::Result<Vec<String>> {
+    if let [probe, name] = args {
+        if probe == "probe" {
+            let c = Contender::named(name).ok_or_else(usage)?;
+            return match c.available() {
+                Ok(()) => Ok(vec!["available=1".into()]),
+                Err(e) => Err(io::Error::new(io::ErrorKind::Unsupported, e.to_string())),
+            };
+        }
+    }
+    let [size, workload, contender, rest @ ..] = args else {
+        return Err(usage());
+    };
+    let size = size_named(size).ok_or_else(usage)?;
+    let workload = Workload::named(workload).ok_or_else(usage)?;
+    let c = Contender::named(contender).ok_or_else(usage)?;
+    let mut rtts = None;
+    for a in rest {
+        match a.strip_prefix("rtts=").map(str::parse) {
+            Some(Ok(n)) => rtts = Some(n),
+            _ => return Err(usage()),
+        }
+    }
+    let sizes = size.sizes();
+    if let Some(mode) = workload.pingpong_mode() {
+        let mut plan = sizes.pingpong(mode, rtts);
+        if rtts.is_some() {
+            // Traced runs of two lengths are subtracted: the same warm-up in both.
+            plan.warmup = 10;
+        }
+        let run = c.pingpong(&plan)?;
+        let mut line = pingpong_line(&run, plan.rtts);
+        if mode == Mode::Timeout && rtts.is_none() {
+            line += &paired(&c, plan.rtts)?;
+        }
+        return Ok(vec![line]);
+    }
+    Ok(match workload {
+        Workload::SleepPrecision => {
+            let late = c.sleeps(&sizes.sleeps)?;
+            sizes
+                .sleeps
+                .series
+                .iter()
+                .zip(late)
+                .map(|(&(d, _), l)| {
+                    let label = if d.as_micros() % 1000 == 0 {
+                        format!("{}ms", d.as_millis())
+                    } else {
+                        format!("{}us", d.as_micros())
+                    };
+                    format!("sleep={label} {}", lateness(&l))
+                })
+                .collect()
+        }
+        Workload::Idle => {
+            let r = c.idle(sizes.idle)?;
+            vec![format!(
+                "wakeups_per_s={} threads={}",
+                fmt_num(r.wakeups_per_s),
+                r.threads
+            )]
+        }
+        Workload::TimerChurn => {
+            let r = c.churn(sizes.churn)?;
+            vec![format!(
+                "wakeups_per_s={} fires_per_s={} cpu_us_per_fire={} {}",
+                fmt_num(r.wakeups_per_s),
+                fmt_num(r.fires_per_s),
+                fmt_num(r.cpu_us_per_fire),
+                lateness(&r.late)
+            )]
+        }
+        Workload::PingpongSame | Workload::PingpongCross | Workload::PingpongTimeout => {
+            unreachable!("handled above")
+        }
+    })
+}
+
+/// The timeouts' cost measured within this process: blocks of round trips alternately
+/// without and with timeouts, as ` keep_paired=<timed rate / untimed rate>` (nothing for a
+/// contender without timeouts).
+fn paired(c: &Contender, rtts: u32) -> io::Result<String> {
+    let pair = 2 * PAIRED_BLOCK;
+    let plan = Plan {
+        mode: Mode::Paired,
+        warmup: pair,
+        rtts: rtts.div_ceil(pair).max(1) * pair,
+    };
+    let clock = c.pingpong(&plan)?.clock;
+    if clock.timed.0 == 0 || clock.untimed.0 == 0 {
+        return Ok(String::new()); // the floor has no timeouts
+    }
+    let rate = |(n, took): (u32, std::time::Duration)| f64::from(n) / took.as_secs_f64();
+    Ok(format!(
+        " keep_paired={}",
+        fmt_num(rate(clock.timed) / rate(clock.untimed))
+    ))
+}
+
+fn lateness(l: &Lateness) -> String {
+    format!(
+        "late_p50_us={} late_p99_us={} late_max_us={}",
+        fmt_num(l.p50_us),
+        fmt_num(l.p99_us),
+        fmt_num(l.max_us)
+    )
+}
+
+/// A ping-pong result; tickless adds what its counters say per message (two per round trip).
+fn pingpong_line(run: &Run, rtts: u32) -> String {
+    let mut line = format!(
+        "rtt_per_s={}",
+        fmt_num(f64::from(rtts) / run.elapsed.as_secs_f64())
+    );
+    if let Some(s) = run.tickless {
+        let msgs = 2.0 * f64::from(rtts);
+        let per = |n: u64| fmt_num(n as f64 / msgs);
+        line += &format!(
+            " rearms_per_msg={} wakeups_per_msg={} spurious_per_msg={} spins_per_msg={}",
+            per(s.timerfd_rearms),
+            per(s.parks),
+            per(s.timerfd_spurious),
+            per(s.spins)
+        );
+    }
+    line
+}

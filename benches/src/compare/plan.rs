@@ -1,0 +1,237 @@
+//! What `compare` runs: the workloads, their sizes at each run length, and which contenders
+//! run which workload.
+
+use std::time::Duration;
+
+use crate::workload::pingpong::{self, Mode};
+use crate::workload::timers::{ChurnPlan, IdlePlan, SleepPlan};
+
+/// A workload of the comparison.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Workload {
+    /// Pipe ping-pong, both tasks on one core.
+    PingpongSame,
+    /// Pipe ping-pong, one side per core.
+    PingpongCross,
+    /// Same-core pipe ping-pong, every read under a 1 s timeout.
+    PingpongTimeout,
+    /// Sleeps of 100 µs, then of 1 ms, in a row.
+    SleepPrecision,
+    /// 10,000 tasks asleep for 60 s.
+    Idle,
+    /// 1,000 tasks looping on random 1-100 ms sleeps.
+    TimerChurn,
+}
+
+impl Workload {
+    /// Every workload, in the order they are run and reported.
+    pub const ALL: [Workload; 6] = [
+        Workload::PingpongSame,
+        Workload::PingpongCross,
+        Workload::PingpongTimeout,
+        Workload::SleepPrecision,
+        Workload::Idle,
+        Workload::TimerChurn,
+    ];
+
+    /// Its name in the output.
+    pub fn name(self) -> &'static str {
+        match self {
+            Workload::PingpongSame => "pingpong_same",
+            Workload::PingpongCross => "pingpong_cross",
+            Workload::PingpongTimeout => "pingpong_timeout",
+            Workload::SleepPrecision => "sleep_precision",
+            Workload::Idle => "idle",
+            Workload::TimerChurn => "timer_churn",
+        }
+    }
+
+    /// The workload called `name`.
+    pub fn named(name: &str) -> Option<Workload> {
+        Workload::ALL.into_iter().find(|w| w.name() == name)
+    }
+
+    /// The ping-pong mode, for ping-pong workloads.
+    pub fn pingpong_mode(self) -> Option<Mode> {
+        match self {
+            Workload::PingpongSame => Some(Mode::Same),
+            Workload::PingpongCross => Some(Mode::Cross),
+            Workload::PingpongTimeout => Some(Mode::Timeout),
+            _ => None,
+        }
+    }
+
+    /// Who runs it, in report order.
+    pub fn contenders(self) -> &'static [&'static str] {
+        const RUNTIMES: [&str; 4] = ["tokio", "smol", "monoio_legacy", "monoio_uring"];
+        match self {
+            Workload::PingpongSame | Workload::PingpongTimeout => &[
+                "tickless",
+                RUNTIMES[0],
+                RUNTIMES[1],
+                RUNTIMES[2],
+                RUNTIMES[3],
+                "threads",
+                "floor",
+                "tickless_eager",
+                "tickless_onidle",
+                "tickless_lazy",
+            ],
+            Workload::PingpongCross => &[
+                "tickless",
+                "tickless_spin50us",
+                RUNTIMES[0],
+                RUNTIMES[1],
+                RUNTIMES[2],
+                RUNTIMES[3],
+                "threads",
+                "floor",
+                "tickless_eager",
+                "tickless_onidle",
+                "tickless_lazy",
+            ],
+            Workload::SleepPrecision => &[
+                "tickless",
+                RUNTIMES[0],
+                RUNTIMES[1],
+                RUNTIMES[2],
+                RUNTIMES[3],
+                "threads",
+            ],
+            Workload::Idle => &[
+                "tickless",
+                RUNTIMES[0],
+                RUNTIMES[1],
+                RUNTIMES[2],
+                RUNTIMES[3],
+            ],
+            Workload::TimerChurn => &[
+                "tickless",
+                "tickless_slack1ms",
+                RUNTIMES[0],
+                RUNTIMES[1],
+                RUNTIMES[2],
+                RUNTIMES[3],
+                "tickless_eager",
+                "tickless_onidle",
+                "tickless_lazy",
+            ],
+        }
+    }
+}
+
+/// How long the whole comparison runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Size {
+    /// A few minutes: the sizes of the issue, 7 repetitions of ping-pong, 3 of the rest.
+    Full,
+    /// About a minute: smaller counts, 3 repetitions of ping-pong, 1 of the rest.
+    Quick,
+    /// A few seconds, tiny counts: proves every path runs (CI), measures nothing.
+    Smoke,
+}
+
+/// The sizes of every workload at one run length.
+#[derive(Debug, Clone)]
+pub struct Sizes {
+    /// Repetitions of each ping-pong measurement.
+    pub pingpong_reps: usize,
+    /// Repetitions of each timer workload's measurement.
+    pub timer_reps: usize,
+    /// Timed round trips, same-core (with and without timeout).
+    pub rtts_same: u32,
+    /// Timed round trips, cross-core.
+    pub rtts_cross: u32,
+    /// `sleep_precision`'s series.
+    pub sleeps: SleepPlan,
+    /// `idle`.
+    pub idle: IdlePlan,
+    /// `timer_churn`.
+    pub churn: ChurnPlan,
+    /// Round trips of the two traced runs of the syscall count; `None`: don't count.
+    pub strace_rtts: Option<(u32, u32)>,
+}
+
+impl Size {
+    /// Its sizes.
+    pub fn sizes(self) -> Sizes {
+        let churn = |tasks, warmup_ms, window_ms| ChurnPlan {
+            tasks,
+            min: Duration::from_millis(1),
+            max: Duration::from_millis(100),
+            warmup: Duration::from_millis(warmup_ms),
+            window: Duration::from_millis(window_ms),
+        };
+        let sleeps = |n100, n1ms| SleepPlan {
+            series: vec![
+                (Duration::from_micros(100), n100),
+                (Duration::from_millis(1), n1ms),
+            ],
+        };
+        match self {
+            Size::Full => Sizes {
+                pingpong_reps: 7,
+                timer_reps: 3,
+                rtts_same: 60_000,
+                rtts_cross: 20_000,
+                sleeps: sleeps(2_000, 500),
+                idle: IdlePlan {
+                    tasks: 10_000,
+                    window: Duration::from_secs(2),
+                },
+                churn: churn(1_000, 500, 2_000),
+                strace_rtts: Some((500, 2_500)),
+            },
+            Size::Quick => Sizes {
+                pingpong_reps: 3,
+                timer_reps: 1,
+                rtts_same: 25_000,
+                rtts_cross: 8_000,
+                sleeps: sleeps(500, 100),
+                idle: IdlePlan {
+                    tasks: 10_000,
+                    window: Duration::from_secs(1),
+                },
+                churn: churn(1_000, 300, 1_000),
+                strace_rtts: Some((200, 1_000)),
+            },
+            Size::Smoke => Sizes {
+                pingpong_reps: 1,
+                timer_reps: 1,
+                rtts_same: 200,
+                rtts_cross: 100,
+                sleeps: sleeps(20, 5),
+                idle: IdlePlan {
+                    tasks: 10_000,
+                    window: Duration::from_millis(100),
+                },
+                churn: churn(100, 20, 100),
+                strace_rtts: Some((10, 30)),
+            },
+        }
+    }
+}
+
+impl Sizes {
+    /// The ping-pong plan of `mode`, with `rtts` timed round trips (`None`: this size's).
+    pub fn pingpong(&self, mode: Mode, rtts: Option<u32>) -> pingpong::Plan {
+        let rtts = rtts.unwrap_or(match mode {
+            Mode::Cross => self.rtts_cross,
+            Mode::Same | Mode::Timeout | Mode::Paired => self.rtts_same,
+        });
+        pingpong::Plan {
+            mode,
+            warmup: (rtts / 10).max(10),
+            rtts,
+        }
+    }
+
+    /// Repetitions of `w`'s measurements.
+    pub fn reps(&self, w: Workload) -> usize {
+        if w.pingpong_mode().is_some() {
+            self.pingpong_reps
+        } else {
+            self.timer_reps
+        }
+    }
+}

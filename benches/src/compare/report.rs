@@ -1,0 +1,311 @@
+//! Gathering the children's results, and printing them: one line per result, then the summary
+//! table of ratios to tickless and the policy table (markdown, so the README takes them as
+//! they are).
+
+use std::fmt::Write as _;
+
+use super::child::fmt_num;
+use super::runner::Measurement;
+
+/// Every run of one (workload, runtime, labels).
+#[derive(Debug, Clone)]
+pub struct Entry {
+    /// Workload name.
+    pub workload: String,
+    /// Contender name.
+    pub runtime: String,
+    /// Labels, as printed (`sleep=100us`), or empty.
+    pub labels: String,
+    /// Each run's metrics.
+    pub runs: Vec<Vec<(String, f64)>>,
+}
+
+impl Entry {
+    /// The metric names, in first-seen order.
+    fn metric_names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = Vec::new();
+        for run in &self.runs {
+            for (k, _) in run {
+                if !names.contains(&k.as_str()) {
+                    names.push(k);
+                }
+            }
+        }
+        names
+    }
+
+    /// Median, min and max of `metric` over the runs.
+    pub fn summary(&self, metric: &str) -> Option<(f64, f64, f64)> {
+        let values: Vec<f64> = self
+            .runs
+            .iter()
+            .filter_map(|r| r.iter().find(|(k, _)| k == metric).map(|&(_, v)| v))
+            .collect();
+        crate::stats::summary(&values)
+    }
+}
+
+/// All results, in the order they first came.
+#[derive(Debug, Clone, Default)]
+pub struct Results {
+    /// One entry per (workload, runtime, labels).
+    pub entries: Vec<Entry>,
+}
+
+impl Results {
+    /// Adds one run's result line.
+    pub fn add(&mut self, workload: &str, runtime: &str, m: Measurement) {
+        let labels = m.label_text();
+        let i = match self
+            .entries
+            .iter()
+            .position(|e| e.workload == workload && e.runtime == runtime && e.labels == labels)
+        {
+            Some(i) => i,
+            None => {
+                self.entries.push(Entry {
+                    workload: workload.into(),
+                    runtime: runtime.into(),
+                    labels,
+                    runs: Vec::new(),
+                });
+                self.entries.len() - 1
+            }
+        };
+        self.entries[i].runs.push(m.metrics);
+    }
+
+    fn entry(&self, workload: &str, runtime: &str, labels: &str) -> Option<&Entry> {
+        self.entries
+            .iter()
+            .find(|e| e.workload == workload && e.runtime == runtime && e.labels == labels)
+    }
+
+    /// Median, min and max of a metric over the runs.
+    pub fn summary(
+        &self,
+        workload: &str,
+        runtime: &str,
+        labels: &str,
+        metric: &str,
+    ) -> Option<(f64, f64, f64)> {
+        self.entry(workload, runtime, labels)?.summary(metric)
+    }
+
+    /// The median of a metric.
+    pub fn median(&self, workload: &str, runtime: &str, labels: &str, metric: &str) -> Option<f64> {
+        self.entry(workload, runtime, labels)?
+            .summary(metric)
+            .map(|s| s.0)
+    }
+
+    /// One line per result: medians, then `_min` and `_max` when there were several runs.
+    pub fn lines(&self) -> Vec<String> {
+        self.entries
+            .iter()
+            .map(|e| {
+                let mut line = format!("workload={} runtime={}", e.workload, e.runtime);
+                if !e.labels.is_empty() {
+                    line += " ";
+                    line += &e.labels;
+                }
+                let names = e.metric_names();
+                for name in &names {
+                    if let Some((med, _, _)) = e.summary(name) {
+                        let _ = write!(line, " {name}={}", fmt_num(med));
+                    }
+                }
+                if e.runs.len() > 1 {
+                    for name in &names {
+                        if let Some((_, min, max)) = e.summary(name) {
+                            let _ = write!(
+                                line,
+                                " {name}_min={} {name}_max={}",
+                                fmt_num(min),
+                                fmt_num(max)
+                            );
+                        }
+                    }
+                }
+                let _ = write!(line, " runs={}", e.runs.len());
+                line
+            })
+            .collect()
+    }
+}
+
+/// Which way a metric is better.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Better {
+    Higher,
+    Lower,
+}
+
+/// The columns of the summary, in order.
+const COLUMNS: [&str; 9] = [
+    "tickless",
+    "tickless_spin50us",
+    "tickless_slack1ms",
+    "tokio",
+    "smol",
+    "monoio_legacy",
+    "monoio_uring",
+    "threads",
+    "floor",
+];
+
+/// A row of the summary: (workload, labels, metric, better, unit).
+const ROWS: [(&str, &str, &str, Better, &str); 14] = [
+    ("pingpong_same", "", "rtt_per_s", Better::Higher, ""),
+    ("pingpong_cross", "", "rtt_per_s", Better::Higher, ""),
+    ("pingpong_timeout", "", "rtt_per_s", Better::Higher, ""),
+    ("pingpong_timeout", "", "keep_paired", Better::Higher, ""),
+    ("pingpong_timeout", "", "keep", Better::Higher, ""),
+    (
+        "sleep_precision",
+        "sleep=100us",
+        "late_p50_us",
+        Better::Lower,
+        " µs",
+    ),
+    (
+        "sleep_precision",
+        "sleep=100us",
+        "late_p99_us",
+        Better::Lower,
+        " µs",
+    ),
+    (
+        "sleep_precision",
+        "sleep=1ms",
+        "late_p50_us",
+        Better::Lower,
+        " µs",
+    ),
+    (
+        "sleep_precision",
+        "sleep=1ms",
+        "late_p99_us",
+        Better::Lower,
+        " µs",
+    ),
+    ("idle", "", "wakeups_per_s", Better::Lower, ""),
+    ("timer_churn", "", "wakeups_per_s", Better::Lower, ""),
+    ("timer_churn", "", "cpu_us_per_fire", Better::Lower, " µs"),
+    ("timer_churn", "", "late_p50_us", Better::Lower, " µs"),
+    ("timer_churn", "", "late_p99_us", Better::Lower, " µs"),
+];
+
+/// A value for a table: thousands as `k`, small numbers with a few digits.
+pub fn human(v: f64) -> String {
+    let a = v.abs();
+    if a >= 10_000.0 {
+        format!("{:.0}k", v / 1_000.0)
+    } else if a >= 100.0 {
+        format!("{v:.0}")
+    } else if a >= 10.0 {
+        format!("{v:.1}")
+    } else if v == 0.0 {
+        "0".into()
+    } else if a >= 0.01 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.1e}")
+    }
+}
+
+impl Results {
+    /// A metric, or `keep` (timeout rate over same-core rate), by runtime.
+    fn value(&self, workload: &str, labels: &str, metric: &str, runtime: &str) -> Option<f64> {
+        if metric == "keep" {
+            let t = self.median("pingpong_timeout", runtime, "", "rtt_per_s")?;
+            let s = self.median("pingpong_same", runtime, "", "rtt_per_s")?;
+            return Some(t / s);
+        }
+        self.median(workload, runtime, labels, metric)
+    }
+
+    /// The summary table: each value, and its ratio to tickless's. Two rows are ratios already:
+    /// `keep_paired`, what a runtime keeps of its rate with a timeout on every read, measured in
+    /// one process (blocks with and without timeouts alternating), and `keep`, the same from the
+    /// medians of the separate `pingpong_timeout` and `pingpong_same` runs (noisier: on a virtual
+    /// machine two processes differ by more than the timeouts cost).
+    pub fn summary_table(&self) -> String {
+        let cols: Vec<&str> = COLUMNS
+            .iter()
+            .copied()
+            .filter(|c| self.entries.iter().any(|e| e.runtime == *c))
+            .collect();
+        let mut t = String::new();
+        let _ = writeln!(t, "| workload | metric | better | {} |", cols.join(" | "));
+        let _ = writeln!(t, "|---|---|---|{}", "---:|".repeat(cols.len()));
+        for (w, labels, metric, better, unit) in ROWS {
+            let base = self.value(w, labels, metric, "tickless");
+            let cells: Vec<String> = cols
+                .iter()
+                .map(|c| match self.value(w, labels, metric, c) {
+                    None => String::new(),
+                    Some(v) if *c == "tickless" => format!("**{}{unit}**", human(v)),
+                    Some(v) => match base {
+                        Some(b) if b != 0.0 && !metric.starts_with("keep") => {
+                            format!("{}{unit} ({:.2}x)", human(v), v / b)
+                        }
+                        _ => format!("{}{unit}", human(v)),
+                    },
+                })
+                .collect();
+            if cells.iter().all(String::is_empty) {
+                continue;
+            }
+            let name = if labels.is_empty() {
+                w.to_string()
+            } else {
+                format!("{w} ({})", labels.split('=').nth(1).unwrap_or(labels))
+            };
+            let better = match better {
+                Better::Higher => "higher",
+                Better::Lower => "lower",
+            };
+            let _ = writeln!(
+                t,
+                "| {name} | {metric} | {better} | {} |",
+                cells.join(" | ")
+            );
+        }
+        t
+    }
+
+    /// The policy table: the ping-pong workloads and timer churn on tickless with each
+    /// re-arm policy.
+    pub fn policy_table(&self) -> String {
+        let cols: [(&str, &str, &str); 9] = [
+            ("same rtt/s", "pingpong_same", "rtt_per_s"),
+            ("cross rtt/s", "pingpong_cross", "rtt_per_s"),
+            ("timeout rtt/s", "pingpong_timeout", "rtt_per_s"),
+            ("timeout keep (paired)", "pingpong_timeout", "keep_paired"),
+            ("timeout re-arms/msg", "pingpong_timeout", "rearms_per_msg"),
+            ("timeout wakeups/msg", "pingpong_timeout", "wakeups_per_msg"),
+            ("churn wakeups/s", "timer_churn", "wakeups_per_s"),
+            ("churn CPU µs/fire", "timer_churn", "cpu_us_per_fire"),
+            ("churn late p50 µs", "timer_churn", "late_p50_us"),
+        ];
+        let mut t = String::new();
+        let names: Vec<&str> = cols.iter().map(|c| c.0).collect();
+        let _ = writeln!(t, "| policy | {} |", names.join(" | "));
+        let _ = writeln!(t, "|---|{}", "---:|".repeat(cols.len()));
+        let default = format!("{:?}", tickless::RearmPolicy::default()).to_lowercase();
+        for p in ["eager", "onidle", "lazy"] {
+            let rt = format!("tickless_{p}");
+            if !self.entries.iter().any(|e| e.runtime == rt) {
+                continue;
+            }
+            let cells: Vec<String> = cols
+                .iter()
+                .map(|&(_, w, m)| self.value(w, "", m, &rt).map_or(String::new(), human))
+                .collect();
+            let mark = if p == default { " (default)" } else { "" };
+            let _ = writeln!(t, "| {p}{mark} | {} |", cells.join(" | "));
+        }
+        t
+    }
+}

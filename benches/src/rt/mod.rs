@@ -1,0 +1,181 @@
+//! The contenders: tickless in each configuration the comparison needs, the runtimes a user
+//! would pick instead, and the baselines without a runtime. One file each; every file builds
+//! its runtime the way that runtime's users would and runs the shared workloads in it.
+
+pub mod blocking;
+pub mod monoio;
+pub mod smol;
+pub mod tickless;
+pub mod tokio;
+
+use std::io;
+use std::time::Duration;
+
+use ::tickless::RearmPolicy;
+
+use crate::workload::pingpong::{Plan, Run};
+use crate::workload::timers::{ChurnPlan, ChurnResult, IdlePlan, IdleResult, Lateness, SleepPlan};
+
+/// One contender.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Contender {
+    /// tickless, configured.
+    Tickless(tickless::Config),
+    /// tokio, current-thread runtime(s).
+    Tokio,
+    /// async-executor's `LocalExecutor` on async-io.
+    Smol,
+    /// monoio with a driver.
+    Monoio(monoio::Driver),
+    /// Two blocking threads (pipe-test).
+    Threads,
+    /// One thread, the round trip's system calls back to back.
+    Floor,
+}
+
+/// The spin window of `tickless_spin50us`.
+pub const SPIN: Duration = Duration::from_micros(50);
+/// The slack of `tickless_slack1ms`.
+pub const SLACK: Duration = Duration::from_millis(1);
+
+/// Every contender, by name.
+pub const ALL: &[(&str, Contender)] = &[
+    ("tickless", Contender::Tickless(tickless::Config::DEFAULT)),
+    (
+        "tickless_spin50us",
+        Contender::Tickless(tickless::Config {
+            spin: Some(SPIN),
+            ..tickless::Config::DEFAULT
+        }),
+    ),
+    (
+        "tickless_slack1ms",
+        Contender::Tickless(tickless::Config {
+            slack: Some(SLACK),
+            ..tickless::Config::DEFAULT
+        }),
+    ),
+    (
+        "tickless_eager",
+        Contender::Tickless(tickless::Config {
+            policy: Some(RearmPolicy::Eager),
+            ..tickless::Config::DEFAULT
+        }),
+    ),
+    (
+        "tickless_onidle",
+        Contender::Tickless(tickless::Config {
+            policy: Some(RearmPolicy::OnIdle),
+            ..tickless::Config::DEFAULT
+        }),
+    ),
+    (
+        "tickless_lazy",
+        Contender::Tickless(tickless::Config {
+            policy: Some(RearmPolicy::Lazy),
+            ..tickless::Config::DEFAULT
+        }),
+    ),
+    ("tokio", Contender::Tokio),
+    ("smol", Contender::Smol),
+    ("monoio_legacy", Contender::Monoio(monoio::Driver::Legacy)),
+    ("monoio_uring", Contender::Monoio(monoio::Driver::Uring)),
+    ("threads", Contender::Threads),
+    ("floor", Contender::Floor),
+];
+
+/// The error of a workload a contender has no way to run (a baseline without timers).
+fn unsupported(what: &str, c: &Contender) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::Unsupported,
+        format!("{} does not run {what}", c.name()),
+    )
+}
+
+impl Contender {
+    /// The contender called `name`.
+    pub fn named(name: &str) -> Option<Contender> {
+        ALL.iter().find(|(n, _)| *n == name).map(|&(_, c)| c)
+    }
+
+    /// Its name.
+    pub fn name(&self) -> &'static str {
+        ALL.iter()
+            .find(|(_, c)| c == self)
+            .map_or("tickless_custom", |(n, _)| n)
+    }
+
+    /// Whether it can run here at all (io_uring may be disabled); the reason if not.
+    ///
+    /// # Errors
+    ///
+    /// Why it cannot.
+    pub fn available(&self) -> io::Result<()> {
+        match self {
+            Contender::Monoio(d) => crate::workload::on_fresh_thread(|| monoio::available(*d)),
+            _ => Ok(()),
+        }
+    }
+
+    /// Pipe ping-pong.
+    ///
+    /// # Errors
+    ///
+    /// The runtime, pinning or the pipes failed.
+    pub fn pingpong(&self, plan: &Plan) -> io::Result<Run> {
+        match self {
+            Contender::Tickless(cfg) => tickless::pingpong(cfg, plan),
+            Contender::Tokio => tokio::pingpong(plan),
+            Contender::Smol => smol::pingpong(plan),
+            Contender::Monoio(d) => monoio::pingpong(*d, plan),
+            Contender::Threads => blocking::threads(plan),
+            Contender::Floor => blocking::floor(plan),
+        }
+    }
+
+    /// `sleep_precision`: the lateness of each series of sleeps.
+    ///
+    /// # Errors
+    ///
+    /// The runtime or pinning failed, or the contender has no timers (`floor`).
+    pub fn sleeps(&self, plan: &SleepPlan) -> io::Result<Vec<Lateness>> {
+        match self {
+            Contender::Tickless(cfg) => tickless::sleeps(cfg, plan),
+            Contender::Tokio => tokio::sleeps(plan),
+            Contender::Smol => smol::sleeps(plan),
+            Contender::Monoio(d) => monoio::sleeps(*d, plan),
+            Contender::Threads => blocking::sleeps(plan),
+            Contender::Floor => Err(unsupported("sleeps", self)),
+        }
+    }
+
+    /// `idle`.
+    ///
+    /// # Errors
+    ///
+    /// The runtime, pinning or `/proc` failed, or the contender is a baseline.
+    pub fn idle(&self, plan: IdlePlan) -> io::Result<IdleResult> {
+        match self {
+            Contender::Tickless(cfg) => tickless::idle(cfg, plan),
+            Contender::Tokio => tokio::idle(plan),
+            Contender::Smol => smol::idle(plan),
+            Contender::Monoio(d) => monoio::idle(*d, plan),
+            Contender::Threads | Contender::Floor => Err(unsupported("idle", self)),
+        }
+    }
+
+    /// `timer_churn`.
+    ///
+    /// # Errors
+    ///
+    /// The runtime, pinning, `/proc` or `getrusage` failed, or the contender is a baseline.
+    pub fn churn(&self, plan: ChurnPlan) -> io::Result<ChurnResult> {
+        match self {
+            Contender::Tickless(cfg) => tickless::churn(cfg, plan),
+            Contender::Tokio => tokio::churn(plan),
+            Contender::Smol => smol::churn(plan),
+            Contender::Monoio(d) => monoio::churn(*d, plan),
+            Contender::Threads | Contender::Floor => Err(unsupported("timer_churn", self)),
+        }
+    }
+}

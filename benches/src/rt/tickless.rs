@@ -1,0 +1,237 @@
+//! tickless: one core for same-core work (the thread that calls `block_on`), two pinned cores
+//! for cross-core ping-pong (the echo on core 1 through `spawn_pinned`).
+
+use std::io;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures_lite::{AsyncReadExt, AsyncWriteExt};
+use tickless::io::{PipeReader, PipeWriter};
+use tickless::{Builder, CoreStats, RearmPolicy, Runtime};
+
+use crate::sys;
+use crate::workload::pingpong::{self, Clock, Mode, Plan, Run, TIMEOUT};
+use crate::workload::timers::{self, ChurnPlan, IdlePlan, Probe, SleepPlan};
+use crate::workload::{cpus, on_fresh_thread};
+
+/// How a tickless runtime is set up; `None` leaves the builder's default.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Config {
+    /// Re-arm policy; `None`: the default.
+    pub policy: Option<RearmPolicy>,
+    /// `spin_before_park`; `None`: the default (no spinning).
+    pub spin: Option<Duration>,
+    /// `default_slack`; `None`: the default (no slack).
+    pub slack: Option<Duration>,
+}
+
+impl Config {
+    /// The builder's defaults throughout.
+    pub const DEFAULT: Config = Config {
+        policy: None,
+        spin: None,
+        slack: None,
+    };
+
+    fn builder(&self, cores: usize) -> Builder {
+        let mut b = Builder::new();
+        b.cores(cores);
+        if let Some(p) = self.policy {
+            b.timer_policy(p);
+        }
+        if let Some(s) = self.spin {
+            b.spin_before_park(s);
+        }
+        if let Some(s) = self.slack {
+            b.default_slack(s);
+        }
+        b
+    }
+}
+
+/// `tickless::time::sleep_until` on a `std` instant.
+fn sleep_until(at: Instant) -> tickless::time::Sleep {
+    tickless::time::sleep_until(tickless::time::Instant::from_std(at))
+}
+
+/// Reads one message, within [`TIMEOUT`] if asked.
+async fn read_msg(r: &mut PipeReader, with_timeout: bool) -> io::Result<u32> {
+    let mut buf = [0u8; 4];
+    if with_timeout {
+        tickless::time::timeout(TIMEOUT, r.read_exact(&mut buf)).await??;
+    } else {
+        r.read_exact(&mut buf).await?;
+    }
+    Ok(u32::from_le_bytes(buf))
+}
+
+/// Answers `n` messages with their successor.
+async fn echo(mut r: PipeReader, mut w: PipeWriter, n: u32, mode: Mode) -> io::Result<()> {
+    for i in 0..n {
+        let m = read_msg(&mut r, mode.timed(i)).await?;
+        w.write_all(&m.wrapping_add(1).to_le_bytes()).await?;
+    }
+    Ok(())
+}
+
+/// Sends `from..from + n` and checks the answers.
+async fn ping(
+    r: &mut PipeReader,
+    w: &mut PipeWriter,
+    from: u32,
+    n: u32,
+    mode: Mode,
+) -> io::Result<()> {
+    for i in from..from + n {
+        w.write_all(&i.to_le_bytes()).await?;
+        pingpong::check(i, read_msg(r, mode.timed(i)).await?)?;
+    }
+    Ok(())
+}
+
+/// The pinger, on a runtime's core 0: warm up, then time the round trips, counting what the
+/// runtime's cores did meanwhile.
+async fn pinger(
+    rt: &Runtime,
+    r: &mut PipeReader,
+    w: &mut PipeWriter,
+    plan: &Plan,
+) -> io::Result<(Clock, CoreStats)> {
+    ping(r, w, 0, plan.warmup, plan.mode).await?;
+    let s0 = rt.stats().total;
+    let mut clock = Clock::default();
+    for (from, n, timed) in plan.blocks() {
+        let start = Instant::now();
+        ping(r, w, from, n, plan.mode).await?;
+        clock.add(n, timed, start.elapsed());
+    }
+    Ok((clock, delta(rt.stats().total, s0)))
+}
+
+/// `after - before`, counter by counter.
+fn delta(after: CoreStats, before: CoreStats) -> CoreStats {
+    CoreStats {
+        polls: after.polls - before.polls,
+        parks: after.parks - before.parks,
+        spins: after.spins - before.spins,
+        timer_inserts: after.timer_inserts - before.timer_inserts,
+        timer_cancels: after.timer_cancels - before.timer_cancels,
+        timer_fires: after.timer_fires - before.timer_fires,
+        timerfd_rearms: after.timerfd_rearms - before.timerfd_rearms,
+        timerfd_spurious: after.timerfd_spurious - before.timerfd_spurious,
+        remote_wakes_sent: after.remote_wakes_sent - before.remote_wakes_sent,
+        remote_wakes_avoided: after.remote_wakes_avoided - before.remote_wakes_avoided,
+        clock_reads: after.clock_reads - before.clock_reads,
+        io_polls: after.io_polls - before.io_polls,
+        io_events: after.io_events - before.io_events,
+    }
+}
+
+/// Pipe ping-pong.
+///
+/// # Errors
+///
+/// Building the runtime, pinning, or the pipes failed.
+pub fn pingpong(cfg: &Config, plan: &Plan) -> io::Result<Run> {
+    on_fresh_thread(|| match plan.mode {
+        Mode::Same | Mode::Timeout | Mode::Paired => same_core(cfg, plan),
+        Mode::Cross => cross_core(cfg, plan),
+    })
+}
+
+fn same_core(cfg: &Config, plan: &Plan) -> io::Result<Run> {
+    sys::pin_current_thread(cpus(1)?[0])?;
+    let rt = cfg.builder(1).build()?;
+    rt.block_on(async {
+        let (mut to_b, from_a) = tickless::io::pipe()?;
+        let (to_a, mut from_b) = tickless::io::pipe()?;
+        let echo = tickless::spawn_local(echo(from_a, to_a, plan.total(), plan.mode));
+        let (clock, stats) = pinger(&rt, &mut from_b, &mut to_b, plan).await?;
+        echo.await.map_err(io::Error::other)??;
+        Ok(Run {
+            elapsed: clock.elapsed(),
+            clock,
+            tickless: Some(stats),
+        })
+    })
+}
+
+fn cross_core(cfg: &Config, plan: &Plan) -> io::Result<Run> {
+    cpus(2)?;
+    let rt = cfg.builder(2).pin(true).build()?;
+    let (a_r, b_w) = sys::pipe()?; // core 1 -> core 0
+    let (b_r, a_w) = sys::pipe()?; // core 0 -> core 1
+    let (n, mode) = (plan.total(), plan.mode);
+    let echo = rt.handle(1).spawn_pinned(move || async move {
+        let (r, w) = (
+            PipeReader::from_owned_fd(b_r)?,
+            PipeWriter::from_owned_fd(b_w)?,
+        );
+        echo(r, w, n, mode).await
+    });
+    rt.block_on(async {
+        let mut r = PipeReader::from_owned_fd(a_r)?;
+        let mut w = PipeWriter::from_owned_fd(a_w)?;
+        let (clock, stats) = pinger(&rt, &mut r, &mut w, plan).await?;
+        echo.await.map_err(io::Error::other)??;
+        Ok(Run {
+            elapsed: clock.elapsed(),
+            clock,
+            tickless: Some(stats),
+        })
+    })
+}
+
+/// `sleep_precision`.
+///
+/// # Errors
+///
+/// Building the runtime or pinning failed.
+pub fn sleeps(cfg: &Config, plan: &SleepPlan) -> io::Result<Vec<timers::Lateness>> {
+    timers::sleep_precision(plan, |plan| {
+        let rt = cfg.builder(1).build()?;
+        Ok(rt.block_on(timers::sleep_series(sleep_until, plan)))
+    })
+}
+
+/// `idle`.
+///
+/// # Errors
+///
+/// Building the runtime, pinning or reading `/proc` failed.
+pub fn idle(cfg: &Config, plan: IdlePlan) -> io::Result<timers::IdleResult> {
+    timers::idle(plan, |plan, probe: Arc<Probe>| {
+        let rt = cfg.builder(1).build()?;
+        rt.block_on(timers::idle_main(
+            sleep_until,
+            |s| drop(tickless::spawn_local(s)),
+            plan,
+            &probe,
+        ));
+        Ok(())
+    })
+}
+
+/// `timer_churn`.
+///
+/// # Errors
+///
+/// Building the runtime, pinning, reading `/proc` or `getrusage` failed.
+pub fn churn(cfg: &Config, plan: ChurnPlan) -> io::Result<timers::ChurnResult> {
+    timers::churn(plan, |plan, probe: Arc<Probe>| {
+        let rt = cfg.builder(1).build()?;
+        rt.block_on(async {
+            for i in 0..plan.tasks {
+                // Dropping the handle detaches the task.
+                drop(tickless::spawn_local(timers::churn_task(
+                    i,
+                    sleep_until,
+                    plan,
+                    probe.clone(),
+                )));
+            }
+            timers::churn_main(sleep_until, plan, &probe).await;
+        });
+        Ok(())
+    })
+}
