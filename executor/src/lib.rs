@@ -4,8 +4,12 @@
 mod clock;
 mod core;
 mod device;
+#[cfg(feature = "hyper")]
+pub mod hyper_rt;
 mod join;
 mod runtime;
+mod serve;
+pub mod signal;
 mod stats;
 mod sync;
 mod task;
@@ -16,6 +20,7 @@ pub mod time;
 #[doc(hidden)]
 pub mod loom_exports {
     pub use crate::join::JoinSlot;
+    pub use crate::serve::Stop;
 }
 
 pub use runtime::{core_id, Builder, Handle, Runtime, ShutdownTimeout};
@@ -35,5 +40,10 @@ pub mod io {
 pub mod net {
     pub use tickless_io::{
         OwnedReadHalf, OwnedWriteHalf, TcpListener, TcpStream, UdpSocket, UnixListener, UnixStream,
+    };
+
+    pub use crate::serve::{
+        serve_per_core, ConnInfo, Serve, ServeCounters, ServeStats, Server, ShutdownReport,
+        ShutdownRequested,
     };
 }

@@ -1,6 +1,8 @@
 //! Sockets: TCP, UDP and Unix domain, and the stream plumbing they share.
 
+pub(crate) mod reuseport;
 pub(crate) mod tcp_listener;
+pub(crate) mod tcp_peek;
 pub(crate) mod tcp_split;
 pub(crate) mod tcp_stream;
 pub(crate) mod udp;

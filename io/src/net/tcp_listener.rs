@@ -16,8 +16,9 @@ use crate::reactor::Reactor;
 use crate::ready::Direction;
 use crate::sys;
 
-/// Listen backlog of [`TcpListener::bind_reuseport`]; the kernel caps it at `somaxconn`.
-const REUSEPORT_BACKLOG: i32 = 1024;
+/// Listen backlog of [`TcpListener::bind_reuseport`] and
+/// [`TcpListener::bind_reuseport_std`]; the kernel caps it at `somaxconn`.
+pub(crate) const REUSEPORT_BACKLOG: i32 = 1024;
 
 /// A TCP listener, registered with the reactor of the core that created it.
 ///
@@ -48,6 +49,10 @@ impl TcpListener {
 
     /// Binds a listener with `SO_REUSEADDR` and `SO_REUSEPORT`, so every core can bind its
     /// own listener to the same port; the kernel balances new connections across them.
+    ///
+    /// Binding port 0 picks a fresh port for each call: to give every core the same one, bind
+    /// the first listener, read its [`local_addr`](Self::local_addr), and bind the others to
+    /// that (or let `tickless::net::serve_per_core` do it all).
     ///
     /// # Errors
     ///
@@ -85,6 +90,13 @@ impl TcpListener {
     ///
     /// As `accept4(2)`: for instance `EMFILE` when out of descriptors, or
     /// `ConnectionAborted`. The listener stays usable.
+    ///
+    /// After `EMFILE` or `ENFILE` the connection stays queued and the listener stays readable,
+    /// so calling `accept` again at once fails again at once: a loop that retries without
+    /// waiting spins. Back off on a timer until descriptors are free, as
+    /// `tickless::net::serve_per_core`'s accept loops do. Errors about one connection
+    /// (`ConnectionAborted`, and the network errors `accept(2)` says to treat like `EAGAIN`)
+    /// have already dequeued it: retry at once.
     pub async fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
         poll_fn(|cx| self.poll_accept(cx)).await
     }

@@ -1,0 +1,266 @@
+//! One core's accept loop: accept, spawn, survive descriptor exhaustion, drain on stop.
+
+use std::future::{poll_fn, Future};
+use std::io;
+use std::net::SocketAddr;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::task::Poll;
+use std::time::Duration;
+
+use crate::net::TcpStream;
+use crate::time::{self, Instant};
+
+use super::conns::{ConnInfo, Conns};
+use super::stats::Counters;
+use super::stop::Stop;
+use super::{Config, CoreReport};
+
+/// Accepts in a row before the loop yields to the core's other tasks.
+const ACCEPT_BURST: u32 = 64;
+
+/// What an `accept` error says about what to do next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Failure {
+    /// One connection's problem (`ECONNABORTED`, and the network errors `accept(2)` says to
+    /// treat like `EAGAIN`): it has left the queue, so retrying at once cannot spin.
+    Connection,
+    /// Out of descriptors or kernel memory (`EMFILE`, `ENFILE`, `ENOBUFS`, `ENOMEM`, and
+    /// `ENOSPC` from registering the new socket with epoll). The connection stays queued and
+    /// the listener readable: retrying at once would fail at once, forever. Back off.
+    Resources,
+    /// Anything else: unexpected, so treated as `Resources` (reported, backed off), never
+    /// fatal.
+    Other,
+}
+
+/// Classifies an `accept` error.
+pub(super) fn classify(e: &io::Error) -> Failure {
+    match e.raw_os_error() {
+        Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM | libc::ENOSPC) => {
+            Failure::Resources
+        }
+        Some(
+            libc::ECONNABORTED
+            | libc::ECONNRESET
+            | libc::EPROTO
+            | libc::EPERM
+            | libc::ETIMEDOUT
+            | libc::ENETDOWN
+            | libc::ENETUNREACH
+            | libc::ENOPROTOOPT
+            | libc::EHOSTDOWN
+            | libc::EHOSTUNREACH
+            | libc::ENONET
+            | libc::EOPNOTSUPP,
+        ) => Failure::Connection,
+        _ => match e.kind() {
+            io::ErrorKind::ConnectionAborted | io::ErrorKind::ConnectionReset => {
+                Failure::Connection
+            }
+            _ => Failure::Other,
+        },
+    }
+}
+
+/// What the loop waits for next.
+enum Next<T> {
+    /// The server is shutting down.
+    Stop,
+    /// What it was waiting for.
+    Got(T),
+}
+
+/// Waits for `future` unless the stop comes first (the stop is checked first).
+async fn unless_stopped<F: Future>(stop: &Stop, core: usize, future: F) -> Next<F::Output> {
+    let mut future = std::pin::pin!(future);
+    poll_fn(|cx| {
+        if stop.poll(core, cx).is_ready() {
+            return Poll::Ready(Next::Stop);
+        }
+        future.as_mut().poll(cx).map(Next::Got)
+    })
+    .await
+}
+
+/// Everything one core's loop needs.
+pub(super) struct Loop<H> {
+    /// This core's index.
+    pub(super) core: usize,
+    /// The listener, bound on the calling thread; registered here.
+    pub(super) listener: std::net::TcpListener,
+    /// Makes each connection's future.
+    pub(super) handler: H,
+    /// The server's settings.
+    pub(super) config: Arc<Config>,
+    /// The server's stop request.
+    pub(super) stop: Arc<Stop>,
+    /// This core's counters.
+    pub(super) counters: Arc<Counters>,
+}
+
+impl<H, F> Loop<H>
+where
+    H: Fn(TcpStream, ConnInfo) -> F,
+    F: Future<Output = ()> + 'static,
+{
+    /// Accepts until stopped, then drains: the future of the core's accept-loop task.
+    pub(super) async fn run(self) -> io::Result<CoreReport> {
+        let Loop {
+            core,
+            listener,
+            handler,
+            config,
+            stop,
+            counters,
+        } = self;
+        let listener = match crate::net::TcpListener::from_std(listener) {
+            Ok(l) => l,
+            Err(e) => {
+                Counters::bump(&counters.error_reports);
+                (config.on_error)(core, &e);
+                return Err(e);
+            }
+        };
+        let conns = Conns::new(Arc::clone(&counters));
+        let mut backoff = config.backoff;
+        // Whether the current run of failures has been reported.
+        let mut reported = false;
+        // Turns of the loop since it last yielded.
+        let mut streak = 0;
+        loop {
+            // While connections keep arriving, `accept` never waits: yield now and then, so a
+            // burst of connections cannot keep the core from serving the ones it has.
+            streak += 1;
+            if streak > ACCEPT_BURST {
+                streak = 0;
+                crate::yield_now().await;
+            }
+            let accepted = match unless_stopped(&stop, core, listener.accept()).await {
+                Next::Stop => break,
+                Next::Got(result) => result,
+            };
+            let e = match accepted {
+                Ok((stream, peer)) => {
+                    reported = false;
+                    backoff = config.backoff;
+                    Counters::bump(&counters.accepted);
+                    spawn_connection(&conns, &handler, &config, stream, peer, core);
+                    continue;
+                }
+                Err(e) => e,
+            };
+            Counters::bump(&counters.accept_errors);
+            let failure = classify(&e);
+            if failure == Failure::Connection {
+                continue;
+            }
+            if failure == Failure::Resources {
+                Counters::bump(&counters.resource_errors);
+            }
+            if !reported {
+                reported = true;
+                Counters::bump(&counters.error_reports);
+                (config.on_error)(core, &e);
+            }
+            // The one wait between two failing attempts: a timer, so the loop never spins.
+            match unless_stopped(&stop, core, time::sleep(backoff)).await {
+                Next::Stop => break,
+                Next::Got(()) => Counters::bump(&counters.backoffs),
+            }
+            backoff = next_backoff(backoff, config.max_backoff);
+        }
+        // Stop accepting first: new connections go to the cores still listening, or are
+        // refused once every listener is closed.
+        drop(listener);
+        Ok(drain(&conns, &stop, &counters).await)
+    }
+}
+
+/// Spawns a connection's task on this core.
+fn spawn_connection<H, F>(
+    conns: &std::rc::Rc<Conns>,
+    handler: &H,
+    config: &Config,
+    stream: TcpStream,
+    peer: SocketAddr,
+    core: usize,
+) where
+    H: Fn(TcpStream, ConnInfo) -> F,
+    F: Future<Output = ()> + 'static,
+{
+    if config.nodelay {
+        // Best effort: a connection already reset fails here and again, visibly, in its
+        // handler's first read or write.
+        let _reset = stream.set_nodelay(true);
+    }
+    // A handler that panics while making the connection's future loses that connection (the
+    // panic hook has said why), not the core's accept loop.
+    let made = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        conns.track(|info| handler(stream, info), peer, core)
+    }));
+    if let Ok(task) = made {
+        // Detached: the connection set is what shutdown uses to reach it.
+        drop(crate::spawn_local(task));
+    }
+}
+
+/// Tells the handlers, waits for them until the deadline, then aborts the rest.
+async fn drain(conns: &Conns, stop: &Stop, counters: &Counters) -> CoreReport {
+    let open = conns.len();
+    conns.start_draining();
+    let deadline = stop.deadline().map_or_else(Instant::now, Instant::from_std);
+    let mut aborted = 0;
+    if time::timeout_at(deadline, conns.all_closed())
+        .await
+        .is_err()
+    {
+        aborted = conns.abort_all();
+        for _ in 0..aborted {
+            Counters::bump(&counters.aborted);
+        }
+        // Aborted tasks end at their next poll, which their wake just queued.
+        conns.all_closed().await;
+    }
+    CoreReport {
+        drained: open - aborted,
+        aborted,
+    }
+}
+
+/// Doubles a back-off, up to `max`.
+fn next_backoff(backoff: Duration, max: Duration) -> Duration {
+    (backoff * 2).min(max)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn descriptor_exhaustion_backs_off_and_connection_errors_do_not() {
+        let e = |n| io::Error::from_raw_os_error(n);
+        for n in [libc::EMFILE, libc::ENFILE, libc::ENOBUFS, libc::ENOMEM] {
+            assert_eq!(classify(&e(n)), Failure::Resources, "errno {n}");
+        }
+        for n in [libc::ECONNABORTED, libc::EPROTO, libc::ENETDOWN] {
+            assert_eq!(classify(&e(n)), Failure::Connection, "errno {n}");
+        }
+        assert_eq!(classify(&e(libc::EINVAL)), Failure::Other);
+        assert_eq!(
+            classify(&io::ErrorKind::ConnectionAborted.into()),
+            Failure::Connection
+        );
+    }
+
+    #[test]
+    fn backoff_doubles_up_to_its_cap() {
+        let max = Duration::from_millis(300);
+        let mut b = Duration::from_millis(100);
+        b = next_backoff(b, max);
+        assert_eq!(b, Duration::from_millis(200));
+        b = next_backoff(b, max);
+        assert_eq!(b, max);
+        assert_eq!(next_backoff(b, max), max);
+    }
+}

@@ -1,0 +1,297 @@
+//! One core's live connections: what a graceful shutdown waits for, tells, and aborts.
+
+use std::cell::{Cell, RefCell};
+use std::fmt;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+
+use slab::Slab;
+
+use super::stats::Counters;
+
+/// The connection tasks of one core's accept loop. Lives on that core only (`Rc`).
+pub(super) struct Conns {
+    /// Live connection tasks, each with the waker of its last poll (to abort it).
+    live: RefCell<Slab<Option<Waker>>>,
+    /// Set when the server stops accepting: handlers should finish up.
+    draining: Cell<bool>,
+    /// Set when the grace period is over: every connection task ends at its next poll.
+    aborting: Cell<bool>,
+    /// Tasks waiting in [`ShutdownRequested`], woken when draining starts.
+    drain_waiters: RefCell<Slab<Waker>>,
+    /// The accept loop, waiting for `live` to become empty.
+    closed_waiter: RefCell<Option<Waker>>,
+    /// This core's counters.
+    counters: Arc<Counters>,
+}
+
+impl Conns {
+    /// No connections yet.
+    pub(super) fn new(counters: Arc<Counters>) -> Rc<Conns> {
+        Rc::new(Conns {
+            live: RefCell::new(Slab::new()),
+            draining: Cell::new(false),
+            aborting: Cell::new(false),
+            drain_waiters: RefCell::new(Slab::new()),
+            closed_waiter: RefCell::new(None),
+            counters,
+        })
+    }
+
+    /// Wraps a new connection's future so that it is counted, can be told to drain and can be
+    /// aborted.
+    pub(super) fn track<F: Future<Output = ()>>(
+        self: &Rc<Self>,
+        make: impl FnOnce(ConnInfo) -> F,
+        peer: SocketAddr,
+        core: usize,
+    ) -> Tracked<F> {
+        let info = ConnInfo {
+            peer,
+            core,
+            conns: Rc::clone(self),
+        };
+        // Make the future first: if the handler panics, nothing is left to undo.
+        let inner = make(info);
+        let key = self.live.borrow_mut().insert(None);
+        Counters::bump(&self.counters.open);
+        Tracked {
+            inner,
+            conns: Rc::clone(self),
+            key,
+        }
+    }
+
+    /// Live connections.
+    pub(super) fn len(&self) -> usize {
+        self.live.borrow().len()
+    }
+
+    /// Tells every handler that the server is stopping.
+    pub(super) fn start_draining(&self) {
+        self.draining.set(true);
+        let waiters: Vec<Waker> = self.drain_waiters.borrow_mut().drain().collect();
+        for w in waiters {
+            w.wake();
+        }
+    }
+
+    /// Makes every live connection task end at its next poll (dropping its future); returns
+    /// how many there were.
+    pub(super) fn abort_all(&self) -> usize {
+        self.aborting.set(true);
+        let wakers: Vec<Waker> = self
+            .live
+            .borrow()
+            .iter()
+            .filter_map(|(_, w)| w.clone())
+            .collect();
+        let n = self.len();
+        for w in wakers {
+            w.wake();
+        }
+        n
+    }
+
+    /// Completes once no connection task is left.
+    pub(super) fn all_closed(&self) -> impl Future<Output = ()> + '_ {
+        std::future::poll_fn(move |cx| {
+            if self.live.borrow().is_empty() {
+                Poll::Ready(())
+            } else {
+                *self.closed_waiter.borrow_mut() = Some(cx.waker().clone());
+                Poll::Pending
+            }
+        })
+    }
+
+    /// A connection task is gone.
+    fn remove(&self, key: usize) {
+        // `try_borrow_mut`: a task dropped by the runtime's shutdown while the slab is borrowed
+        // cannot happen today (no borrow is held across a drop), but a miscount beats a panic
+        // in a destructor.
+        let emptied = match self.live.try_borrow_mut() {
+            Ok(mut live) => {
+                live.try_remove(key);
+                live.is_empty()
+            }
+            Err(_) => false,
+        };
+        Counters::drop_one(&self.counters.open);
+        if emptied {
+            if let Some(w) = self.closed_waiter.borrow_mut().take() {
+                w.wake();
+            }
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A connection's future as its task runs it.
+    pub(super) struct Tracked<F> {
+        #[pin]
+        inner: F,
+        conns: Rc<Conns>,
+        key: usize,
+    }
+
+    impl<F> PinnedDrop for Tracked<F> {
+        fn drop(this: Pin<&mut Self>) {
+            let this = this.project();
+            this.conns.remove(*this.key);
+        }
+    }
+}
+
+impl<F: Future<Output = ()>> Future for Tracked<F> {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = self.project();
+        if this.conns.aborting.get() {
+            // The task completes and drops its future, closing the connection.
+            return Poll::Ready(());
+        }
+        if let Some(slot) = this.conns.live.borrow_mut().get_mut(*this.key) {
+            match slot {
+                Some(w) if w.will_wake(cx.waker()) => {}
+                slot => *slot = Some(cx.waker().clone()),
+            }
+        }
+        this.inner.poll(cx)
+    }
+}
+
+/// What a connection handler learns about its connection, besides the stream: the peer, the
+/// core, and whether the server is shutting down.
+///
+/// It belongs to the core that accepted the connection (`!Send`), as the stream does.
+pub struct ConnInfo {
+    /// The peer's address, as `accept` gave it.
+    peer: SocketAddr,
+    /// The core that accepted the connection and runs its task.
+    core: usize,
+    /// The core's connection set.
+    conns: Rc<Conns>,
+}
+
+impl ConnInfo {
+    /// The peer's address.
+    pub fn peer_addr(&self) -> SocketAddr {
+        self.peer
+    }
+
+    /// The index of the core that accepted the connection, where its task runs.
+    pub fn core(&self) -> usize {
+        self.core
+    }
+
+    /// Whether [`Server::shutdown`](super::Server::shutdown) has begun: the server no longer
+    /// accepts, and waits for this connection to end until the grace period is over.
+    pub fn is_shutting_down(&self) -> bool {
+        self.conns.draining.get()
+    }
+
+    /// Completes when [`Server::shutdown`](super::Server::shutdown) begins, so a handler can
+    /// finish its current request and close (hyper: `graceful_shutdown`) instead of waiting to
+    /// be aborted at the end of the grace period.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use std::future::{poll_fn, Future};
+    /// use std::pin::pin;
+    /// use std::task::Poll;
+    /// use futures_lite::AsyncReadExt;
+    ///
+    /// let rt = tickless::Runtime::new()?;
+    /// let addr = "127.0.0.1:0".parse().unwrap();
+    /// let server = tickless::net::serve_per_core(&rt, addr, |mut stream, conn| async move {
+    ///     let mut stopping = pin!(conn.shutdown_requested());
+    ///     let mut buf = [0u8; 1024];
+    ///     loop {
+    ///         let mut read = pin!(stream.read(&mut buf));
+    ///         let n = poll_fn(|cx| match stopping.as_mut().poll(cx) {
+    ///             Poll::Ready(()) => Poll::Ready(Ok(0)), // stopping: close as if at EOF
+    ///             Poll::Pending => read.as_mut().poll(cx),
+    ///         })
+    ///         .await;
+    ///         match n {
+    ///             Ok(0) | Err(_) => break,
+    ///             Ok(_) => { /* handle the bytes */ }
+    ///         }
+    ///     }
+    /// })?;
+    /// # drop(server);
+    /// # std::io::Result::Ok(())
+    /// ```
+    pub fn shutdown_requested(&self) -> ShutdownRequested {
+        ShutdownRequested {
+            conns: Rc::clone(&self.conns),
+            key: None,
+        }
+    }
+}
+
+impl fmt::Debug for ConnInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ConnInfo")
+            .field("peer", &self.peer)
+            .field("core", &self.core)
+            .field("shutting_down", &self.is_shutting_down())
+            .finish()
+    }
+}
+
+/// The future of [`ConnInfo::shutdown_requested`].
+#[must_use = "futures do nothing unless awaited"]
+pub struct ShutdownRequested {
+    /// The core's connection set.
+    conns: Rc<Conns>,
+    /// Our waker's key in the set's drain waiters, once registered.
+    key: Option<usize>,
+}
+
+impl Future for ShutdownRequested {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.conns.draining.get() {
+            self.key = None;
+            return Poll::Ready(());
+        }
+        let mut waiters = self.conns.drain_waiters.borrow_mut();
+        match self.key.and_then(|k| waiters.get_mut(k)) {
+            Some(w) if w.will_wake(cx.waker()) => {}
+            Some(w) => *w = cx.waker().clone(),
+            None => {
+                let key = waiters.insert(cx.waker().clone());
+                drop(waiters);
+                self.key = Some(key);
+            }
+        }
+        Poll::Pending
+    }
+}
+
+impl Drop for ShutdownRequested {
+    fn drop(&mut self) {
+        if let Some(key) = self.key {
+            if let Ok(mut waiters) = self.conns.drain_waiters.try_borrow_mut() {
+                waiters.try_remove(key);
+            }
+        }
+    }
+}
+
+impl fmt::Debug for ShutdownRequested {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ShutdownRequested")
+            .field("done", &self.conns.draining.get())
+            .finish()
+    }
+}

@@ -1,0 +1,367 @@
+//! Serving TCP on every core: one `SO_REUSEPORT` listener per core, an accept loop per core
+//! that survives descriptor exhaustion, and a graceful shutdown. Public through
+//! [`crate::net`]; the design is described on [`Serve`].
+
+mod accept;
+mod conns;
+mod stats;
+mod stop;
+
+use std::fmt;
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::net::TcpStream;
+use crate::{JoinHandle, Runtime};
+
+pub use conns::{ConnInfo, ShutdownRequested};
+pub use stats::{ServeCounters, ServeStats};
+
+use accept::Loop;
+use stats::Counters;
+#[cfg(loom)]
+pub use stop::Stop;
+#[cfg(not(loom))]
+use stop::Stop;
+
+/// The accept-error hook's type.
+type ErrorHook = Arc<dyn Fn(usize, &io::Error) + Send + Sync>;
+
+/// A [`Serve`]'s settings, shared by its cores.
+pub(crate) struct Config {
+    /// First back-off after a failed `accept`.
+    backoff: Duration,
+    /// Largest back-off.
+    max_backoff: Duration,
+    /// Set `TCP_NODELAY` on accepted streams.
+    nodelay: bool,
+    /// Called with the core and the error at the first failure of each run.
+    on_error: ErrorHook,
+}
+
+/// Binds one listener per core and serves connections on the core that accepted them: the
+/// builder behind [`serve_per_core`], for its settings.
+///
+/// # Examples
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use tickless::net::Serve;
+///
+/// let rt = tickless::Runtime::new()?;
+/// let server = Serve::new("0.0.0.0:8080".parse().unwrap())
+///     .accept_backoff(Duration::from_millis(5), Duration::from_millis(500))
+///     .on_accept_error(|core, e| eprintln!("core {core}: accept: {e}"))
+///     .start(&rt, |stream, conn| async move {
+///         println!("{} on core {}", conn.peer_addr(), conn.core());
+///         drop(stream);
+///     })?;
+/// rt.block_on(async {
+///     tickless::signal::ctrl_c().await?;
+///     server.shutdown(Duration::from_secs(10)).await
+/// })?;
+/// # std::io::Result::Ok(())
+/// ```
+/// # Implementation
+///
+/// [`start`](Self::start) binds every core's listener on the calling thread (so a bind error
+/// is returned at once, and port 0 becomes one port shared by all cores), then moves each into
+/// its core with [`Handle::spawn_pinned`](crate::Handle::spawn_pinned), where it is registered
+/// with that core's reactor and accepted from by that core only: the kernel spreads incoming
+/// connections over the listeners (by a hash of the 4-tuple), and no connection ever changes
+/// core. Each accepted connection runs as a task of its own on its core.
+///
+/// An `accept` that fails for want of descriptors (`EMFILE`, `ENFILE`) or memory leaves the
+/// connection queued and the listener readable: retried at once it fails at once. So the loop
+/// reports the first failure of a run (through [`on_accept_error`](Self::on_accept_error)),
+/// then sleeps on the core's timer wheel before each retry, doubling the sleep from
+/// [`accept_backoff`](Self::accept_backoff)'s first value to its cap, until an `accept`
+/// succeeds. Errors about one connection (`ECONNABORTED` and the like) are counted and skipped.
+/// No error ends the loop.
+#[derive(Clone)]
+pub struct Serve {
+    /// Where to listen.
+    addr: SocketAddr,
+    /// First back-off after a failed `accept`.
+    backoff: Duration,
+    /// Largest back-off.
+    max_backoff: Duration,
+    /// Set `TCP_NODELAY` on accepted streams.
+    nodelay: bool,
+    /// The accept-error hook; `None`: print to stderr.
+    on_error: Option<ErrorHook>,
+}
+
+impl Serve {
+    /// Serving `addr` with the defaults: back-off from 10 ms doubling up to 1 s, `TCP_NODELAY`
+    /// on, accept errors printed to stderr (once per run of failures).
+    pub fn new(addr: SocketAddr) -> Serve {
+        Serve {
+            addr,
+            backoff: Duration::from_millis(10),
+            max_backoff: Duration::from_secs(1),
+            nodelay: true,
+            on_error: None,
+        }
+    }
+
+    /// How long an accept loop sleeps after an `accept` failed for want of descriptors or
+    /// memory (or for a reason it does not know): `first` after the first failure, doubling
+    /// after each further one up to `max`, back to `first` after a success.
+    ///
+    /// # Panics
+    ///
+    /// If `first` is zero (a zero back-off would spin), or `max` is less than `first`.
+    pub fn accept_backoff(&mut self, first: Duration, max: Duration) -> &mut Self {
+        assert!(!first.is_zero(), "a zero accept back-off would spin");
+        assert!(max >= first, "the largest back-off is less than the first");
+        self.backoff = first;
+        self.max_backoff = max;
+        self
+    }
+
+    /// Whether accepted streams get `TCP_NODELAY` (Nagle's algorithm off). Default `true`: what
+    /// request-response protocols want.
+    pub fn nodelay(&mut self, nodelay: bool) -> &mut Self {
+        self.nodelay = nodelay;
+        self
+    }
+
+    /// Called, on the core's thread, with the core's index and the error, at the first failed
+    /// `accept` of a run of failures (not at each retry). Connection-level errors
+    /// (`ECONNABORTED` and the like) are not reported; [`Server::stats`] counts everything.
+    /// Default: a line on stderr.
+    pub fn on_accept_error(
+        &mut self,
+        hook: impl Fn(usize, &io::Error) + Send + Sync + 'static,
+    ) -> &mut Self {
+        self.on_error = Some(Arc::new(hook));
+        self
+    }
+
+    /// Binds one `SO_REUSEPORT` listener per core of `rt`, here, then starts an accept loop on
+    /// each core. Each accepted connection runs `handler(stream, conn)` as a task of the core
+    /// that accepted it; the handler is cloned once per core.
+    ///
+    /// The loops start at once on cores 1 and up; core 0's runs inside [`Runtime::block_on`].
+    ///
+    /// # Errors
+    ///
+    /// Binding a listener failed (`AddrInUse`, `EACCES` for a privileged port, `EMFILE`);
+    /// nothing was started then.
+    pub fn start<H, F>(&self, rt: &Runtime, handler: H) -> io::Result<Server>
+    where
+        H: Fn(TcpStream, ConnInfo) -> F + Clone + Send + 'static,
+        F: Future<Output = ()> + 'static,
+    {
+        let cores = rt.cores();
+        // The first bind fixes the port (port 0 picks one); the others share it.
+        let first = crate::net::TcpListener::bind_reuseport_std(self.addr)?;
+        let addr = first.local_addr()?;
+        let mut listeners = vec![first];
+        for _ in 1..cores {
+            listeners.push(crate::net::TcpListener::bind_reuseport_std(addr)?);
+        }
+        let config = Arc::new(Config {
+            backoff: self.backoff,
+            max_backoff: self.max_backoff,
+            nodelay: self.nodelay,
+            on_error: self.on_error.clone().unwrap_or_else(|| {
+                let max = self.max_backoff;
+                Arc::new(move |core, e| {
+                    eprintln!(
+                        "tickless: core {core}: accept failed: {e}; retrying on a timer, backing \
+                         off up to {max:?}, until it succeeds (reported once per run)"
+                    );
+                })
+            }),
+        });
+        let stop = Arc::new(Stop::new(cores));
+        let counters: Vec<Arc<Counters>> = (0..cores).map(|_| Arc::default()).collect();
+        let loops = listeners
+            .into_iter()
+            .enumerate()
+            .map(|(core, listener)| {
+                let l = Loop {
+                    core,
+                    listener,
+                    handler: handler.clone(),
+                    config: Arc::clone(&config),
+                    stop: Arc::clone(&stop),
+                    counters: Arc::clone(&counters[core]),
+                };
+                rt.handle(core).spawn_pinned(move || l.run())
+            })
+            .collect();
+        Ok(Server {
+            addr,
+            stop,
+            loops,
+            counters,
+        })
+    }
+}
+
+impl fmt::Debug for Serve {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Serve")
+            .field("addr", &self.addr)
+            .field("backoff", &self.backoff)
+            .field("max_backoff", &self.max_backoff)
+            .field("nodelay", &self.nodelay)
+            .field("on_error", &self.on_error.as_ref().map(|_| ".."))
+            .finish()
+    }
+}
+
+/// Binds one `SO_REUSEPORT` listener per core of `rt` on `addr` and serves every connection on
+/// the core that accepted it, with `handler(stream, conn)`; [`Serve`] with its defaults.
+///
+/// The handler is cloned once per core and called on that core, so it must be `Send` and
+/// `Clone`; the futures it returns need not be `Send` (they may hold the stream, `Rc`s, hyper
+/// connections). See [`Serve`] for how accept errors are survived, and
+/// [`Server::shutdown`] for stopping.
+///
+/// # Errors
+///
+/// Binding a listener failed; nothing was started then.
+///
+/// # Examples
+///
+/// A TCP echo server on every core, stopped by Ctrl-C:
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use futures_lite::io::copy;
+///
+/// let rt = tickless::Runtime::new()?;
+/// let server = tickless::net::serve_per_core(
+///     &rt,
+///     "127.0.0.1:7000".parse().unwrap(),
+///     |stream, _conn| async move {
+///         let (reader, mut writer) = stream.into_split();
+///         let _ = copy(reader, &mut writer).await; // a reset is an ordinary error here
+///     },
+/// )?;
+/// println!("listening on {}", server.local_addr());
+/// rt.block_on(async {
+///     tickless::signal::ctrl_c().await?;
+///     let report = server.shutdown(Duration::from_secs(5)).await?;
+///     println!("{report}");
+///     std::io::Result::Ok(())
+/// })?;
+/// # std::io::Result::Ok(())
+/// ```
+pub fn serve_per_core<H, F>(rt: &Runtime, addr: SocketAddr, handler: H) -> io::Result<Server>
+where
+    H: Fn(TcpStream, ConnInfo) -> F + Clone + Send + 'static,
+    F: Future<Output = ()> + 'static,
+{
+    Serve::new(addr).start(rt, handler)
+}
+
+/// What one core's loop reports when it ends.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct CoreReport {
+    /// Connections open at the stop that ended by themselves in time.
+    drained: usize,
+    /// Connections aborted at the deadline.
+    aborted: usize,
+}
+
+/// How a [`Server::shutdown`] went.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ShutdownReport {
+    /// Connections open when the shutdown began that ended by themselves within the grace
+    /// period.
+    pub drained: usize,
+    /// Connections still open at the end of the grace period, aborted (their futures dropped,
+    /// which closes their sockets).
+    pub aborted: usize,
+}
+
+impl fmt::Display for ShutdownReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} connections finished, {} aborted at the deadline",
+            self.drained, self.aborted
+        )
+    }
+}
+
+/// A running server: one listener and accept loop per core, from [`serve_per_core`] or
+/// [`Serve::start`].
+///
+/// Dropping it leaves the server running until the runtime is dropped (as dropping a
+/// [`JoinHandle`] detaches its task); [`shutdown`](Self::shutdown) stops it gracefully.
+pub struct Server {
+    /// The address every core listens on.
+    addr: SocketAddr,
+    /// The stop request.
+    stop: Arc<Stop>,
+    /// Each core's accept-loop task.
+    loops: Vec<JoinHandle<io::Result<CoreReport>>>,
+    /// Each core's counters.
+    counters: Vec<Arc<Counters>>,
+}
+
+impl Server {
+    /// The address the listeners are bound to (with the port the kernel picked for port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Counters per core and in total: connections accepted and open, accept errors, back-offs.
+    pub fn stats(&self) -> ServeStats {
+        ServeStats::from_cores(self.counters.iter().map(|c| c.load()).collect())
+    }
+
+    /// Stops gracefully: every core closes its listener at once (new connections are refused),
+    /// the handlers' [`ConnInfo::shutdown_requested`] futures complete, connections may finish
+    /// until `grace` has passed, and those still open then are aborted. Completes when every
+    /// core's loop and connection tasks are done.
+    ///
+    /// # Errors
+    ///
+    /// A core's loop could not start (registering its listener failed) or panicked.
+    pub async fn shutdown(self, grace: Duration) -> io::Result<ShutdownReport> {
+        let now = crate::time::Instant::now();
+        let deadline = now
+            .checked_add(grace)
+            .unwrap_or_else(|| now + Duration::from_secs(86_400 * 365));
+        self.stop.request(deadline.into_std());
+        let mut report = ShutdownReport::default();
+        let mut first_error = None;
+        for handle in self.loops {
+            match handle.await {
+                Ok(Ok(core)) => {
+                    report.drained += core.drained;
+                    report.aborted += core.aborted;
+                }
+                Ok(Err(e)) => {
+                    first_error.get_or_insert(e);
+                }
+                Err(e) => {
+                    first_error.get_or_insert(e.into());
+                }
+            }
+        }
+        match first_error {
+            Some(e) => Err(e),
+            None => Ok(report),
+        }
+    }
+}
+
+impl fmt::Debug for Server {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Server")
+            .field("addr", &self.addr)
+            .field("cores", &self.loops.len())
+            .finish_non_exhaustive()
+    }
+}
