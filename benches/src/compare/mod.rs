@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! cargo run --release -p tickless-benches --bin compare [-- --quick | --smoke]
-//!     [--only WORKLOAD,...] [--runtimes NAME,...] [--no-syscalls]
+//!     [--only WORKLOAD,...] [--runtimes NAME,...] [--no-syscalls] [--http]
 //! ```
 //!
 //! Output (stdout): `# ...` notes, one `workload=<w> runtime=<r> [labels] <metric>=<median>
@@ -39,16 +39,20 @@ struct Options {
     runtimes: Vec<String>,
     /// Count system calls.
     syscalls: bool,
+    /// Also run the `http_hello` workload (hyper under wrk, through `scripts/http_load.sh`).
+    http: bool,
 }
 
 const USAGE: &str = "usage: compare [--quick | --smoke] [--only WORKLOAD,...] \
-[--runtimes NAME,...] [--no-syscalls]
+[--runtimes NAME,...] [--no-syscalls] [--http]
   --quick      about a minute: smaller counts, fewer repetitions
   --smoke      a few seconds, tiny counts: checks every path runs, measures nothing
   --only       workloads: pingpong_same,pingpong_cross,pingpong_timeout,sleep_precision,idle,timer_churn
   --runtimes   contenders: tickless,tickless_spin50us,tickless_slack1ms,tickless_eager,
                tickless_onidle,tickless_lazy,tokio,smol,monoio_legacy,monoio_uring,threads,floor
-  --no-syscalls  skip the strace count";
+  --no-syscalls  skip the strace count
+  --http       also run http_hello: tickless's and tokio's hyper servers under wrk
+               (benches/scripts/http_load.sh; builds the examples, installs wrk if missing)";
 
 fn parse_options(args: &[String]) -> Result<Options, String> {
     let mut o = Options {
@@ -56,6 +60,7 @@ fn parse_options(args: &[String]) -> Result<Options, String> {
         only: Vec::new(),
         runtimes: Vec::new(),
         syscalls: true,
+        http: false,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -63,6 +68,7 @@ fn parse_options(args: &[String]) -> Result<Options, String> {
             "--quick" => o.size = Size::Quick,
             "--smoke" => o.size = Size::Smoke,
             "--no-syscalls" => o.syscalls = false,
+            "--http" => o.http = true,
             "--only" => {
                 let v = it.next().ok_or("--only needs a list")?;
                 for name in v.split(',') {
@@ -297,7 +303,33 @@ fn run(opts: &Options) -> usize {
     }
 
     print_report(opts, &results, &syscall_results, &notes, started.elapsed());
+    if opts.http && opts.size != Size::Smoke {
+        return failed + http_hello(opts.size) as usize;
+    }
     failed
+}
+
+/// The `http_hello` workload: the load script prints its results in this binary's format
+/// (`workload=http_hello runtime=... rps=... p99_us=... cpu_us_per_req=...`, then the ratios).
+/// Returns whether it failed.
+fn http_hello(size: Size) -> bool {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/http_load.sh");
+    let rounds = if size == Size::Quick { "1" } else { "3" };
+    println!("\n# http_hello: {script} --rounds {rounds}");
+    match std::process::Command::new("bash")
+        .args([script, "--rounds", rounds])
+        .status()
+    {
+        Ok(s) if s.success() => false,
+        Ok(s) => {
+            eprintln!("compare: http_hello failed: {s}");
+            true
+        }
+        Err(e) => {
+            eprintln!("compare: http_hello could not start: {e}");
+            true
+        }
+    }
 }
 
 fn print_report(
