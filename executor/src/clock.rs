@@ -54,6 +54,14 @@ impl Clock {
         }
     }
 
+    /// Now, from a `CLOCK_MONOTONIC` reading someone else made (the reactor, confirming a
+    /// timerfd expiry). Counted as a read. It is at most the two epoch reads apart early, never
+    /// late, so a deadline it reaches has really passed.
+    pub(crate) fn now_from_mono(&self, mono: u64) -> u64 {
+        self.reads.set(self.reads.get() + 1);
+        mono.saturating_sub(self.epoch_mono)
+    }
+
     /// Now, as an instant. One clock read (none while paused).
     pub(crate) fn now_instant(&self) -> std::time::Instant {
         match &self.paused {

@@ -416,29 +416,34 @@ impl Core {
         }
     }
 
-    /// Fires due timers, a budget's worth; `now` is read once. Returns whether due timers remain.
+    /// Fires due timers, a budget's worth. Returns whether due timers remain.
+    ///
+    /// The timerfd announces every timer it is armed for, and its expiry already advanced the
+    /// wheel with the reactor's clock reading: the clock is read here only for timers the
+    /// device does not know about (or when time is paused, where reads are free).
     fn expire_timers(&self) -> bool {
-        // The timerfd announces every timer it is armed for: read the clock only for those it
-        // does not know about (or when time is paused, where reads are free).
-        if !self.timers.borrow().needs_expiry() && !self.clock.is_paused() {
-            return false;
-        }
-        let mut fired = self.fired_buf.take();
-        {
+        let mut fired = {
             let mut timers = self.timers.borrow_mut();
-            if timers.is_empty() {
+            if timers.needs_clock() || self.clock.is_paused() {
+                if timers.is_empty() {
+                    return false;
+                }
+                let now = self.clock.now();
+                self.last_now.set(now);
+                timers.advance(now);
+            }
+            if !timers.has_expired() {
                 return false;
             }
-            let now = self.clock.now();
-            self.last_now.set(now);
-            timers.advance(now);
+            let mut fired = self.fired_buf.take();
             while fired.len() < TIMER_BUDGET {
                 match timers.pop_expired() {
                     Some((_, value)) => fired.push(value),
                     None => break,
                 }
             }
-        }
+            fired
+        };
         let more = fired.len() == TIMER_BUDGET;
         // Fire outside the borrow: a waker may touch the timers.
         for value in fired.drain(..) {
@@ -459,9 +464,10 @@ impl Core {
             // epoll_wait on a valid epoll fd fails only on a broken invariant.
             Err(e) => panic!("tickless: polling the core's epoll instance failed: {e}"),
         };
-        if polled.timer_fired {
-            let now = self.clock.now();
-            self.last_now.set(now);
+        if let Some(mono) = polled.fired_at_mono {
+            // The reactor read the clock to confirm the expiry: no second read.
+            let now = self.clock.now_from_mono(mono);
+            self.last_now.set(self.last_now.get().max(now));
             self.timers.borrow_mut().device_fired(now);
         }
         polled.events > 0

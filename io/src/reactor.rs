@@ -57,8 +57,11 @@ struct Slot {
 pub struct Polled {
     /// Events `epoll_wait` returned, the timerfd's and the unparker's included.
     pub events: usize,
-    /// The timerfd expired; its expiration has been read (consumed).
+    /// The timerfd expired; its expiration has been consumed.
     pub timer_fired: bool,
+    /// When `timer_fired`: the `CLOCK_MONOTONIC` time (ns) read to confirm it, for the caller
+    /// to use instead of reading the clock again.
+    pub fired_at_mono: Option<u64>,
     /// Another thread unparked this core; the eventfd has been drained.
     pub unparked: bool,
 }
@@ -200,7 +203,12 @@ impl Reactor {
             for event in events.iter() {
                 polled.events += 1;
                 match event.token() {
-                    TIMER_TOKEN => polled.timer_fired |= self.timer.consume(),
+                    TIMER_TOKEN => {
+                        if let Some(now) = self.timer.consume() {
+                            polled.timer_fired = true;
+                            polled.fired_at_mono = Some(now);
+                        }
+                    }
                     UNPARK_TOKEN => polled.unparked |= self.unparker.drain(),
                     Token(token) => {
                         let slot = registrations.get(token & KEY_MASK);

@@ -143,10 +143,11 @@ impl TimerFd {
         );
     }
 
-    /// Decides, after the reactor saw the timerfd readable, whether the timer fired.
+    /// Decides, after the reactor saw the timerfd readable, whether the timer fired, and
+    /// returns the `CLOCK_MONOTONIC` reading (ns) that decided it if so.
     ///
-    /// Returns true if it had: the armed deadline has passed. False means the event was stale:
-    /// the timer was re-armed (later) or disarmed after it fired.
+    /// `None` means the event was stale: the timer was re-armed (later) or disarmed after it
+    /// fired. The reading is handed out so that the caller need not read the clock again.
     ///
     /// # Implementation
     ///
@@ -154,15 +155,15 @@ impl TimerFd {
     /// here, and every timer wakeup saves a `read`. The descriptor is registered edge-triggered,
     /// and the kernel signals every expiration, whatever the unread count; the next
     /// `timerfd_settime` resets the count anyway.
-    pub(crate) fn consume(&self) -> bool {
-        match self.armed.get() {
-            Some(deadline) if Self::now_mono_ns() >= deadline => {
-                self.armed.set(None);
-                self.fires.incr();
-                true
-            }
-            _ => false,
+    pub(crate) fn consume(&self) -> Option<u64> {
+        let deadline = self.armed.get()?;
+        let now = Self::now_mono_ns();
+        if now < deadline {
+            return None;
         }
+        self.armed.set(None);
+        self.fires.incr();
+        Some(now)
     }
 
     /// The timerfd, for registering it with epoll.

@@ -219,11 +219,16 @@ impl<T, D: ClockEventDevice> TimerQueue<T, D> {
     }
 
     /// Whether a timer may be due that the device will not announce: one inserted before the
-    /// armed deadline since the last idle flush, a deferrable one (it never arms the device),
-    /// or one already due. When `false`, the driver need not read the clock to expire timers
-    /// until the device fires.
-    pub fn needs_expiry(&self) -> bool {
-        self.unarmed || self.wheel.has_due() || self.wheel.has_deferrable()
+    /// armed deadline since the last idle flush, or a deferrable one (it never arms the
+    /// device). When `false`, the driver need not read the clock to expire timers: the device
+    /// fires first.
+    pub fn needs_clock(&self) -> bool {
+        self.unarmed || self.wheel.has_deferrable()
+    }
+
+    /// Whether expired timers wait for [`pop_expired`](Self::pop_expired).
+    pub fn has_expired(&self) -> bool {
+        self.wheel.has_due()
     }
 
     /// The device fired at `now`. The arming is spent; if no timer is due the wakeup is counted

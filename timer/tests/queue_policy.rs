@@ -134,27 +134,32 @@ fn slack_puts_many_deadlines_on_one_wakeup() {
 }
 
 #[test]
-fn needs_expiry_only_for_what_the_device_does_not_announce() {
+fn needs_clock_only_for_what_the_device_does_not_announce() {
     for policy in [RearmPolicy::Eager, RearmPolicy::OnIdle, RearmPolicy::Lazy] {
         let mut q = queue(policy);
-        assert!(!q.needs_expiry());
+        assert!(!q.needs_clock());
         q.insert(500 * US, Slack::None, "a");
         // Eager armed the device at once; the others will at idle.
-        assert_eq!(q.needs_expiry(), policy != RearmPolicy::Eager, "{policy:?}");
+        assert_eq!(q.needs_clock(), policy != RearmPolicy::Eager, "{policy:?}");
         q.on_idle();
-        assert!(!q.needs_expiry(), "{policy:?}: the device announces a");
+        assert!(!q.needs_clock(), "{policy:?}: the device announces a");
         q.insert(900 * US, Slack::None, "later");
-        assert!(!q.needs_expiry(), "{policy:?}: a fires first anyway");
+        assert!(!q.needs_clock(), "{policy:?}: a fires first anyway");
         q.insert(100 * US, Slack::None, "earlier");
-        assert_eq!(q.needs_expiry(), policy != RearmPolicy::Eager, "{policy:?}");
+        assert_eq!(q.needs_clock(), policy != RearmPolicy::Eager, "{policy:?}");
         q.on_idle();
-        assert!(!q.needs_expiry());
+        assert!(!q.needs_clock());
+        assert!(!q.has_expired());
+        q.device_fired(100 * US);
+        assert!(
+            !q.needs_clock(),
+            "{policy:?}: the device fired; nothing unannounced"
+        );
+        assert!(q.has_expired(), "{policy:?}: due timers to pop");
         q.insert(50 * US, Slack::Unbounded, "deferrable");
         assert!(
-            q.needs_expiry(),
+            q.needs_clock(),
             "{policy:?}: deferrable timers never arm the device"
         );
-        q.device_fired(100 * US);
-        assert!(q.needs_expiry(), "{policy:?}: due timers to pop");
     }
 }
