@@ -1,29 +1,36 @@
 #![doc = include_str!("../../README.md")]
 #![warn(missing_docs)]
 
-mod clock;
-mod core;
-mod device;
+mod catch;
+mod context;
 #[cfg(feature = "hyper")]
 pub mod hyper_rt;
-mod join;
-mod runtime;
+mod park;
+pub mod runtime;
 mod serve;
 pub mod signal;
 mod stats;
 mod sync;
-mod task;
+pub mod task;
 pub mod time;
+mod worker;
 
 /// Internals that the loom models in `loom-tests/` check; only built under `--cfg loom`.
 #[cfg(loom)]
 #[doc(hidden)]
 pub mod loom_exports {
-    pub use crate::join::JoinSlot;
     pub use crate::serve::Stop;
+    pub use crate::task::join_slot::JoinSlot;
+    pub use crate::worker::block_on::MainWaker;
+    pub use crate::worker::idle::{sleep, Slept};
+    pub use crate::worker::run::{run, take_handed_over, turn, Driver, Step};
+    pub use crate::worker::shared::{Shared, Unpark};
+    pub use crate::worker::shutdown::close;
+    pub use crate::worker::timers::TimerValue;
 }
 
-pub use runtime::{core_id, Builder, Handle, Runtime, ShutdownTimeout};
+pub use context::core_id;
+pub use runtime::{Builder, CorePanic, Handle, Runtime, ShutdownError};
 pub use stats::{CoreStats, Stats};
 pub use task::{spawn, spawn_local, yield_now, JoinError, JoinHandle};
 pub use tickless_timer::RearmPolicy;

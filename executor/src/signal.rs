@@ -54,7 +54,7 @@ use std::task::{ready, Context, Poll};
 
 use tickless_io::{AsyncFd, Interest};
 
-use crate::core::{with_current, NO_RUNTIME};
+use crate::context::{with_current, NO_RUNTIME};
 
 /// Signal numbers are below this on Linux (`SIGRTMAX` is 64).
 const MAX_SIGNAL: usize = 65;

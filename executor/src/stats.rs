@@ -1,63 +1,101 @@
 //! What the runtime's cores did, as counts.
+//!
+//! The counters are declared once, in the `counters!` invocation below; the struct, its
+//! arithmetic, the per-field listing and the atomic copy other threads read are all derived
+//! from that one list.
 
-use std::ops::{Add, AddAssign};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::ops::{Add, AddAssign, Sub};
 
-/// One core's counters (or their sum over cores). Tests assert on these, never on time.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct CoreStats {
+use crate::sync::{AtomicU64, Ordering};
+
+/// Declares [`CoreStats`] and everything derived from its field list.
+macro_rules! counters {
+    ($( $(#[doc = $doc:expr])+ $name:ident, )+) => {
+        /// One core's counters (or their sum over cores). Tests assert on these, never on time.
+        #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+        pub struct CoreStats {
+            $( $(#[doc = $doc])+ pub $name: u64, )+
+        }
+
+        impl CoreStats {
+            /// Every counter with its name, in declaration order (for reports and benchmarks).
+            pub fn fields(&self) -> [(&'static str, u64); COUNTERS] {
+                [$( (stringify!($name), self.$name), )+]
+            }
+
+            /// `f` applied to every pair of counters of `self` and `o`.
+            fn zip(self, o: CoreStats, f: impl Fn(u64, u64) -> u64) -> CoreStats {
+                CoreStats { $( $name: f(self.$name, o.$name), )+ }
+            }
+
+            /// Built from the counters in declaration order.
+            fn from_array(v: [u64; COUNTERS]) -> CoreStats {
+                let mut i = 0..;
+                CoreStats { $( $name: v[i.next().expect("unbounded")], )+ }
+            }
+        }
+
+        /// How many counters [`CoreStats`] has.
+        const COUNTERS: usize = [$( stringify!($name), )+].len();
+    };
+}
+
+counters! {
     /// Task polls, the `block_on` future's included.
-    pub polls: u64,
+    polls,
     /// Times the core blocked in epoll with nothing to run.
-    pub parks: u64,
+    parks,
     /// Idle transitions spent polling instead of parking (see the idle governor).
-    pub spins: u64,
+    spins,
     /// Timers inserted (sleeps, timeouts, intervals, handed-over timers).
-    pub timer_inserts: u64,
+    timer_inserts,
     /// Pending timers cancelled.
-    pub timer_cancels: u64,
+    timer_cancels,
     /// Timers that fired.
-    pub timer_fires: u64,
+    timer_fires,
     /// `timerfd_settime` calls: each re-programming of the core's timerfd.
-    pub timerfd_rearms: u64,
+    timerfd_rearms,
     /// timerfd expirations that found no timer due.
-    pub timerfd_spurious: u64,
+    timerfd_spurious,
     /// Hand-overs from other threads that had to wake this core.
-    pub remote_wakes_sent: u64,
+    remote_wakes_sent,
     /// Hand-overs from other threads that left it alone.
-    pub remote_wakes_avoided: u64,
+    remote_wakes_avoided,
     /// Reads of the monotonic clock by the core.
-    pub clock_reads: u64,
+    clock_reads,
     /// `epoll_wait` calls, blocking or not.
-    pub io_polls: u64,
+    io_polls,
     /// Events epoll returned.
-    pub io_events: u64,
+    io_events,
+    /// Task polls that panicked (each became its task's `JoinError::Panic`).
+    task_panics,
+    /// Task futures (or their outputs) whose destructor panicked when the core dropped them
+    /// (abort, shutdown, a detached task's end); where a handle waits, it gets the panic.
+    drop_panics,
+    /// Wakers that panicked when the core woke them (timers, hand-overs, I/O readiness).
+    wake_panics,
 }
 
 impl Add for CoreStats {
     type Output = CoreStats;
 
-    fn add(mut self, o: CoreStats) -> CoreStats {
-        self += o;
-        self
+    fn add(self, o: CoreStats) -> CoreStats {
+        self.zip(o, u64::wrapping_add)
     }
 }
 
 impl AddAssign for CoreStats {
     fn add_assign(&mut self, o: CoreStats) {
-        self.polls += o.polls;
-        self.parks += o.parks;
-        self.spins += o.spins;
-        self.timer_inserts += o.timer_inserts;
-        self.timer_cancels += o.timer_cancels;
-        self.timer_fires += o.timer_fires;
-        self.timerfd_rearms += o.timerfd_rearms;
-        self.timerfd_spurious += o.timerfd_spurious;
-        self.remote_wakes_sent += o.remote_wakes_sent;
-        self.remote_wakes_avoided += o.remote_wakes_avoided;
-        self.clock_reads += o.clock_reads;
-        self.io_polls += o.io_polls;
-        self.io_events += o.io_events;
+        *self = *self + o;
+    }
+}
+
+impl Sub for CoreStats {
+    type Output = CoreStats;
+
+    /// Counter by counter, saturating at zero: `after - before` is what happened in between.
+    fn sub(self, o: CoreStats) -> CoreStats {
+        self.zip(o, u64::saturating_sub)
     }
 }
 
@@ -79,47 +117,62 @@ impl Stats {
 
 /// A core's counters as other threads see them: written by the core at each idle transition
 /// (plain relaxed stores: one writer), read by [`Runtime::stats`](crate::Runtime::stats).
-#[derive(Debug, Default)]
-pub(crate) struct Published([AtomicU64; 13]);
+#[derive(Debug)]
+pub(crate) struct Published([AtomicU64; COUNTERS]);
+
+impl Default for Published {
+    fn default() -> Self {
+        Published(std::array::from_fn(|_| AtomicU64::new(0)))
+    }
+}
 
 impl Published {
+    /// Publishes `s` (the core's own thread only).
     pub(crate) fn store(&self, s: &CoreStats) {
-        let values = [
-            s.polls,
-            s.parks,
-            s.spins,
-            s.timer_inserts,
-            s.timer_cancels,
-            s.timer_fires,
-            s.timerfd_rearms,
-            s.timerfd_spurious,
-            s.remote_wakes_sent,
-            s.remote_wakes_avoided,
-            s.clock_reads,
-            s.io_polls,
-            s.io_events,
-        ];
-        for (slot, v) in self.0.iter().zip(values) {
+        for (slot, (_, v)) in self.0.iter().zip(s.fields()) {
             slot.store(v, Ordering::Relaxed);
         }
     }
 
+    /// The counters as of the last [`store`](Self::store).
     pub(crate) fn load(&self) -> CoreStats {
-        let v: Vec<u64> = self.0.iter().map(|a| a.load(Ordering::Relaxed)).collect();
-        CoreStats {
-            polls: v[0],
-            parks: v[1],
-            spins: v[2],
-            timer_inserts: v[3],
-            timer_cancels: v[4],
-            timer_fires: v[5],
-            timerfd_rearms: v[6],
-            timerfd_spurious: v[7],
-            remote_wakes_sent: v[8],
-            remote_wakes_avoided: v[9],
-            clock_reads: v[10],
-            io_polls: v[11],
-            io_events: v[12],
+        CoreStats::from_array(std::array::from_fn(|i| self.0[i].load(Ordering::Relaxed)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn numbered() -> CoreStats {
+        CoreStats::from_array(std::array::from_fn(|i| i as u64 + 1))
+    }
+
+    #[test]
+    fn arithmetic_is_per_counter() {
+        let a = numbered();
+        let b = a + a;
+        for ((name, x), (_, y)) in a.fields().into_iter().zip(b.fields()) {
+            assert_eq!(y, 2 * x, "{name}");
         }
+        assert_eq!(b - a, a);
+        assert_eq!(a - b, CoreStats::default(), "saturates at zero");
+        let mut c = a;
+        c += a;
+        assert_eq!(c, b);
+    }
+
+    #[test]
+    fn published_round_trips_every_counter() {
+        let p = Published::default();
+        p.store(&numbered());
+        assert_eq!(p.load(), numbered());
+    }
+
+    #[test]
+    fn fields_are_in_declaration_order() {
+        let f = numbered().fields();
+        assert_eq!(f[0], ("polls", 1));
+        assert_eq!(f[COUNTERS - 1], ("wake_panics", COUNTERS as u64));
     }
 }

@@ -1,14 +1,23 @@
-//! The one switch between `std` and `loom` for the synchronisation that loom models check
-//! (the join slot). The rest of the runtime's cross-thread state lives in `tickless-timer`'s
-//! hand-over, which has its own switch; the process-wide core registry is a `static` and stays
-//! on `std` (loom has no `const` mutex), and is only ever locked on cold paths.
+//! The one switch between `std` and `loom` for every atomic and lock of the executor.
+//!
+//! Code in this crate never names `std::sync`'s atomics or locks directly: under `--cfg loom`
+//! the same code runs against loom's model-checked types, which is how `loom-tests/` checks the
+//! join slot, the `block_on` waker, the stop request, the unparker's hand-off at shutdown, the
+//! registry of cores and the server stop. (`Arc` stays `std`'s: `Waker::from` needs it, and a
+//! reference count orders nothing the protocols rely on.)
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicBool, Ordering};
+pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 #[cfg(loom)]
-pub(crate) use loom::sync::Mutex;
+pub(crate) use loom::sync::{Mutex, MutexGuard};
 
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{AtomicBool, Ordering};
+pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 #[cfg(not(loom))]
-pub(crate) use std::sync::Mutex;
+pub(crate) use std::sync::{Mutex, MutexGuard};
+
+/// Locks `m`, ignoring poisoning: every lock of the runtime guards data that a panic cannot
+/// leave half-written (the critical sections call no user code).
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}

@@ -130,10 +130,11 @@ fn deadlines_in_the_past_complete() -> io::Result<()> {
 }
 
 #[test]
-fn advancing_paused_time_by_max_fires_everything_without_panicking() -> io::Result<()> {
+fn advancing_paused_time_far_keeps_never_early_and_past_its_range_panics() -> io::Result<()> {
     let rt = paused()?;
     rt.block_on(async {
         let start = Instant::now();
+        let twenty_years = Duration::from_secs(86_400 * 365 * 20);
         let handles: Vec<_> = [1, 3600, 86_400 * 365 * 20]
             .map(|secs| spawn(sleep(Duration::from_secs(secs))))
             .into_iter()
@@ -142,20 +143,47 @@ fn advancing_paused_time_by_max_fires_everything_without_panicking() -> io::Resu
         for _ in 0..4 {
             tickless::yield_now().await;
         }
-        advance(Duration::MAX).await;
+        advance(twenty_years).await;
         for h in handles {
             h.await.unwrap();
         }
-        forever.await.unwrap();
-        assert!(Instant::now() > start + Duration::from_secs(86_400 * 365 * 20));
-        // Time keeps working at the end of the range.
-        advance(Duration::from_secs(1)).await;
-        sleep(Duration::from_millis(1)).await;
+        assert_eq!(Instant::now() - start, twenty_years);
+        assert!(
+            !forever.is_finished(),
+            "Duration::MAX is about 30 years out"
+        );
+        // A move past the paused clock's range is refused, loudly, and moves nothing.
+        let before = Instant::now();
+        let refused = spawn(advance(Duration::MAX)).await.unwrap_err();
+        assert!(refused.is_panic());
+        assert!(refused.to_string().contains("past its range"), "{refused}");
+        assert_eq!(Instant::now(), before);
+        // Time keeps working, never early.
+        let t = Instant::now();
+        sleep(Duration::from_secs(1)).await;
+        assert_eq!(t.elapsed(), Duration::from_secs(1));
         let mut every = interval(Duration::from_millis(1));
         every.tick().await;
         assert!(timeout(Duration::from_millis(1), pending::<()>())
             .await
             .is_err());
+    });
+    Ok(())
+}
+
+#[test]
+fn paused_time_stops_short_of_a_timer_beyond_its_range() -> io::Result<()> {
+    // About 146 years is the range; a timer past it never fires, and the core waits for
+    // other work instead of spinning: here the main future's own timer.
+    let rt = paused()?;
+    rt.block_on(async {
+        let century = Duration::from_secs(86_400 * 365 * 100);
+        advance(century).await;
+        let beyond = spawn(sleep(century));
+        sleep(Duration::from_secs(5)).await;
+        assert!(!beyond.is_finished());
+        beyond.abort();
+        assert!(beyond.await.unwrap_err().is_cancelled());
     });
     Ok(())
 }
@@ -326,7 +354,52 @@ fn advance_on_real_time_panics() {
 }
 
 #[test]
-#[should_panic(expected = "timer resolution must be non-zero")]
-fn zero_timer_resolution_panics() {
-    Builder::new().timer_resolution(Duration::ZERO);
+fn out_of_range_timer_settings_are_build_errors() {
+    for (what, mut b) in [
+        ("zero resolution", {
+            let mut b = Builder::new();
+            b.timer_resolution(Duration::ZERO);
+            b
+        }),
+        ("huge resolution", {
+            let mut b = Builder::new();
+            b.timer_resolution(Duration::MAX);
+            b
+        }),
+        ("huge default slack", {
+            let mut b = Builder::new();
+            b.default_slack(Duration::MAX);
+            b
+        }),
+    ] {
+        let err = b.cores(1).build().expect_err(what);
+        assert_eq!(err.kind(), io::ErrorKind::InvalidInput, "{what}");
+        assert!(
+            err.to_string().contains("out of range") || err.to_string().contains("largest"),
+            "{what}: {err}"
+        );
+    }
+    // The limits themselves are accepted.
+    Builder::new()
+        .cores(1)
+        .timer_resolution(tickless::runtime::MAX_TIMER_RESOLUTION)
+        .default_slack(tickless::runtime::MAX_SLACK)
+        .build()
+        .unwrap();
+}
+
+#[test]
+fn a_huge_slack_is_capped_and_the_sleep_still_completes() -> io::Result<()> {
+    let rt = paused()?;
+    rt.block_on(async {
+        let start = Instant::now();
+        sleep(Duration::from_millis(1)).slack(Duration::MAX).await;
+        let took = start.elapsed();
+        assert!(took >= Duration::from_millis(1), "never early: {took:?}");
+        assert!(
+            took <= tickless::runtime::MAX_SLACK + Duration::from_millis(1),
+            "{took:?}"
+        );
+    });
+    Ok(())
 }

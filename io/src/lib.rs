@@ -5,7 +5,7 @@
 compile_error!("tickless-io supports Linux only: it is built on epoll, timerfd and eventfd");
 
 mod async_fd;
-mod context;
+pub mod context;
 mod net;
 mod pipe;
 mod reactor;

@@ -1,5 +1,5 @@
-//! The per-core reactor: one `mio::Poll`, the slab of registrations, the timerfd and the
-//! unparker.
+//! The per-core reactor: one `mio::Poll`, the slab of registrations, the timerfd's events and
+//! the unparker.
 
 use std::cell::{Cell, RefCell};
 use std::fmt;
@@ -57,11 +57,10 @@ struct Slot {
 pub struct Polled {
     /// Events `epoll_wait` returned, the timerfd's and the unparker's included.
     pub events: usize,
-    /// The timerfd expired; its expiration has been consumed.
-    pub timer_fired: bool,
-    /// When `timer_fired`: the `CLOCK_MONOTONIC` time (ns) read to confirm it, for the caller
-    /// to use instead of reading the clock again.
-    pub fired_at_mono: Option<u64>,
+    /// The timerfd became readable: it expired, or the event is stale (it was re-armed later or
+    /// disarmed after expiring). The timerfd's owner, which knows what it armed, tells which
+    /// from a clock reading; the reactor reads neither the clock nor the descriptor.
+    pub timer_event: bool,
     /// Another thread unparked this core; the eventfd has been drained.
     pub unparked: bool,
 }
@@ -75,13 +74,16 @@ struct Counters {
     events: Counter,
     /// Unparker events that found the eventfd written.
     unparks: Counter,
+    /// Events of the timerfd.
+    timer_events: Counter,
     /// Wakers woken.
     wakes: Counter,
     /// Wakers that panicked.
     waker_panics: Counter,
 }
 
-/// A core's I/O driver: an epoll instance, its registrations, its timerfd and its unparker.
+/// A core's I/O driver: an epoll instance, its registrations, the events of its timerfd and its
+/// unparker.
 ///
 /// One per core thread, and bound to it: `Reactor` is neither `Send` nor `Sync`. The runtime
 /// [`enter`](Self::enter)s it so that I/O types created on the thread register with it, and
@@ -114,8 +116,6 @@ pub struct Reactor {
     next_generation: Cell<usize>,
     /// Wakers collected during dispatch, woken after; kept to reuse its allocation.
     wake_list: RefCell<Vec<Waker>>,
-    /// The core's clock event device, registered under [`TIMER_TOKEN`].
-    timer: TimerFd,
     /// The core's cross-thread wakeup, registered under [`UNPARK_TOKEN`].
     unparker: Unparker,
     /// Counters reported by `stats`.
@@ -123,7 +123,8 @@ pub struct Reactor {
 }
 
 impl Reactor {
-    /// Creates a reactor: an epoll instance with a timerfd and an unparker registered.
+    /// Creates a reactor: an epoll instance with an unparker registered, and no timerfd (see
+    /// [`with_timer`](Self::with_timer)).
     ///
     /// Also sets `SIGPIPE` to be ignored, once per process and only if it still has its
     /// default disposition, so that writing to a closed pipe or socket returns `BrokenPipe`
@@ -136,13 +137,7 @@ impl Reactor {
     pub fn new() -> io::Result<Rc<Reactor>> {
         sys::ignore_sigpipe();
         let poll = mio::Poll::new()?;
-        let timer = TimerFd::new()?;
         let unparker = Unparker::new()?;
-        poll.registry().register(
-            &mut SourceFd(&timer.raw_fd()),
-            TIMER_TOKEN,
-            Interest::READABLE,
-        )?;
         poll.registry().register(
             &mut SourceFd(&unparker.raw_fd()),
             UNPARK_TOKEN,
@@ -154,7 +149,6 @@ impl Reactor {
             registrations: RefCell::new(Slab::new()),
             next_generation: Cell::new(0),
             wake_list: RefCell::new(Vec::new()),
-            timer,
             unparker,
             counters: Counters::default(),
         }))
@@ -165,21 +159,47 @@ impl Reactor {
         self.unparker.clone()
     }
 
-    /// This core's timerfd.
-    pub fn timer(&self) -> &TimerFd {
-        &self.timer
+    /// Creates a reactor and its clock event device: a timerfd registered with it, whose
+    /// events [`poll`](Self::poll) reports as [`Polled::timer_event`]. The timerfd is handed to
+    /// the caller alone (the core's timer driver): nothing reachable from the reactor, or from
+    /// the I/O objects registered with it, can re-program it behind the driver's back.
+    ///
+    /// # Errors
+    ///
+    /// As [`new`](Self::new), and creating or registering the timerfd failed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tickless_io::{Reactor, TimerFd};
+    ///
+    /// let (reactor, timer) = Reactor::with_timer()?;
+    /// timer.arm(TimerFd::now_mono_ns()); // a deadline of "now" fires at once
+    /// assert!(reactor.poll(None)?.timer_event);
+    /// # std::io::Result::Ok(())
+    /// ```
+    pub fn with_timer() -> io::Result<(Rc<Reactor>, TimerFd)> {
+        let reactor = Reactor::new()?;
+        let timer = TimerFd::new()?;
+        reactor.poll.borrow().registry().register(
+            &mut SourceFd(&timer.raw_fd()),
+            TIMER_TOKEN,
+            Interest::READABLE,
+        )?;
+        Ok((reactor, timer))
     }
 
     /// Waits for events, at most `timeout` (`None`: until one arrives), and dispatches them.
     ///
     /// One `epoll_wait`. Wakes the tasks waiting on ready registrations, each wake inside
     /// `catch_unwind` so that a panicking waker cannot take the reactor down (the panic is
-    /// counted in [`IoStats::waker_panics`]). Reads the timerfd if it fired and drains the
-    /// unparker if it was written, reporting both in the result. A signal interrupting the wait
-    /// returns `Ok` with nothing seen.
+    /// counted in [`IoStats::waker_panics`]). Reports an event of the timerfd (without reading
+    /// it) and drains the unparker if it was written. A signal interrupting the wait returns
+    /// `Ok` with nothing seen.
     ///
     /// `timeout` has epoll's millisecond granularity and is rounded up; precise wakeups come
-    /// from the [`timer`](Self::timer). `Some(Duration::ZERO)` polls without blocking.
+    /// from the timerfd (see [`with_timer`](Self::with_timer)). `Some(Duration::ZERO)` polls
+    /// without blocking.
     ///
     /// # Errors
     ///
@@ -203,12 +223,7 @@ impl Reactor {
             for event in events.iter() {
                 polled.events += 1;
                 match event.token() {
-                    TIMER_TOKEN => {
-                        if let Some(now) = self.timer.consume() {
-                            polled.timer_fired = true;
-                            polled.fired_at_mono = Some(now);
-                        }
-                    }
+                    TIMER_TOKEN => polled.timer_event = true,
                     UNPARK_TOKEN => polled.unparked |= self.unparker.drain(),
                     Token(token) => {
                         let slot = registrations.get(token & KEY_MASK);
@@ -222,6 +237,9 @@ impl Reactor {
         self.counters.events.add(polled.events as u64);
         if polled.unparked {
             self.counters.unparks.incr();
+        }
+        if polled.timer_event {
+            self.counters.timer_events.incr();
         }
         self.wake_all(&mut wake);
         // Give the (now empty) list back to keep its allocation for the next poll.
@@ -241,13 +259,10 @@ impl Reactor {
 
     /// A snapshot of this reactor's counters.
     pub fn stats(&self) -> IoStats {
-        let (arms, disarms, fires) = self.timer.counts();
         IoStats {
             polls: self.counters.polls.get(),
             events: self.counters.events.get(),
-            timerfd_arms: arms,
-            timerfd_disarms: disarms,
-            timerfd_fires: fires,
+            timer_events: self.counters.timer_events.get(),
             unparks_received: self.counters.unparks.get(),
             wakes: self.counters.wakes.get(),
             waker_panics: self.counters.waker_panics.get(),
@@ -303,7 +318,6 @@ impl Reactor {
 impl fmt::Debug for Reactor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Reactor")
-            .field("timer", &self.timer)
             .field("unparker", &self.unparker)
             .field("stats", &self.stats())
             .finish_non_exhaustive()

@@ -13,13 +13,9 @@ pub struct IoStats {
     pub polls: u64,
     /// Events `epoll_wait` returned, the timerfd's and the unparker's included.
     pub events: u64,
-    /// Calls to [`TimerFd::arm`](crate::TimerFd::arm): each is one `timerfd_settime`.
-    pub timerfd_arms: u64,
-    /// Calls to [`TimerFd::disarm`](crate::TimerFd::disarm): each is one `timerfd_settime`.
-    pub timerfd_disarms: u64,
-    /// Expirations of the timerfd that a poll read (an event whose read found nothing, because
-    /// the timer was re-armed in between, is not counted).
-    pub timerfd_fires: u64,
+    /// Events of the timerfd ([`Polled::timer_event`](crate::Polled::timer_event)), stale ones
+    /// included. Re-programmings are counted by whoever programs it (the timer driver).
+    pub timer_events: u64,
     /// Polls that found the unparker written and drained it.
     pub unparks_received: u64,
     /// Task wakers woken by I/O readiness.
@@ -43,9 +39,7 @@ impl AddAssign for IoStats {
     fn add_assign(&mut self, rhs: IoStats) {
         self.polls += rhs.polls;
         self.events += rhs.events;
-        self.timerfd_arms += rhs.timerfd_arms;
-        self.timerfd_disarms += rhs.timerfd_disarms;
-        self.timerfd_fires += rhs.timerfd_fires;
+        self.timer_events += rhs.timer_events;
         self.unparks_received += rhs.unparks_received;
         self.wakes += rhs.wakes;
         self.waker_panics += rhs.waker_panics;

@@ -1,31 +1,36 @@
 //! The core's clock event device: one `timerfd` on `CLOCK_MONOTONIC`, armed at absolute
 //! instants.
 
-use std::cell::Cell;
 use std::fmt;
 use std::fs::File;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::ptr;
 
-use crate::stats::Counter;
 use crate::sys::cvt;
 
 /// Nanoseconds in a second.
 const NANOS_PER_SEC: u64 = 1_000_000_000;
 
-/// The one timerfd of a core, registered with its [`Reactor`](crate::Reactor).
+/// The one timerfd of a core, registered with its [`Reactor`](crate::Reactor) and owned by
+/// the timer driver: [`Reactor::with_timer`](crate::Reactor::with_timer) hands it out once, and
+/// nothing else can reach it.
 ///
-/// The timer driver arms it for the earliest deadline it wants a wakeup for;
-/// [`Reactor::poll`](crate::Reactor::poll) reports the expiration (`timer_fired`) and has
-/// already consumed it by reading the timerfd. Only one deadline is armed at a time: arming
-/// replaces the previous one.
+/// The driver arms it for the earliest deadline it wants a wakeup for;
+/// [`Reactor::poll`](crate::Reactor::poll) reports that the descriptor became readable
+/// ([`Polled::timer_event`](crate::Polled::timer_event)). The descriptor is never read: the
+/// driver, which knows what it armed, compares its armed deadline with a clock reading to tell
+/// an expiry from a stale event. Only one deadline is armed at a time: arming replaces the
+/// previous one. What is armed is the driver's to remember (it is stored once, there).
 ///
 /// # Implementation
 ///
 /// `timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC)`, armed one-shot with
 /// `TFD_TIMER_ABSTIME`, so a deadline already past fires at once rather than being lost, and
-/// no relative-time conversion (with its extra clock read) is needed.
+/// no relative-time conversion (with its extra clock read) is needed. The expiration count is
+/// never read (every timer wakeup saves a `read`): the descriptor is registered
+/// edge-triggered, the kernel signals every expiration whatever the unread count, and the next
+/// `timerfd_settime` resets the count anyway.
 pub struct TimerFd {
     /// The timerfd, as a `File` so reading its expiration count needs no `unsafe`.
     ///
@@ -34,14 +39,6 @@ pub struct TimerFd {
     /// A valid timerfd for `self`'s whole life, which makes `timerfd_settime` on it infallible
     /// with the well-formed arguments `settime` builds.
     file: File,
-    /// The deadline armed and not yet fired, in `CLOCK_MONOTONIC` nanoseconds.
-    armed: Cell<Option<u64>>,
-    /// `arm` calls.
-    arms: Counter,
-    /// `disarm` calls.
-    disarms: Counter,
-    /// Expirations read by the reactor.
-    fires: Counter,
 }
 
 impl TimerFd {
@@ -54,19 +51,14 @@ impl TimerFd {
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
         Ok(TimerFd {
             file: File::from(fd),
-            armed: Cell::new(None),
-            arms: Counter::default(),
-            disarms: Counter::default(),
-            fires: Counter::default(),
         })
     }
 
     /// Arms the timer to fire at `deadline_mono_ns`, a `CLOCK_MONOTONIC` instant in
     /// nanoseconds (see [`now_mono_ns`](Self::now_mono_ns)), replacing any earlier arming.
     ///
-    /// A deadline of 0 or in the past fires at the next poll. Each call is one syscall and is
-    /// counted in [`IoStats::timerfd_arms`](crate::IoStats::timerfd_arms): the caller decides
-    /// when re-programming is worth it.
+    /// A deadline of 0 or in the past fires at the next poll. Each call is one syscall: the
+    /// caller decides when re-programming is worth it (and counts it).
     ///
     /// # Panics
     ///
@@ -76,8 +68,6 @@ impl TimerFd {
         // An all-zero it_value would disarm; 1 ns is in the past just the same.
         let deadline = deadline_mono_ns.max(1);
         self.settime(deadline, libc::TFD_TIMER_ABSTIME);
-        self.armed.set(Some(deadline));
-        self.arms.incr();
     }
 
     /// Disarms the timer: it will not fire until armed again. Also one syscall.
@@ -87,13 +77,6 @@ impl TimerFd {
     /// As for [`arm`](Self::arm).
     pub fn disarm(&self) {
         self.settime(0, 0);
-        self.armed.set(None);
-        self.disarms.incr();
-    }
-
-    /// The deadline armed and not yet fired, if any (clamped to at least 1 ns).
-    pub fn armed(&self) -> Option<u64> {
-        self.armed.get()
     }
 
     /// The current `CLOCK_MONOTONIC` time in nanoseconds.
@@ -143,37 +126,9 @@ impl TimerFd {
         );
     }
 
-    /// Decides, after the reactor saw the timerfd readable, whether the timer fired, and
-    /// returns the `CLOCK_MONOTONIC` reading (ns) that decided it if so.
-    ///
-    /// `None` means the event was stale: the timer was re-armed (later) or disarmed after it
-    /// fired. The reading is handed out so that the caller need not read the clock again.
-    ///
-    /// # Implementation
-    ///
-    /// The expiration count is never read: a clock read (vDSO, no system call) tells the same
-    /// here, and every timer wakeup saves a `read`. The descriptor is registered edge-triggered,
-    /// and the kernel signals every expiration, whatever the unread count; the next
-    /// `timerfd_settime` resets the count anyway.
-    pub(crate) fn consume(&self) -> Option<u64> {
-        let deadline = self.armed.get()?;
-        let now = Self::now_mono_ns();
-        if now < deadline {
-            return None;
-        }
-        self.armed.set(None);
-        self.fires.incr();
-        Some(now)
-    }
-
     /// The timerfd, for registering it with epoll.
     pub(crate) fn raw_fd(&self) -> RawFd {
         self.file.as_raw_fd()
-    }
-
-    /// Counters: (arms, disarms, fires).
-    pub(crate) fn counts(&self) -> (u64, u64, u64) {
-        (self.arms.get(), self.disarms.get(), self.fires.get())
     }
 }
 
@@ -181,7 +136,6 @@ impl fmt::Debug for TimerFd {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TimerFd")
             .field("fd", &self.file.as_raw_fd())
-            .field("armed", &self.armed.get())
             .finish()
     }
 }

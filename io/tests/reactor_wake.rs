@@ -94,7 +94,7 @@ fn a_panicking_waker_does_not_take_the_reactor_down() -> io::Result<()> {
     }
     assert_eq!(reactor.stats().waker_panics, 1);
     // Still working afterwards.
-    assert!(!reactor.poll(Some(Duration::ZERO))?.timer_fired);
+    assert!(!reactor.poll(Some(Duration::ZERO))?.timer_event);
     Ok(())
 }
 

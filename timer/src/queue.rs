@@ -218,6 +218,15 @@ impl<T, D: ClockEventDevice> TimerQueue<T, D> {
         Some(fired)
     }
 
+    /// Removes every pending timer and returns their values, in deadline order, counting
+    /// nothing (for a driver that shuts down and must drop them in a context of its choosing).
+    /// The device is left as it is.
+    pub fn drain(&mut self) -> Vec<T> {
+        let mut old = std::mem::take(&mut self.wheel);
+        old.advance(u64::MAX);
+        std::iter::from_fn(|| old.pop_due().map(|(_, v)| v)).collect()
+    }
+
     /// Whether a timer may be due that the device will not announce: one inserted before the
     /// armed deadline since the last idle flush, or a deferrable one (it never arms the
     /// device). When `false`, the driver need not read the clock to expire timers: the device
@@ -231,9 +240,16 @@ impl<T, D: ClockEventDevice> TimerQueue<T, D> {
         self.wheel.has_due()
     }
 
-    /// The device fired at `now`. The arming is spent; if no timer is due the wakeup is counted
-    /// as spurious. Returns whether anything is due.
+    /// The device signalled at `now` (a clock reading taken after the signal). If the armed
+    /// deadline has passed, the arming is spent, due timers become ready and, if none is due,
+    /// the wakeup is counted as spurious. Otherwise the signal is stale (the device was
+    /// re-armed later, or disarmed, after it fired) and changes nothing. The queue alone knows
+    /// what it armed: a device need not remember. Returns whether anything is due.
     pub fn device_fired(&mut self, now: u64) -> bool {
+        match self.armed {
+            Some(armed) if self.ticks.to_ns(armed) <= now => {}
+            _ => return false,
+        }
         self.armed = None;
         self.dirty = true;
         self.advance(now);

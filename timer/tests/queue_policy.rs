@@ -163,3 +163,40 @@ fn needs_clock_only_for_what_the_device_does_not_announce() {
         );
     }
 }
+
+#[test]
+fn a_stale_device_signal_changes_nothing() {
+    for policy in [RearmPolicy::Eager, RearmPolicy::OnIdle, RearmPolicy::Lazy] {
+        let mut q = queue(policy);
+        // Disarmed: a signal is stale.
+        assert!(!q.device_fired(10 * US));
+        q.insert(500 * US, Slack::None, "a");
+        assert_eq!(q.on_idle(), Some(500 * US));
+        // A signal read before the armed deadline (the device was re-armed later after it
+        // fired): the arming stands, nothing is counted, nothing is due.
+        assert!(!q.device_fired(499 * US), "{policy:?}");
+        assert_eq!(q.armed(), Some(500 * US), "{policy:?}");
+        assert_eq!(q.stats().spurious, 0, "{policy:?}");
+        assert!(!q.has_expired());
+        assert!(q.device_fired(500 * US), "{policy:?}");
+        assert_eq!(q.armed(), None);
+        assert_eq!(q.pop_expired().map(|(_, v)| v), Some("a"));
+    }
+}
+
+#[test]
+fn drain_takes_every_timer_and_counts_nothing() {
+    let mut q = queue(RearmPolicy::Lazy);
+    q.insert(3 * US, Slack::None, "c");
+    q.insert(US, Slack::None, "a");
+    q.insert(u64::MAX, Slack::Unbounded, "never");
+    q.insert(2 * US, Slack::None, "b");
+    assert_eq!(q.drain(), ["a", "b", "c", "never"]);
+    assert!(q.is_empty());
+    let s = q.stats();
+    assert_eq!((s.inserts, s.fires, s.cancels), (4, 0, 0));
+    // Still usable afterwards.
+    q.insert(5 * US, Slack::None, "d");
+    q.advance(5 * US);
+    assert_eq!(q.pop_expired().map(|(_, v)| v), Some("d"));
+}

@@ -105,26 +105,7 @@ async fn pinger(
         ping(r, w, from, n, plan.mode).await?;
         clock.add(n, timed, start.elapsed());
     }
-    Ok((clock, delta(rt.stats().total, s0)))
-}
-
-/// `after - before`, counter by counter.
-fn delta(after: CoreStats, before: CoreStats) -> CoreStats {
-    CoreStats {
-        polls: after.polls - before.polls,
-        parks: after.parks - before.parks,
-        spins: after.spins - before.spins,
-        timer_inserts: after.timer_inserts - before.timer_inserts,
-        timer_cancels: after.timer_cancels - before.timer_cancels,
-        timer_fires: after.timer_fires - before.timer_fires,
-        timerfd_rearms: after.timerfd_rearms - before.timerfd_rearms,
-        timerfd_spurious: after.timerfd_spurious - before.timerfd_spurious,
-        remote_wakes_sent: after.remote_wakes_sent - before.remote_wakes_sent,
-        remote_wakes_avoided: after.remote_wakes_avoided - before.remote_wakes_avoided,
-        clock_reads: after.clock_reads - before.clock_reads,
-        io_polls: after.io_polls - before.io_polls,
-        io_events: after.io_events - before.io_events,
-    }
+    Ok((clock, rt.stats().total - s0))
 }
 
 /// Pipe ping-pong.

@@ -3,7 +3,7 @@
 use std::ops::{Add, AddAssign, Sub, SubAssign};
 use std::time::Duration;
 
-use crate::core::with_current;
+use crate::context::with_current;
 
 /// A measurement of the monotonic clock, as `std::time::Instant`, except that inside a runtime
 /// whose time is paused, [`now`](Self::now) reads the paused clock (as tokio's `Instant` does).
@@ -14,7 +14,10 @@ impl Instant {
     /// Now: the core's clock inside a runtime (paused time if paused; each read is counted in
     /// the stats), the system's monotonic clock elsewhere.
     pub fn now() -> Instant {
-        Instant(with_current(|c| c.clock.now_instant()).unwrap_or_else(std::time::Instant::now))
+        Instant(
+            with_current(|c| c.timers().clock().now_instant())
+                .unwrap_or_else(std::time::Instant::now),
+        )
     }
 
     /// From a `std::time::Instant`.

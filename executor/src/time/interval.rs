@@ -90,10 +90,11 @@ impl Interval {
             MissedTickBehavior::Burst => tick.far_add(self.period),
             MissedTickBehavior::Delay if missed => now.far_add(self.period),
             MissedTickBehavior::Skip if missed => {
+                // In u128 nanoseconds: any stall length, no saturation short of the next tick.
                 let behind = now.saturating_duration_since(tick).as_nanos();
-                let periods = behind / self.period.as_nanos() + 1;
-                let skip = u32::try_from(periods).unwrap_or(u32::MAX);
-                tick.far_add(self.period.saturating_mul(skip))
+                let period = self.period.as_nanos();
+                let skip = (behind / period + 1).saturating_mul(period);
+                tick.far_add(duration_from_nanos(skip))
             }
             MissedTickBehavior::Delay | MissedTickBehavior::Skip => tick.far_add(self.period),
         };
@@ -119,5 +120,32 @@ impl Interval {
     /// The period.
     pub fn period(&self) -> Duration {
         self.period
+    }
+}
+
+/// A `Duration` of `ns` nanoseconds, saturating at `Duration::MAX`.
+fn duration_from_nanos(ns: u128) -> Duration {
+    let secs = u64::try_from(ns / 1_000_000_000).unwrap_or(u64::MAX);
+    // Below one second: fits.
+    Duration::new(secs, (ns % 1_000_000_000) as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nanos_beyond_u64_make_a_duration() {
+        assert_eq!(
+            duration_from_nanos(1_500_000_000),
+            Duration::from_millis(1500)
+        );
+        let big = u128::from(u64::MAX) * 10;
+        assert_eq!(
+            duration_from_nanos(big).as_nanos(),
+            big,
+            "more than 2^64 ns, exactly"
+        );
+        assert_eq!(duration_from_nanos(u128::MAX).as_secs(), u64::MAX);
     }
 }

@@ -25,7 +25,8 @@ pub use timeout::{timeout, timeout_at, Elapsed, Timeout};
 
 use std::time::Duration;
 
-use crate::core::{with_current, NO_RUNTIME};
+use crate::context::{with_current, NO_RUNTIME};
+use crate::worker::clock::nanos;
 
 /// Moves paused time forward by `duration`, then yields once. The timers it passes fire in
 /// deadline order at the loop's next turn and their tasks are woken; they run after that, so
@@ -34,8 +35,10 @@ use crate::core::{with_current, NO_RUNTIME};
 ///
 /// # Panics
 ///
-/// Outside a runtime, or if time is not paused (see
-/// [`Builder::start_paused`](crate::Builder::start_paused)).
+/// Outside a runtime, if time is not paused (see
+/// [`Builder::start_paused`](crate::Builder::start_paused)), or if paused time would move past
+/// its range (about 146 years after the runtime started): time never jumps short of what was
+/// asked, and a sleep is never early.
 ///
 /// # Examples
 ///
@@ -55,17 +58,19 @@ use crate::core::{with_current, NO_RUNTIME};
 /// ```
 pub async fn advance(duration: Duration) {
     with_current(|core| {
+        let clock = core.timers().clock();
         assert!(
-            core.clock.is_paused(),
+            clock.is_paused(),
             "`time::advance` needs paused time (`Builder::start_paused(true)`)"
         );
-        let to = core
-            .clock
-            .now()
-            .saturating_add(crate::clock::nanos(duration));
-        core.clock.advance_to(to);
+        let to = clock.now().saturating_add(nanos(duration));
+        assert!(
+            clock.advance_to(to),
+            "`time::advance({duration:?})` would move paused time past its range (about 146 \
+             years after the runtime started)"
+        );
     })
     .expect(NO_RUNTIME);
     // Let the loop expire the timers passed, and their tasks run.
-    crate::yield_now().await;
+    crate::task::yield_now().await;
 }

@@ -7,8 +7,12 @@ use std::time::Duration;
 
 use tickless_timer::{Slack, TimerHandle};
 
-use crate::core::{with_current, CoreId, TimerValue, NO_RUNTIME};
+use crate::catch::drop_caught;
+use crate::context::{with_current, NO_RUNTIME};
+use crate::runtime::MAX_SLACK;
 use crate::time::Instant;
+use crate::worker::id::CoreId;
+use crate::worker::registry::remote_cancel;
 
 /// Waits until `duration` has elapsed. The deadline is taken now, from a fresh clock read.
 ///
@@ -40,8 +44,27 @@ pub fn sleep(duration: Duration) -> Sleep {
     sleep
 }
 
-/// Waits until `deadline`. A deadline the core's clock has already passed completes at the first
-/// poll; one just passed completes at the loop's next turn.
+/// Waits until `deadline`.
+///
+/// A deadline the core's clock had passed at its last reading (the loop reads it once a turn,
+/// for expiry) completes at the first poll, registering nothing. A deadline passed since then
+/// is registered and completes at the loop's next turn, without a clock read of its own and
+/// without arming the timerfd: the first poll does not read the clock.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use tickless::time::{sleep_until, Instant};
+///
+/// let rt = tickless::Runtime::new()?;
+/// rt.block_on(async {
+///     let deadline = Instant::now() + Duration::from_micros(100);
+///     sleep_until(deadline).await;
+///     assert!(Instant::now() >= deadline);
+/// });
+/// # std::io::Result::Ok(())
+/// ```
 pub fn sleep_until(deadline: Instant) -> Sleep {
     Sleep {
         deadline,
@@ -80,9 +103,11 @@ pub struct Sleep {
 
 impl Sleep {
     /// Lets the sleep complete up to `slack` after its deadline, so that the core can serve
-    /// several timers with one wakeup. Takes effect at the next registration.
+    /// several timers with one wakeup. Takes effect at the next registration. A slack above
+    /// [`MAX_SLACK`](crate::runtime::MAX_SLACK) (one hour) is that much: a sleep that may be
+    /// late without bound is [`deferrable`](Self::deferrable).
     pub fn slack(mut self, slack: Duration) -> Sleep {
-        self.slack = Some(Slack::Bounded(slack));
+        self.slack = Some(Slack::Bounded(slack.min(MAX_SLACK)));
         self
     }
 
@@ -109,12 +134,10 @@ impl Sleep {
         self.done = false;
         if let Some(entry) = self.entry {
             let moved = with_current(|core| {
-                if core.id() != entry.core {
-                    return false;
-                }
-                let ns = core.clock.ns(deadline.into_std());
-                let slack = self.slack.unwrap_or(core.default_slack);
-                core.timers.borrow_mut().reset(entry.handle, ns, slack)
+                core.id() == entry.core
+                    && core
+                        .timers()
+                        .reset(entry.handle, deadline.into_std(), self.slack)
             });
             if moved != Some(true) {
                 self.cancel();
@@ -122,25 +145,24 @@ impl Sleep {
         }
     }
 
-    /// Cancels the registration, wherever it is.
+    /// Cancels the registration, wherever it is: on this core directly, from elsewhere
+    /// through the owning core's inbox.
     fn cancel(&mut self) {
         let Some(entry) = self.entry.take() else {
             return;
         };
         let local = with_current(|core| {
-            if core.id() == entry.core {
-                // `try_borrow_mut`: a sleep dropped while the core's timers are borrowed (by
-                // the core's own shutdown) needs no cancel.
-                if let Ok(mut timers) = core.timers.try_borrow_mut() {
-                    timers.cancel(entry.handle);
-                }
-                true
-            } else {
-                false
+            if core.id() != entry.core {
+                return false;
             }
+            // Our own waker: dropped outside the timers' borrow.
+            if let Some(value) = core.timers().cancel(entry.handle) {
+                drop_caught(value);
+            }
+            true
         });
         if local != Some(true) {
-            crate::core::remote_cancel(entry.core, entry.handle);
+            remote_cancel(entry.core, entry.handle);
         }
     }
 
@@ -149,43 +171,24 @@ impl Sleep {
             return Poll::Ready(());
         }
         let ready = with_current(|core| {
+            let timers = core.timers();
             if let Some(entry) = self.entry {
                 if entry.core == core.id() {
-                    let mut timers = core.timers.borrow_mut();
-                    return match timers.get_mut(entry.handle) {
-                        // Fired: the wheel handed back our waker and forgot the handle.
-                        None => true,
-                        Some(TimerValue::Wake(waker)) => {
-                            if !waker.will_wake(cx.waker()) {
-                                waker.clone_from(cx.waker());
-                            }
-                            false
-                        }
-                        Some(TimerValue::Run(_)) => {
-                            unreachable!("a Sleep's handle names a spawn_at task")
-                        }
-                    };
+                    return timers.poll_registered(entry.handle, cx.waker());
                 }
-            }
-            // First poll (or first poll on this core): register.
-            if self.entry.is_some() {
+                // First poll on this core: move the registration here.
                 self.cancel();
             }
-            let deadline = core.clock.ns(self.deadline.into_std());
-            if deadline <= core.last_now.get() {
-                return true;
+            match timers.register(self.deadline.into_std(), self.slack, cx.waker()) {
+                None => true,
+                Some(handle) => {
+                    self.entry = Some(Entry {
+                        core: core.id(),
+                        handle,
+                    });
+                    false
+                }
             }
-            let slack = self.slack.unwrap_or(core.default_slack);
-            let handle = core.timers.borrow_mut().insert(
-                deadline,
-                slack,
-                TimerValue::Wake(cx.waker().clone()),
-            );
-            self.entry = Some(Entry {
-                core: core.id(),
-                handle,
-            });
-            false
         })
         .expect(NO_RUNTIME);
         if ready {

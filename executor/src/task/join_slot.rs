@@ -7,12 +7,15 @@
 //! each other: the completer stores the result and takes the waker under the lock, then wakes
 //! it outside; the awaiter takes the result or leaves its waker under the same lock. The first
 //! completion wins: a task that finished and is then dropped (or dropped by a shutdown without
-//! finishing) completes once. `loom-tests/tests/join_slot.rs` checks completion racing an
-//! await and a drop on another thread.
+//! finishing) completes once. A handle that is dropped detaches the slot under the same lock:
+//! a result already stored is handed to the dropping side, one stored later is handed back to
+//! the completer, so that whoever drops it can do so under a panic guard (a result is user
+//! data, and its destructor may panic). `loom-tests/tests/join_slot.rs` checks completion
+//! racing an await, a drop and a detach on another thread.
 
 use std::task::{Context, Poll, Waker};
 
-use crate::sync::{AtomicBool, Mutex, Ordering};
+use crate::sync::{lock, AtomicBool, Mutex, Ordering};
 
 /// What the mutex guards.
 struct State<R> {
@@ -22,6 +25,8 @@ struct State<R> {
     finished: bool,
     /// Who to wake on completion.
     waker: Option<Waker>,
+    /// The handle is gone: nobody will take a result.
+    detached: bool,
 }
 
 /// A task's result slot, shared by the task and its handle.
@@ -47,25 +52,41 @@ impl<R> JoinSlot<R> {
                 value: None,
                 finished: false,
                 waker: None,
+                detached: false,
             }),
         }
     }
 
     /// Stores the task's result and wakes the waiter, unless a result was stored already.
-    pub fn complete(&self, value: R) {
+    /// Returns the value back if nobody will take it (a result was stored already, or the
+    /// handle is gone): the caller drops it, under its own panic guard.
+    pub fn complete(&self, value: R) -> Option<R> {
         let waker = {
-            let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            let mut s = lock(&self.state);
             if s.finished {
-                return;
+                return Some(value);
+            }
+            s.finished = true;
+            if s.detached {
+                return Some(value);
             }
             s.value = Some(value);
-            s.finished = true;
             s.waker.take()
         };
         // Outside the lock: the waker may run anything, even on this thread.
         if let Some(w) = waker {
             w.wake();
         }
+        None
+    }
+
+    /// The handle is dropped: nobody will take a result. Returns one already stored, for the
+    /// caller to drop (under its own panic guard).
+    pub fn detach(&self) -> Option<R> {
+        let mut s = lock(&self.state);
+        s.detached = true;
+        s.waker = None;
+        s.value.take()
     }
 
     /// Takes the result, or registers `cx`'s waker.
@@ -74,7 +95,7 @@ impl<R> JoinSlot<R> {
     ///
     /// If the result was already taken.
     pub fn poll_take(&self, cx: &mut Context<'_>) -> Poll<R> {
-        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut s = lock(&self.state);
         if let Some(v) = s.value.take() {
             return Poll::Ready(v);
         }
@@ -88,10 +109,7 @@ impl<R> JoinSlot<R> {
 
     /// Whether a result was stored.
     pub fn is_finished(&self) -> bool {
-        self.state
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .finished
+        lock(&self.state).finished
     }
 
     /// Asks the task to stop at its next poll.

@@ -1,0 +1,222 @@
+//! `Builder`: a runtime's settings, checked when it is built.
+
+use std::io;
+use std::sync::mpsc;
+use std::thread;
+use std::time::Duration;
+
+use tickless_timer::{Config, RearmPolicy, Slack};
+
+use crate::runtime::thread::core_thread;
+use crate::runtime::Runtime;
+use crate::worker::clock::Epoch;
+use crate::worker::config::CoreConfig;
+use crate::worker::id::CoreId;
+use crate::worker::Core;
+
+/// The coarsest timer resolution [`Builder::build`] accepts.
+pub const MAX_TIMER_RESOLUTION: Duration = Duration::from_secs(1);
+/// The largest slack a timer may have: [`Builder::build`] rejects a larger default, and
+/// [`Sleep::slack`](crate::time::Sleep::slack) caps a larger one to it.
+pub const MAX_SLACK: Duration = Duration::from_secs(3600);
+
+/// Configures a [`Runtime`].
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use tickless::{Builder, RearmPolicy};
+///
+/// let rt = Builder::new()
+///     .cores(2)
+///     .timer_policy(RearmPolicy::OnIdle)
+///     .timer_resolution(Duration::from_micros(10))
+///     .build()?;
+/// rt.block_on(tickless::time::sleep(Duration::from_micros(50)));
+/// # std::io::Result::Ok(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct Builder {
+    /// Number of cores; `None`: one per CPU the process may run on.
+    cores: Option<usize>,
+    /// Pin each core's thread to its CPU.
+    pin: bool,
+    /// Per-core settings (the epoch is set at build time).
+    core: CoreConfig,
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Builder::new()
+    }
+}
+
+impl Builder {
+    /// The defaults: one core per CPU the process may run on, not pinned; `Lazy` re-arming,
+    /// 1 µs timer resolution, no default slack, no idle spinning, real time.
+    pub fn new() -> Builder {
+        Builder {
+            cores: None,
+            pin: false,
+            core: CoreConfig {
+                timer: Config::default(),
+                default_slack: Slack::None,
+                paused: false,
+                spin: Duration::ZERO,
+                epoch: Epoch::now(),
+                always_wake: false,
+            },
+        }
+    }
+
+    /// The number of cores (executor threads, core 0 being the thread that calls
+    /// [`Runtime::block_on`]). Default: every CPU the process may run on.
+    ///
+    /// # Panics
+    ///
+    /// If `n` is zero.
+    pub fn cores(&mut self, n: usize) -> &mut Self {
+        assert!(n > 0, "a runtime needs at least one core");
+        self.cores = Some(n);
+        self
+    }
+
+    /// Pins core `i`'s thread to the `i`-th CPU the process may run on (core 0: the thread
+    /// that builds the runtime, which gets its old affinity back when the runtime is dropped).
+    /// Default `false`. [`build`](Self::build) fails, naming the CPU, if pinning is impossible.
+    pub fn pin(&mut self, pin: bool) -> &mut Self {
+        self.pin = pin;
+        self
+    }
+
+    /// When the timerfd is re-programmed; see [`RearmPolicy`]. Default `Lazy`.
+    pub fn timer_policy(&mut self, policy: RearmPolicy) -> &mut Self {
+        self.core.timer.policy = policy;
+        self
+    }
+
+    /// The timer wheel's tick: deadlines round up to it. Default 1 µs. Between 1 ns and
+    /// [`MAX_TIMER_RESOLUTION`] (1 s); [`build`](Self::build) rejects anything else.
+    pub fn timer_resolution(&mut self, resolution: Duration) -> &mut Self {
+        self.core.timer.resolution = resolution;
+        self
+    }
+
+    /// How late a timer (sleep, timeout, interval tick) may fire when it does not say
+    /// (default: none). Slack lets a core serve many timers with one wakeup. At most
+    /// [`MAX_SLACK`] (one hour); [`build`](Self::build) rejects more.
+    pub fn default_slack(&mut self, slack: Duration) -> &mut Self {
+        self.core.default_slack = Slack::Bounded(slack);
+        self
+    }
+
+    /// The idle governor: on going idle, poll I/O without blocking for up to `window` before
+    /// parking; when the core's next timer is closer than `window`, spin until it instead of
+    /// arming the timerfd and parking. Default zero (park at once). Spinning trades CPU for
+    /// latency: worth it for cross-core ping-pong, not for idle servers.
+    pub fn spin_before_park(&mut self, window: Duration) -> &mut Self {
+        self.core.spin = window;
+        self
+    }
+
+    /// For experiments only: wake a sleeping core on every hand-over from another thread,
+    /// whatever its deadline, instead of only when the hand-over shortens the core's sleep. This
+    /// is the baseline the sleep-word rule saves wakeups against (see the `nohz_kick` example).
+    /// Default `false`.
+    pub fn always_wake_remote(&mut self, always: bool) -> &mut Self {
+        self.core.always_wake = always;
+        self
+    }
+
+    /// Starts with time paused, as tokio's `start_paused`: the clock moves only through
+    /// [`time::advance`](crate::time::advance), or by itself to the next timer when every task
+    /// waits and no I/O is ready. Timers then fire in deadline order with no real sleeping.
+    /// Each core has its own paused clock.
+    pub fn start_paused(&mut self, paused: bool) -> &mut Self {
+        self.core.paused = paused;
+        self
+    }
+
+    /// Checks the settings that can be wrong.
+    fn validate(&self) -> io::Result<()> {
+        let invalid = |msg: String| Err(io::Error::new(io::ErrorKind::InvalidInput, msg));
+        let resolution = self.core.timer.resolution;
+        if resolution.is_zero() || resolution > MAX_TIMER_RESOLUTION {
+            return invalid(format!(
+                "timer resolution {resolution:?} is out of range: it must be between 1 ns and \
+                 {MAX_TIMER_RESOLUTION:?}"
+            ));
+        }
+        if let Slack::Bounded(slack) = self.core.default_slack {
+            if slack > MAX_SLACK {
+                return invalid(format!(
+                    "default slack {slack:?} is more than the largest a timer may have, \
+                     {MAX_SLACK:?}"
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Creates the runtime: core 0 on this thread, the others on threads of their own.
+    ///
+    /// # Errors
+    ///
+    /// A setting is out of range (kind `InvalidInput`, the message says which: a timer
+    /// resolution of zero or above [`MAX_TIMER_RESOLUTION`], a default slack above
+    /// [`MAX_SLACK`]); creating a core's epoll instance, timerfd or eventfd failed (typically
+    /// `EMFILE`); a thread could not be spawned; or pinning was asked for and is impossible
+    /// (the error names the CPU).
+    pub fn build(&mut self) -> io::Result<Runtime> {
+        self.validate()?;
+        let allowed = tickless_io::cpu::allowed_cpus()?;
+        let n = self.cores.unwrap_or(allowed.len().max(1));
+        let cpus: Vec<Option<usize>> = (0..n)
+            .map(|i| self.pin.then(|| allowed.get(i).copied()).flatten())
+            .collect();
+        if self.pin {
+            if let Some(i) = cpus.iter().position(Option::is_none) {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!(
+                        "cannot pin core {i}: the process may run on {} CPUs ({allowed:?})",
+                        allowed.len()
+                    ),
+                ));
+            }
+        }
+        let runtime = CoreId::new_runtime();
+        let mut config = self.core;
+        config.epoch = Epoch::now();
+        // Core 0 is the calling thread: pin it for the runtime's life, and give it its old
+        // affinity back when the runtime is dropped.
+        let restore_affinity = match cpus[0] {
+            Some(cpu) => {
+                let saved = allowed.clone();
+                tickless_io::cpu::pin_current_thread(cpu)?;
+                Some(saved)
+            }
+            None => None,
+        };
+        let core0 = Core::new(CoreId { runtime, index: 0 }, config)?;
+        let (done_tx, done_rx) = mpsc::channel();
+        let mut rt = Runtime::new_parts(core0, done_rx, restore_affinity);
+        for (index, cpu) in cpus.iter().enumerate().skip(1) {
+            let (tx, rx) = mpsc::sync_channel(1);
+            let done = done_tx.clone();
+            let cpu = *cpu;
+            let thread = thread::Builder::new()
+                .name(format!("tickless-core-{index}"))
+                .spawn(move || core_thread(CoreId { runtime, index }, config, cpu, tx, done))?;
+            let started = rx.recv().unwrap_or_else(|_| {
+                Err(io::Error::other(format!(
+                    "core {index}'s thread died while starting"
+                )))
+            });
+            // On an error, dropping `rt` stops and joins the cores started so far.
+            rt.add_core(started?, thread);
+        }
+        Ok(rt)
+    }
+}

@@ -1,0 +1,122 @@
+//! `Handle`: reaching one core of a runtime from any thread.
+
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+
+use crate::task::{spawn_remote, JoinHandle};
+use crate::worker::shared::Shared;
+
+/// A handle to one core of a runtime: `Send`, `Sync` and `Clone`, usable from any thread.
+///
+/// # Examples
+///
+/// ```
+/// let rt = tickless::Builder::new().cores(2).build()?;
+/// let on_core_1 = rt.handle(1).spawn(async { tickless::core_id() });
+/// assert_eq!(on_core_1.join().unwrap(), 1);
+/// # std::io::Result::Ok(())
+/// ```
+#[derive(Clone)]
+pub struct Handle {
+    /// The core's shared half.
+    shared: Arc<Shared>,
+}
+
+impl Handle {
+    /// The handle of the core whose shared half is `shared`.
+    pub(crate) fn new(shared: Arc<Shared>) -> Handle {
+        Handle { shared }
+    }
+}
+
+impl Handle {
+    /// The core's index.
+    pub fn core(&self) -> usize {
+        self.shared.id.index
+    }
+
+    /// Spawns a `Send` future onto the core. From another thread it goes through the core's
+    /// inbox, which wakes the core only if it sleeps (once for a burst).
+    pub fn spawn<F>(&self, future: F) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        spawn_remote(&self.shared, future, None)
+    }
+
+    /// Spawns onto the core a future that need not be `Send`: `create` (which must be `Send`)
+    /// runs on the core and makes the future there, so it may hold the core's I/O types, `Rc`s
+    /// and the like. As tokio-util's `LocalPoolHandle::spawn_pinned`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::rc::Rc;
+    ///
+    /// let rt = tickless::Builder::new().cores(2).build()?;
+    /// let task = rt.handle(1).spawn_pinned(|| async {
+    ///     let local = Rc::new(tickless::core_id()); // not `Send`, lives on core 1
+    ///     *local
+    /// });
+    /// assert_eq!(task.join().unwrap(), 1);
+    /// # std::io::Result::Ok(())
+    /// ```
+    pub fn spawn_pinned<C, F>(&self, create: C) -> JoinHandle<F::Output>
+    where
+        C: FnOnce() -> F + Send + 'static,
+        F: Future + 'static,
+        F::Output: Send + 'static,
+    {
+        /// Aborts the inner task if the outer one is dropped first (aborted, or shut down).
+        struct AbortOnDrop<T>(Option<JoinHandle<T>>);
+        impl<T> Drop for AbortOnDrop<T> {
+            fn drop(&mut self) {
+                if let Some(inner) = &self.0 {
+                    inner.abort();
+                }
+            }
+        }
+        spawn_remote(
+            &self.shared,
+            async move {
+                let mut inner = AbortOnDrop(Some(crate::task::spawn_local(create())));
+                let out = inner.0.as_mut().expect("set above").await;
+                inner.0 = None;
+                match out {
+                    Ok(v) => v,
+                    // Re-raise the inner task's panic as the outer task's own.
+                    Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+                    Err(_) => std::future::pending().await,
+                }
+            },
+            None,
+        )
+    }
+
+    /// Whether the core has published that it sleeps (for monitoring and tests).
+    pub fn is_parked(&self) -> bool {
+        self.shared.is_parked()
+    }
+
+    /// Spawns a `Send` future that becomes runnable on the core at `deadline`. This is a timer
+    /// handed to the core: it wakes the core only if the core sleeps past `deadline`. Aborting
+    /// its handle before then cancels the timer and drops the future at the core's next turn.
+    pub fn spawn_at<F>(&self, deadline: crate::time::Instant, future: F) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        let ns = self.shared.ns(deadline.into_std());
+        spawn_remote(&self.shared, future, Some(ns))
+    }
+}
+
+impl fmt::Debug for Handle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Handle")
+            .field("core", &self.core())
+            .finish()
+    }
+}

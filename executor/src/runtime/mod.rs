@@ -1,0 +1,272 @@
+//! The runtime: its cores, handles, stats and shutdown. The paths are tokio's:
+//! `tickless::runtime::{Builder, Handle, Runtime}`.
+
+mod builder;
+mod handle;
+mod thread;
+
+use std::fmt;
+use std::future::Future;
+use std::io;
+use std::marker::PhantomData;
+use std::rc::Rc;
+use std::sync::{mpsc, Arc};
+use std::thread::JoinHandle as ThreadHandle;
+use std::time::{Duration, Instant};
+
+pub use builder::{Builder, MAX_SLACK, MAX_TIMER_RESOLUTION};
+pub use handle::Handle;
+
+use crate::stats::Stats;
+use crate::worker::shared::Shared;
+use crate::worker::Core;
+
+/// How long dropping a runtime waits for its cores to drop their tasks and exit.
+const DROP_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A tickless runtime: one executor per core, each with its own run queue, timer wheel,
+/// timerfd and epoll instance.
+///
+/// Core 0 runs on the thread that calls [`block_on`](Self::block_on), so a `Runtime` stays on
+/// the thread that made it (it is `!Send`); the other cores run on threads of their own, and
+/// are reached through [`handle`](Self::handle).
+///
+/// Dropping it stops every core, drops every task's future on its own core, closes the
+/// runtime's file descriptors and joins the threads (see [`shutdown`](Self::shutdown));
+/// awaiting a handle of a dropped task gives a cancelled [`JoinError`]. What went wrong (a
+/// core stuck in a task, a core that died) is printed to stderr, since a drop cannot return
+/// it.
+///
+/// # A core that dies
+///
+/// Tasks' panics are caught where they run; a core's thread dies only of a panic in the
+/// runtime itself or in the system under it (its epoll instance failing, say). Such a core
+/// still drops its tasks, so their handles resolve as cancelled, and closes its inbox, so later
+/// spawns onto it are refused the same way as after a shutdown: their handles resolve as
+/// cancelled at once, and nothing waits forever. [`shutdown`](Self::shutdown) then reports
+/// the core and the panic's message in [`ShutdownError::panicked`].
+///
+/// [`JoinError`]: crate::task::JoinError
+///
+/// ```compile_fail
+/// fn assert_send<T: Send>() {}
+/// assert_send::<tickless::Runtime>();
+/// ```
+pub struct Runtime {
+    /// Core 0.
+    core: Rc<Core>,
+    /// Every core's shared half, by index.
+    shared: Vec<Arc<Shared>>,
+    /// Threads of cores 1.., `None` once joined or given up on.
+    threads: Vec<Option<ThreadHandle<()>>>,
+    /// Indexes of core threads that have ended.
+    done: mpsc::Receiver<usize>,
+    /// The building thread's affinity before core 0 was pinned to it, to restore on drop.
+    restore_affinity: Option<Vec<usize>>,
+    /// `shutdown` ran: dropping has nothing left to stop or report.
+    stopped: bool,
+    /// Core 0 is this thread.
+    _not_send: PhantomData<*const ()>,
+}
+
+/// A core that died of a panic, as [`Runtime::shutdown`] reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CorePanic {
+    /// The core's index.
+    pub core: usize,
+    /// The panic's message.
+    pub message: String,
+}
+
+/// The error of [`Runtime::shutdown`]: cores still inside a task when the timeout passed, and
+/// cores whose thread had died of a panic.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShutdownError {
+    /// Indexes of the cores that did not stop in time; their threads were left running.
+    pub stuck: Vec<usize>,
+    /// The cores whose thread died of a panic, with its message.
+    pub panicked: Vec<CorePanic>,
+}
+
+impl fmt::Display for ShutdownError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut sep = "";
+        if !self.stuck.is_empty() {
+            write!(
+                f,
+                "cores {:?} did not stop within the shutdown timeout (a task never yields?)",
+                self.stuck
+            )?;
+            sep = "; ";
+        }
+        for p in &self.panicked {
+            write!(
+                f,
+                "{sep}core {} died: it panicked with {:?}",
+                p.core, p.message
+            )?;
+            sep = "; ";
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ShutdownError {}
+
+impl Runtime {
+    /// A runtime with the default [`Builder`] settings.
+    ///
+    /// # Errors
+    ///
+    /// As [`Builder::build`].
+    pub fn new() -> io::Result<Runtime> {
+        Builder::new().build()
+    }
+
+    /// A runtime of core 0 alone, to which the builder adds the others.
+    fn new_parts(
+        core: Rc<Core>,
+        done: mpsc::Receiver<usize>,
+        restore_affinity: Option<Vec<usize>>,
+    ) -> Runtime {
+        Runtime {
+            shared: vec![core.shared().clone()],
+            core,
+            threads: Vec::new(),
+            done,
+            restore_affinity,
+            stopped: false,
+            _not_send: PhantomData,
+        }
+    }
+
+    /// Adds a started core.
+    fn add_core(&mut self, shared: Arc<Shared>, thread: ThreadHandle<()>) {
+        self.shared.push(shared);
+        self.threads.push(Some(thread));
+    }
+
+    /// Runs `future` to completion on this thread (core 0), running the core's other tasks, I/O
+    /// and timers meanwhile. The other cores run all along, `block_on` or not. A panic of
+    /// `future` itself propagates to the caller, as tokio's does; the runtime stays usable.
+    ///
+    /// # Panics
+    ///
+    /// When called from inside a runtime (a task or another `block_on`): runtimes don't nest.
+    pub fn block_on<F: Future>(&self, future: F) -> F::Output {
+        let _entered = self.core.enter();
+        self.core.block_on(future)
+    }
+
+    /// The number of cores.
+    pub fn cores(&self) -> usize {
+        self.shared.len()
+    }
+
+    /// A handle to core `core`, to spawn onto it from any thread.
+    ///
+    /// # Panics
+    ///
+    /// If there is no such core.
+    pub fn handle(&self, core: usize) -> Handle {
+        let shared = self.shared.get(core).unwrap_or_else(|| {
+            panic!(
+                "no core {core}: the runtime has {} cores",
+                self.shared.len()
+            )
+        });
+        Handle::new(shared.clone())
+    }
+
+    /// Counters per core and in total. Core 0's are exact, and so are every core's remote-wake
+    /// counters; the others' are as of each core's last idle transition (exact while it
+    /// sleeps).
+    pub fn stats(&self) -> Stats {
+        let cores = self
+            .shared
+            .iter()
+            .enumerate()
+            .map(|(i, s)| if i == 0 { self.core.stats() } else { s.stats() })
+            .collect();
+        Stats::from_cores(cores)
+    }
+
+    /// Stops every core, drops every task's future on its own core and joins the threads,
+    /// waiting at most `timeout` for the other cores (`Duration::MAX`: as long as it takes).
+    ///
+    /// # Errors
+    ///
+    /// The cores still inside a task when the timeout passed (a task that never yields; their
+    /// threads are left running, detached), and the cores that had died of a panic (see
+    /// [A core that dies](Self#a-core-that-dies)).
+    pub fn shutdown(mut self, timeout: Duration) -> Result<(), ShutdownError> {
+        self.stop(timeout)
+    }
+
+    fn stop(&mut self, timeout: Duration) -> Result<(), ShutdownError> {
+        if std::mem::replace(&mut self.stopped, true) {
+            return Ok(());
+        }
+        for s in &self.shared[1..] {
+            s.request_stop();
+        }
+        // Core 0's tasks are dropped here, in its own context (even when this runtime is
+        // dropped inside another one).
+        {
+            let _entered = self.core.enter_for_shutdown();
+            self.core.shutdown();
+        }
+        // No deadline if the timeout cannot be added to now: wait as long as it takes.
+        let deadline = Instant::now().checked_add(timeout);
+        while self.threads.iter().any(Option::is_some) {
+            let index = match deadline {
+                Some(d) => self
+                    .done
+                    .recv_timeout(d.saturating_duration_since(Instant::now()))
+                    .ok(),
+                None => self.done.recv().ok(),
+            };
+            let Some(index) = index else { break };
+            if let Some(t) = self.threads[index - 1].take() {
+                // The thread has finished; a panic that killed its core was recorded by it.
+                let _ = t.join();
+            }
+        }
+        let stuck: Vec<usize> = (1..self.shared.len())
+            .filter(|&i| self.threads[i - 1].take().is_some())
+            .collect();
+        let panicked: Vec<CorePanic> = self
+            .shared
+            .iter()
+            .enumerate()
+            .filter_map(|(core, s)| s.death().map(|message| CorePanic { core, message }))
+            .collect();
+        if stuck.is_empty() && panicked.is_empty() {
+            Ok(())
+        } else {
+            Err(ShutdownError { stuck, panicked })
+        }
+    }
+}
+
+impl fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Runtime")
+            .field("cores", &self.shared.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        if let Err(e) = self.stop(DROP_TIMEOUT) {
+            // Drop cannot return the error; say it rather than hang or stay silent.
+            eprintln!("tickless: dropping the runtime: {e}");
+        }
+        if let Some(cpus) = self.restore_affinity.take() {
+            if let Err(e) = tickless_io::cpu::set_current_affinity(&cpus) {
+                eprintln!("tickless: restoring this thread's CPU affinity {cpus:?}: {e}");
+            }
+        }
+    }
+}

@@ -1,0 +1,125 @@
+//! A task's future as the executor runs it: panics caught, aborts honoured, the result handed
+//! to the join slot, and an entry in its core's live-task set from its first poll until it is
+//! dropped.
+//!
+//! Every place here that runs user code (the poll, the future's destructor, the output's
+//! destructor when nobody will take it, the waker of whoever awaits the handle) runs it under
+//! `catch_unwind`: a bad task costs its own result, never its core or the process.
+
+use std::future::Future;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use crate::catch::drop_caught;
+use crate::context::with_current;
+use crate::task::join_error::JoinError;
+use crate::task::join_slot::JoinSlot;
+
+/// Where a task leaves its result for its handle.
+pub(crate) type ResultSlot<T> = Arc<JoinSlot<Result<T, JoinError>>>;
+
+pin_project_lite::pin_project! {
+    /// A spawned future, wrapped.
+    pub(crate) struct TaskFuture<F: Future> {
+        // `None` once it completed (or panicked): dropped right then, under a panic guard.
+        #[pin]
+        future: Option<F>,
+        // Shared with the `JoinHandle`.
+        slot: ResultSlot<F::Output>,
+        // Its key in the core's live-task set, from its first poll on.
+        key: Option<usize>,
+    }
+
+    impl<F: Future> PinnedDrop for TaskFuture<F> {
+        fn drop(this: Pin<&mut Self>) {
+            let this = this.project();
+            // Unfinished (aborted, or its core shut down): the handle learns it was cancelled,
+            // or that the future's destructor panicked.
+            let result = match drop_future(this.future) {
+                Ok(()) => Err(JoinError::cancelled()),
+                Err(e) => Err(e),
+            };
+            complete(this.slot, result);
+            if let Some(key) = *this.key {
+                with_current(|core| core.untrack_task(key));
+            }
+        }
+    }
+}
+
+impl<F: Future> TaskFuture<F> {
+    /// `future`, wrapped for spawning, and the slot its handle reads.
+    pub(crate) fn new(future: F) -> (TaskFuture<F>, ResultSlot<F::Output>) {
+        let slot = Arc::new(JoinSlot::new());
+        let wrapped = TaskFuture {
+            future: Some(future),
+            slot: slot.clone(),
+            key: None,
+        };
+        (wrapped, slot)
+    }
+}
+
+impl<F: Future> Future for TaskFuture<F> {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let mut this = self.project();
+        if this.key.is_none() {
+            // First poll, on the task's core: register so that shutdown can reach it.
+            *this.key = with_current(|core| core.track_task(cx.waker()));
+        }
+        if this.slot.is_aborted() {
+            // Returning drops this wrapper, here on its core; its drop reports the cancel.
+            return Poll::Ready(());
+        }
+        let Some(future) = this.future.as_mut().as_pin_mut() else {
+            // Finished already; a stray poll after completion.
+            return Poll::Ready(());
+        };
+        let result = match catch_unwind(AssertUnwindSafe(|| future.poll(cx))) {
+            Ok(Poll::Pending) => return Poll::Pending,
+            Ok(Poll::Ready(out)) => match drop_future(this.future) {
+                // The future is dropped as soon as it is done, as tokio does.
+                Ok(()) => Ok(out),
+                Err(e) => {
+                    drop_caught(out);
+                    Err(e)
+                }
+            },
+            Err(payload) => {
+                with_current(|core| core.count_task_panic());
+                // The panicked future is dropped too; a second panic there is only counted.
+                let _second = drop_future(this.future);
+                Err(JoinError::panic(payload))
+            }
+        };
+        complete(this.slot, result);
+        Poll::Ready(())
+    }
+}
+
+/// Drops the future in place, catching a panic of its destructor (counted on the core) as the
+/// task's error.
+fn drop_future<F>(future: Pin<&mut Option<F>>) -> Result<(), JoinError> {
+    let mut future = future;
+    catch_unwind(AssertUnwindSafe(|| future.set(None))).map_err(|payload| {
+        with_current(|core| core.count_drop_panic());
+        JoinError::panic(payload)
+    })
+}
+
+/// Hands `result` to the slot (waking the waiter, under a panic guard), and drops it here if
+/// nobody will take it.
+fn complete<T>(slot: &ResultSlot<T>, result: Result<T, JoinError>) {
+    match catch_unwind(AssertUnwindSafe(|| slot.complete(result))) {
+        Ok(Some(unclaimed)) => drop_caught(unclaimed),
+        Ok(None) => {}
+        // The waiter's waker panicked.
+        Err(_) => {
+            with_current(|core| core.count_wake_panic());
+        }
+    }
+}

@@ -1,0 +1,131 @@
+//! `JoinHandle`: an owned permission to await a task's output, or abort it.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+
+use tickless_timer::Op;
+
+use crate::catch::drop_caught;
+use crate::context::with_current;
+use crate::park::park_on;
+use crate::task::deferred::DeferredStart;
+use crate::task::harness::ResultSlot;
+use crate::task::join_error::JoinError;
+use crate::worker::id::CoreId;
+use crate::worker::shared::Shared;
+use crate::worker::timers::TimerValue;
+
+/// An owned permission to await a task's output (or abort it).
+///
+/// Awaiting gives `Ok(output)`, or `Err(JoinError)` if the task panicked or was cancelled.
+/// Dropping the handle detaches the task: it runs on. It is `Send` and `Sync` when the output
+/// is `Send`, and may be awaited, joined or dropped on any thread.
+///
+/// # Examples
+///
+/// ```
+/// let rt = tickless::Runtime::new()?;
+/// rt.block_on(async {
+///     let task = tickless::spawn(async { 6 * 7 });
+///     assert_eq!(task.await.unwrap(), 42);
+///
+///     let stuck = tickless::spawn(std::future::pending::<()>());
+///     stuck.abort();
+///     assert!(stuck.await.unwrap_err().is_cancelled());
+/// });
+/// # std::io::Result::Ok(())
+/// ```
+pub struct JoinHandle<T> {
+    /// Where the task leaves its result.
+    slot: ResultSlot<T>,
+    /// To wake the task on `abort` (its core drops the future).
+    waker: Waker,
+    /// The task's core.
+    core: CoreId,
+    /// A `spawn_at` task's timer, and the core to send its abort to.
+    deferred: Option<(Arc<DeferredStart>, Arc<Shared>)>,
+}
+
+impl<T> JoinHandle<T> {
+    /// The handle of a task on `core`.
+    pub(crate) fn new(
+        slot: ResultSlot<T>,
+        waker: Waker,
+        core: CoreId,
+        deferred: Option<(Arc<DeferredStart>, Arc<Shared>)>,
+    ) -> JoinHandle<T> {
+        JoinHandle {
+            slot,
+            waker,
+            core,
+            deferred,
+        }
+    }
+
+    /// Cancels the task: its future is dropped on its own core at the core's next turn, even
+    /// if the task is a [`spawn_at`](crate::Handle::spawn_at) one still waiting for its
+    /// deadline (its timer is cancelled), and awaiting the handle gives a cancelled
+    /// [`JoinError`]. No effect on a finished task.
+    pub fn abort(&self) {
+        if self.is_finished() {
+            return;
+        }
+        self.slot.abort();
+        if let Some((deferred, shared)) = &self.deferred {
+            if deferred.is_waiting() {
+                shared.push(Op::Now(TimerValue::Abort(deferred.clone())));
+            }
+        }
+        self.waker.wake_by_ref();
+    }
+
+    /// Whether the task has finished (completed, panicked or been cancelled).
+    pub fn is_finished(&self) -> bool {
+        self.slot.is_finished()
+    }
+
+    /// Blocks this thread until the task finishes: for threads outside the runtime.
+    ///
+    /// # Panics
+    ///
+    /// When called on the task's own core (from one of its tasks or its `block_on`): the core
+    /// would wait for itself forever. Await the handle there instead.
+    pub fn join(self) -> Result<T, JoinError> {
+        if with_current(|core| core.id() == self.core).unwrap_or(false) {
+            panic!(
+                "`JoinHandle::join` called on the task's own core, which would wait for itself \
+                 forever: `.await` the handle instead"
+            );
+        }
+        park_on(self)
+    }
+}
+
+impl<T> Future for JoinHandle<T> {
+    type Output = Result<T, JoinError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.slot.poll_take(cx)
+    }
+}
+
+impl<T> Drop for JoinHandle<T> {
+    fn drop(&mut self) {
+        // A result nobody took is dropped here, under a panic guard: it is user data.
+        if let Some(unclaimed) = self.slot.detach() {
+            drop_caught(unclaimed);
+        }
+    }
+}
+
+impl<T> fmt::Debug for JoinHandle<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("JoinHandle")
+            .field("core", &self.core.index)
+            .field("finished", &self.is_finished())
+            .finish()
+    }
+}

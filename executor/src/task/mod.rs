@@ -1,0 +1,17 @@
+//! Tasks: spawning, join handles, panics and aborts. The paths are tokio's: a port is a change
+//! of imports (`tokio::task::spawn` becomes `tickless::task::spawn`).
+
+mod deferred;
+mod harness;
+pub(crate) mod join_error;
+mod join_handle;
+pub(crate) mod join_slot;
+mod spawn;
+mod yield_now;
+
+pub(crate) use deferred::DeferredStart;
+pub use join_error::JoinError;
+pub use join_handle::JoinHandle;
+pub(crate) use spawn::spawn_remote;
+pub use spawn::{spawn, spawn_local};
+pub use yield_now::yield_now;

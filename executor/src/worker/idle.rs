@@ -1,0 +1,110 @@
+//! Going idle: the sleep sequence, the idle governor (spin instead of parking when the next
+//! timer is close) and paused time's jump to the next timer.
+
+use std::time::Duration;
+
+use super::run::Driver;
+use super::shared::Shared;
+use super::{bump, Core};
+
+/// How an idle transition ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Slept {
+    /// A stop was requested: the loop's next turn stops.
+    Stop,
+    /// Something was handed over since the last drain: take it instead of sleeping.
+    Retry,
+    /// The core slept and was woken (by I/O, its timerfd, or another thread).
+    Woke,
+}
+
+/// The sleep sequence of a core that found nothing runnable and has just drained its inbox:
+/// flush the deferred re-arm, publish the counters, re-check the stop flag, publish "asleep
+/// until the armed deadline" unless something was handed over since the drain, block, and
+/// publish "running" again.
+///
+/// # Protocol
+///
+/// A stop request sets the flag, then the inbox's DIRTY bit. If our drain consumed that DIRTY,
+/// the flag is visible by now, and the re-check here sees it; if not, `try_sleep` fails on the
+/// DIRTY bit. Checking the flag only at the top of the loop would lose a stop that raced the
+/// drain. `loom-tests/tests/idle_sequence.rs` runs this function and breaks without the
+/// re-check.
+pub fn sleep<D: Driver>(d: &D) -> Slept {
+    let shared: &Shared<D::Unpark> = d.shared();
+    let armed = d.flush_rearm();
+    d.publish();
+    if shared.stop_requested() {
+        return Slept::Stop;
+    }
+    if !shared.handover.try_sleep(armed) {
+        return Slept::Retry;
+    }
+    d.block();
+    shared.handover.woke();
+    Slept::Woke
+}
+
+impl Core {
+    /// Nothing is runnable: jump paused time, or spin if the next timer is close, or sleep.
+    pub(crate) fn go_idle(&self) {
+        if self.timers.clock().is_paused() {
+            return self.idle_paused();
+        }
+        if self.spin_ns > 0 && self.spin() {
+            return;
+        }
+        sleep(self);
+    }
+
+    /// The idle governor: polls I/O without blocking for up to the spin window, or until the
+    /// next timer if that is sooner (computed from every timer the core holds: the handed-over
+    /// ones were taken just before). Returns `true` if the core found work (or a timer became
+    /// due) and should not park.
+    fn spin(&self) -> bool {
+        let clock = self.timers.clock();
+        let start = clock.now();
+        let next = self.timers.next_expiration();
+        let timer_soon = next.is_some_and(|t| t.saturating_sub(start) < self.spin_ns);
+        let until = match next {
+            Some(t) if timer_soon => t,
+            _ => start.saturating_add(self.spin_ns),
+        };
+        bump(&self.counters.spins);
+        loop {
+            if self.poll_io(Some(Duration::ZERO)) || self.has_work() {
+                return true;
+            }
+            let now = clock.now();
+            if now >= until {
+                if timer_soon {
+                    // The timer is due: expire it on the next turn, without parking.
+                    self.timers.advance(now);
+                    return true;
+                }
+                return false;
+            }
+            std::hint::spin_loop();
+        }
+    }
+
+    /// Whether something is runnable or handed over.
+    fn has_work(&self) -> bool {
+        !self.queue.borrow().is_empty() || self.shared.handover.is_dirty()
+    }
+
+    /// Paused time: poll I/O without blocking; if nothing happened, jump to the next timer. A
+    /// timer beyond the paused clock's range never fires: the core then waits as if it had no
+    /// timer (for I/O or another thread), which keeps "never early".
+    fn idle_paused(&self) {
+        self.poll_io(Some(Duration::ZERO));
+        if self.has_work() {
+            return;
+        }
+        let next = self.timers.next_expiration();
+        let jumped = next.is_some_and(|t| self.timers.clock().advance_to(t));
+        if !jumped {
+            sleep(self);
+        }
+    }
+}

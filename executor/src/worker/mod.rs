@@ -1,0 +1,235 @@
+//! One core: its run queue, timers, reactor and loop.
+//!
+//! A core is one thread's executor. Its state is split by who may touch it:
+//!
+//! - [`Core`] (this file): what only the core's thread touches (run queue, timers, reactor,
+//!   live tasks, counters), behind `Rc` and `RefCell`.
+//! - [`Shared`](shared::Shared): what other threads touch (the inbox and its sleep word, the
+//!   eventfd, the stop flag, the published counters), behind `Arc`.
+//!
+//! The rest of the folder is one concept a file: [`run`] (the loop and one turn of it),
+//! [`idle`] (the idle sequence and the idle governor), [`block_on`] (the `block_on` future and
+//! its waker), [`shutdown`] (dropping every task on its core), [`timers`] (the time types'
+//! interface to the wheel), [`registry`] (reaching a core by id), [`clock`], [`device`],
+//! [`config`] and [`id`].
+
+pub(crate) mod block_on;
+pub(crate) mod clock;
+pub(crate) mod config;
+pub(crate) mod device;
+pub(crate) mod id;
+pub(crate) mod idle;
+pub(crate) mod registry;
+pub(crate) mod run;
+pub(crate) mod shared;
+pub(crate) mod shutdown;
+pub(crate) mod timers;
+
+use std::any::Any;
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::io;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::task::Waker;
+
+use async_task::Runnable;
+use slab::Slab;
+use tickless_io::Reactor;
+use tickless_timer::Op;
+
+use crate::catch::{drop_caught, wake_caught};
+use crate::stats::CoreStats;
+use clock::{nanos, Clock};
+use config::CoreConfig;
+use id::CoreId;
+use shared::Shared;
+use timers::{TimerValue, Timers};
+
+/// Counters only the core touches (the others live where they are counted: the timer queue,
+/// the hand-over, the clock, the reactor).
+#[derive(Default)]
+struct Counters {
+    /// Task polls (the `block_on` future included).
+    polls: Cell<u64>,
+    /// Blocking waits in epoll.
+    parks: Cell<u64>,
+    /// Idle transitions spent spinning instead of parking.
+    spins: Cell<u64>,
+    /// Task polls that panicked.
+    task_panics: Cell<u64>,
+    /// Task futures or outputs whose destructor panicked.
+    drop_panics: Cell<u64>,
+    /// Wakes by the core (timers, hand-overs) that panicked; the reactor counts its own.
+    wake_panics: Cell<u64>,
+}
+
+/// Adds one to a counter.
+fn bump(c: &Cell<u64>) {
+    c.set(c.get() + 1);
+}
+
+/// One core's state, owned by its thread.
+///
+/// Every field is private: the loop (in this folder) drives it, and the rest of the crate goes
+/// through the methods below, which state the invariants once.
+pub(crate) struct Core {
+    /// What other threads may touch.
+    shared: Arc<Shared>,
+    /// Runnable tasks, woken on this thread.
+    queue: RefCell<VecDeque<Runnable>>,
+    /// The timers, the clock and the timerfd.
+    timers: Timers,
+    /// The I/O driver.
+    reactor: Rc<Reactor>,
+    /// Wakers of every live task that has been polled, so that shutdown can reach the ones
+    /// nobody will wake.
+    tasks: RefCell<Slab<Waker>>,
+    /// Idle spin window in nanoseconds.
+    spin_ns: u64,
+    /// Counters.
+    counters: Counters,
+    /// Hand-overs taken in one go, kept to reuse the allocation.
+    ops_buf: RefCell<Vec<Op<TimerValue>>>,
+    /// Timers fired in one batch, kept to reuse the allocation.
+    fired_buf: RefCell<Vec<TimerValue>>,
+}
+
+impl Core {
+    /// Creates core `id`: its reactor and timerfd, its clock and its shared half, registered
+    /// so that other threads can reach it.
+    ///
+    /// # Errors
+    ///
+    /// Creating the epoll instance, the timerfd or the eventfd failed (typically `EMFILE`).
+    pub(crate) fn new(id: CoreId, config: CoreConfig) -> io::Result<Rc<Core>> {
+        let (reactor, timerfd) = Reactor::with_timer()?;
+        let clock = Clock::new(config.epoch, config.paused);
+        let shared = Arc::new(Shared::with_unparker(
+            id,
+            reactor.unparker(),
+            config.epoch,
+            config.always_wake,
+        ));
+        registry::register(&shared);
+        Ok(Rc::new(Core {
+            shared,
+            queue: RefCell::new(VecDeque::new()),
+            timers: Timers::new(timerfd, clock, config.timer, config.default_slack),
+            reactor,
+            tasks: RefCell::new(Slab::new()),
+            spin_ns: nanos(config.spin),
+            counters: Counters::default(),
+            ops_buf: RefCell::new(Vec::new()),
+            fired_buf: RefCell::new(Vec::new()),
+        }))
+    }
+
+    /// Which core.
+    pub(crate) fn id(&self) -> CoreId {
+        self.shared.id
+    }
+
+    /// The part other threads may touch.
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
+    /// The timers: what the time types register, poll, reset and cancel.
+    pub(crate) fn timers(&self) -> &Timers {
+        &self.timers
+    }
+
+    /// The reactor, for entering it.
+    pub(crate) fn reactor(&self) -> &Rc<Reactor> {
+        &self.reactor
+    }
+
+    /// This core as the current reactor's owner.
+    pub(crate) fn as_owner(self: &Rc<Self>) -> Rc<dyn Any> {
+        self.clone()
+    }
+
+    /// Queues a task woken on this thread: no atomic on the queue, no syscall.
+    pub(crate) fn schedule_local(&self, runnable: Runnable) {
+        self.queue.borrow_mut().push_back(runnable);
+    }
+
+    /// Adds a task, at its first poll, to the live-task set that shutdown reaches; returns
+    /// its key there.
+    pub(crate) fn track_task(&self, waker: &Waker) -> usize {
+        self.tasks.borrow_mut().insert(waker.clone())
+    }
+
+    /// Removes a task from the live-task set (its future is being dropped). A no-op while
+    /// shutdown has the set borrowed.
+    pub(crate) fn untrack_task(&self, key: usize) {
+        if let Ok(mut tasks) = self.tasks.try_borrow_mut() {
+            tasks.try_remove(key);
+        }
+    }
+
+    /// Counts a task poll that panicked.
+    pub(crate) fn count_task_panic(&self) {
+        bump(&self.counters.task_panics);
+    }
+
+    /// Counts a destructor of a task's future or output that panicked.
+    pub(crate) fn count_drop_panic(&self) {
+        bump(&self.counters.drop_panics);
+    }
+
+    /// Counts a wake that panicked.
+    pub(crate) fn count_wake_panic(&self) {
+        bump(&self.counters.wake_panics);
+    }
+
+    /// Acts on a fired timer or a handed-over value: wakes it or queues its task.
+    fn deliver(&self, value: TimerValue) {
+        match value {
+            TimerValue::Wake(w) => wake_caught(w),
+            TimerValue::Run(r) | TimerValue::RunAt(r, _) => self.schedule_local(r),
+            TimerValue::Abort(deferred) => {
+                // The task still waits in the wheel: cancel its timer and drop it now (its
+                // future's drop reports the cancel to its handle). If it already fired, it is
+                // queued, and its next poll sees the abort.
+                if let Some(value) = deferred.take().and_then(|h| self.timers.cancel(h)) {
+                    drop_caught(value);
+                }
+            }
+        }
+    }
+
+    /// Publishes the counters for other threads (plain stores, no read-modify-write). Core 0
+    /// never needs to: it is the runtime's own thread, which reads its counters directly.
+    fn publish(&self) {
+        if self.shared.id.index != 0 {
+            self.shared.publish(&self.stats());
+        }
+    }
+
+    /// This core's counters, exact (on its own thread).
+    pub(crate) fn stats(&self) -> CoreStats {
+        let t = self.timers.stats() + self.shared.handover.stats();
+        let io = self.reactor.stats();
+        let c = &self.counters;
+        CoreStats {
+            polls: c.polls.get(),
+            parks: c.parks.get(),
+            spins: c.spins.get(),
+            timer_inserts: t.inserts,
+            timer_cancels: t.cancels,
+            timer_fires: t.fires,
+            timerfd_rearms: t.rearms,
+            timerfd_spurious: t.spurious,
+            remote_wakes_sent: t.remote_wakes_sent,
+            remote_wakes_avoided: t.remote_wakes_avoided,
+            clock_reads: self.timers.clock().reads(),
+            io_polls: io.polls,
+            io_events: io.events,
+            task_panics: c.task_panics.get(),
+            drop_panics: c.drop_panics.get(),
+            wake_panics: c.wake_panics.get() + io.waker_panics,
+        }
+    }
+}

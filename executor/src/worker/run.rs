@@ -1,0 +1,241 @@
+//! The per-core loop: poll the `block_on` future when woken, run tasks, take what other
+//! threads handed over, expire timers, poll I/O, and go idle when nothing is runnable.
+//!
+//! The loop is written once, generic over a [`Driver`] (the core's single-threaded side):
+//! production runs it on [`Core`], and the loom models in `loom-tests/` run the very same
+//! functions on a model core whose "epoll" is a thread park. A change to the sequence here is a
+//! change to what the models check.
+
+use std::cell::RefCell;
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use tickless_timer::Op;
+
+use super::block_on::MainWaker;
+use super::shared::{Shared, Unpark};
+use super::timers::TimerValue;
+use super::{bump, Core};
+use crate::catch::drop_caught;
+
+/// Task polls in a row before the loop turns to I/O and timers.
+const TASK_BUDGET: usize = 128;
+/// Task polls between two non-blocking I/O polls while tasks keep the core busy.
+const IO_INTERVAL: u64 = 61;
+
+/// The single-threaded side of a core, as the loop drives it.
+pub trait Driver {
+    /// What wakes the core from another thread.
+    type Unpark: Unpark;
+    /// The part other threads touch.
+    fn shared(&self) -> &Arc<Shared<Self::Unpark>>;
+    /// Counts a poll of the `block_on` future.
+    fn count_main_poll(&self);
+    /// Runs queued tasks, at most a budget's worth; returns how many ran.
+    fn run_tasks(&self) -> usize;
+    /// The buffer the inbox is drained into (kept to reuse its allocation).
+    fn ops_buffer(&self) -> &RefCell<Vec<Op<TimerValue>>>;
+    /// Acts on one operation handed over by another thread.
+    fn apply(&self, op: Op<TimerValue>);
+    /// Fires due timers, a budget's worth; returns whether due timers remain.
+    fn expire_timers(&self) -> bool;
+    /// Whether tasks are queued.
+    fn has_ready_tasks(&self) -> bool;
+    /// Polls I/O without blocking (fairness while tasks keep the core busy).
+    fn poll_io_now(&self);
+    /// Nothing is runnable: go idle (production: the paused clock, the idle governor, or
+    /// [`idle::sleep`](super::idle::sleep)).
+    fn idle(&self);
+    /// The idle flush: applies the deferred re-arm; returns the deadline the clock event device
+    /// is armed for.
+    fn flush_rearm(&self) -> Option<u64>;
+    /// Publishes the counters for other threads.
+    fn publish(&self);
+    /// Blocks until an event: I/O, the timerfd, or an unpark.
+    fn block(&self);
+}
+
+/// What one turn ended with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// Something is runnable: turn again at once.
+    Busy,
+    /// The core went idle (and may have slept); turn again.
+    Idled,
+    /// A stop was requested.
+    Stop,
+}
+
+/// Runs the loop until `main` completes (`Some(output)`), or, without a main future, until a
+/// stop is requested (`None`).
+pub fn run<D: Driver, F: Future>(d: &D, mut main: Option<Pin<&mut F>>) -> Option<F::Output> {
+    let main_waker = MainWaker::new(d.shared().clone(), main.is_some());
+    let waker = Waker::from(main_waker.clone());
+    let mut cx = Context::from_waker(&waker);
+    let mut since_io = 0u64;
+    loop {
+        if let Some(main) = main.as_mut() {
+            if main_waker.take() {
+                d.count_main_poll();
+                if let Poll::Ready(out) = main.as_mut().poll(&mut cx) {
+                    d.publish();
+                    return Some(out);
+                }
+            }
+        }
+        if turn(d, &main_waker, &mut since_io) == Step::Stop {
+            d.publish();
+            return None;
+        }
+    }
+}
+
+/// One turn of the loop after the main future's poll: stop check, tasks, hand-overs, timers,
+/// then either fairness I/O (busy) or the idle transition.
+pub fn turn<D: Driver>(d: &D, main: &MainWaker<D::Unpark>, since_io: &mut u64) -> Step {
+    if d.shared().stop_requested() {
+        return Step::Stop;
+    }
+    *since_io += d.run_tasks() as u64;
+    take_handed_over(d);
+    let timers_left = d.expire_timers();
+    if timers_left || d.has_ready_tasks() || main.is_woken() {
+        if *since_io >= IO_INTERVAL {
+            *since_io = 0;
+            d.poll_io_now();
+        }
+        return Step::Busy;
+    }
+    *since_io = 0;
+    d.idle();
+    Step::Idled
+}
+
+/// Takes tasks woken, tasks spawned and timers handed over from other threads. Cheap when
+/// nothing was (one load).
+pub fn take_handed_over<D: Driver>(d: &D) {
+    let shared = d.shared();
+    if !shared.handover.is_dirty() {
+        return;
+    }
+    let mut ops = d.ops_buffer().borrow_mut();
+    shared.handover.drain(&mut ops);
+    for op in ops.drain(..) {
+        d.apply(op);
+    }
+}
+
+impl Core {
+    /// Runs the loop until `main` completes.
+    pub(crate) fn block_on<F: Future>(self: &Rc<Self>, main: F) -> F::Output {
+        let mut main = std::pin::pin!(main);
+        run(&**self, Some(main.as_mut()))
+            .expect("the loop returns only with the output while there is a main future")
+    }
+
+    /// Runs the loop until the runtime asks the core to stop (cores other than core 0).
+    pub(crate) fn run_until_stopped(&self) {
+        run::<Self, std::future::Pending<()>>(self, None);
+    }
+
+    /// Polls I/O once, and hands a timerfd event to the timers. Returns whether any event came.
+    pub(crate) fn poll_io(&self, timeout: Option<Duration>) -> bool {
+        let polled = match self.reactor.poll(timeout) {
+            Ok(p) => p,
+            // epoll_wait on a valid epoll fd fails only on a broken invariant.
+            Err(e) => panic!("tickless: polling the core's epoll instance failed: {e}"),
+        };
+        if polled.timer_event {
+            self.timers.device_event();
+        }
+        polled.events > 0
+    }
+}
+
+impl Driver for Core {
+    type Unpark = tickless_io::Unparker;
+
+    fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
+    fn count_main_poll(&self) {
+        bump(&self.counters.polls);
+    }
+
+    fn run_tasks(&self) -> usize {
+        let mut ran = 0;
+        while ran < TASK_BUDGET {
+            // Pop in its own statement: a task may wake others while it runs.
+            let next = self.queue.borrow_mut().pop_front();
+            let Some(runnable) = next else { break };
+            bump(&self.counters.polls);
+            // The task's future catches its own panics (`task::harness`): `run` unwinds only
+            // on a broken invariant of the runtime.
+            runnable.run();
+            ran += 1;
+        }
+        ran
+    }
+
+    fn ops_buffer(&self) -> &RefCell<Vec<Op<TimerValue>>> {
+        &self.ops_buf
+    }
+
+    fn apply(&self, op: Op<TimerValue>) {
+        match op {
+            Op::Now(value) => self.deliver(value),
+            Op::Insert {
+                deadline,
+                slack,
+                value,
+            } => self.timers.insert(deadline, slack, value),
+            Op::Cancel(handle) => {
+                if let Some(value) = self.timers.cancel(handle) {
+                    drop_caught(value);
+                }
+            }
+        }
+    }
+
+    fn expire_timers(&self) -> bool {
+        let mut fired = self.fired_buf.borrow_mut();
+        let more = self.timers.expire(&mut fired);
+        // Fire outside the queue's borrow: a waker may touch the timers.
+        for value in fired.drain(..) {
+            self.deliver(value);
+        }
+        more
+    }
+
+    fn has_ready_tasks(&self) -> bool {
+        !self.queue.borrow().is_empty()
+    }
+
+    fn poll_io_now(&self) {
+        self.poll_io(Some(Duration::ZERO));
+    }
+
+    fn idle(&self) {
+        self.go_idle();
+    }
+
+    fn flush_rearm(&self) -> Option<u64> {
+        let armed = self.timers.on_idle();
+        // Paused time never arms the real timerfd: the core wakes by itself at no deadline.
+        armed.filter(|_| !self.timers.clock().is_paused())
+    }
+
+    fn publish(&self) {
+        Core::publish(self);
+    }
+
+    fn block(&self) {
+        bump(&self.counters.parks);
+        self.poll_io(None);
+    }
+}

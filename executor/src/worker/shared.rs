@@ -1,0 +1,178 @@
+//! The part of a core other threads may touch: its inbox, its eventfd, its stop flag, its
+//! published counters, and the word on why it died.
+
+use async_task::Runnable;
+use tickless_io::Unparker;
+use tickless_timer::{Handover, Op, Wake as WakeDecision};
+
+use crate::stats::{CoreStats, Published};
+use crate::sync::{lock, AtomicBool, Mutex, Ordering};
+use crate::worker::clock::Epoch;
+use crate::worker::id::CoreId;
+use crate::worker::timers::TimerValue;
+
+/// What wakes a core blocked in `epoll_wait`, from another thread: the core's eventfd in
+/// production, a model thread's unpark in `loom-tests/`.
+pub trait Unpark: Send + Sync + 'static {
+    /// Makes the core's current or next blocking poll return.
+    fn unpark(&self);
+}
+
+impl Unpark for Unparker {
+    fn unpark(&self) {
+        Unparker::unpark(self);
+    }
+}
+
+/// The part of a core other threads may touch.
+///
+/// # Protocol
+///
+/// Every cross-thread hand-off goes through `handover` and its sleep word (see
+/// `tickless_timer::Handover`): a pusher that the rule tells to wake the core calls
+/// [`kick`](Self::kick), which writes the eventfd under the `unparker` lock. A stop request is
+/// the `stop` flag, then a notify: the core re-checks the flag after its last drain and before
+/// it publishes its sleep (`worker::idle::sleep`), so a stop whose DIRTY bit the drain consumed
+/// is seen. At shutdown the core takes the unparker out under the same lock, so a kick either
+/// writes an eventfd the core still watches or finds none: it never writes a closed one.
+pub struct Shared<U = Unparker> {
+    /// Which core.
+    pub(crate) id: CoreId,
+    /// Every cross-thread hand-off (timers, woken tasks, spawns) and the sleep word.
+    pub(crate) handover: Handover<TimerValue>,
+    /// Writes the core's eventfd; `None` once the core is gone (which closes the eventfd even
+    /// while wakers of its tasks live on). Locked only to wake a sleeping core.
+    unparker: Mutex<Option<U>>,
+    /// Set to ask the core's loop to stop.
+    stop: AtomicBool,
+    /// The core's counters as of its last idle transition, for other threads.
+    published: Published,
+    /// The runtime-wide epoch, to convert instants into this core's nanoseconds.
+    pub(crate) epoch: Epoch,
+    /// Why the core's thread ended by a panic (the panic's message), if it did.
+    death: Mutex<Option<String>>,
+}
+
+impl<U: Unpark> Shared<U> {
+    /// The shared half of core `id`, waking it with `unparker`.
+    pub(crate) fn with_unparker(id: CoreId, unparker: U, epoch: Epoch, always_wake: bool) -> Self {
+        Shared {
+            id,
+            handover: if always_wake {
+                Handover::always_waking()
+            } else {
+                Handover::new()
+            },
+            unparker: Mutex::new(Some(unparker)),
+            stop: AtomicBool::new(false),
+            published: Published::default(),
+            epoch,
+            death: Mutex::new(None),
+        }
+    }
+
+    /// For the loom models: the shared half of a core of its own runtime.
+    #[cfg(loom)]
+    pub fn for_model(unparker: U) -> Self {
+        let id = CoreId {
+            runtime: CoreId::new_runtime(),
+            index: 1,
+        };
+        Self::with_unparker(id, unparker, Epoch::now(), false)
+    }
+
+    /// Schedules a task woken on another thread: through the inbox, waking the core only if it
+    /// sleeps (once per burst). After the core closed, the task is already gone: drop it.
+    pub(crate) fn schedule_remote(&self, runnable: Runnable) {
+        self.push_now(TimerValue::Run(runnable));
+    }
+
+    /// Hands the core something it must act on now (a task to run, a waker to wake), as a
+    /// deadline of "now". `false` if the core is gone (the value is dropped here).
+    pub fn push_now(&self, value: TimerValue) -> bool {
+        self.push(Op::Now(value))
+    }
+
+    /// Hands an operation to the core, waking it if the sleep-word rule says so. An operation
+    /// refused by a closed core is dropped here; returns whether it was taken.
+    pub(crate) fn push(&self, op: Op<TimerValue>) -> bool {
+        match self.handover.push(op) {
+            Ok(decision) => {
+                self.kick(decision);
+                true
+            }
+            Err(refused) => {
+                drop(refused);
+                false
+            }
+        }
+    }
+
+    /// Acts on the sleep-word rule's decision: writes the eventfd when told to, if the core
+    /// still has one.
+    pub fn kick(&self, decision: WakeDecision) {
+        if decision == WakeDecision::Needed {
+            if let Some(u) = &*lock(&self.unparker) {
+                u.unpark();
+            }
+        }
+    }
+
+    /// Tells the core it must look at its queues now (its `block_on` future was woken, say),
+    /// waking it only if it sleeps.
+    pub fn notify_now(&self) {
+        self.kick(self.handover.notify(0));
+    }
+
+    /// Asks the core to stop, waking it.
+    pub fn request_stop(&self) {
+        self.stop.store(true, Ordering::Release);
+        self.notify_now();
+    }
+
+    /// Whether a stop was requested.
+    pub fn stop_requested(&self) -> bool {
+        self.stop.load(Ordering::Acquire)
+    }
+
+    /// Core side, at the end of shutdown: no kick will write the eventfd after this returns.
+    pub fn close_unparker(&self) -> Option<U> {
+        lock(&self.unparker).take()
+    }
+
+    /// Whether the core has published that it sleeps.
+    pub(crate) fn is_parked(&self) -> bool {
+        self.handover.sleeping_until().is_some()
+    }
+
+    /// Nanoseconds since the epoch of an instant.
+    pub(crate) fn ns(&self, instant: std::time::Instant) -> u64 {
+        self.epoch.ns(instant)
+    }
+
+    /// Publishes the core's counters for other threads (its own thread only).
+    pub(crate) fn publish(&self, stats: &CoreStats) {
+        self.published.store(stats);
+    }
+
+    /// The counters as of the core's last idle transition, with the live remote-wake counters
+    /// (the hand-over's own atomics need no publishing).
+    pub(crate) fn stats(&self) -> CoreStats {
+        let live = self.handover.stats();
+        CoreStats {
+            remote_wakes_sent: live.remote_wakes_sent,
+            remote_wakes_avoided: live.remote_wakes_avoided,
+            ..self.published.load()
+        }
+    }
+
+    /// Records that the core's thread died of a panic with `message`.
+    pub(crate) fn set_death(&self, message: String) {
+        *lock(&self.death) = Some(message);
+    }
+
+    /// The message of the panic the core's thread died of, if it did.
+    pub(crate) fn death(&self) -> Option<String> {
+        lock(&self.death).clone()
+    }
+}
