@@ -192,8 +192,17 @@ fn run(policy: RearmPolicy, res: u64, steps: Vec<Step>) -> Result<(), TestCaseEr
     Ok(())
 }
 
+/// 10,000 cases, unless `PROPTEST_CASES` says otherwise (`scripts/mutants/run.sh` sets 1,000:
+/// an explicit `cases` would override the variable).
+fn cases() -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(10_000)
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 10_000, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
 
     #[test]
     fn queue_matches_model(

@@ -230,7 +230,7 @@ async fn drain(conns: &Conns, stop: &Stop, counters: &Counters) -> CoreReport {
 
 /// Doubles a back-off, up to `max`.
 fn next_backoff(backoff: Duration, max: Duration) -> Duration {
-    (backoff * 2).min(max)
+    backoff.saturating_mul(2).min(max)
 }
 
 #[cfg(test)]
@@ -262,5 +262,7 @@ mod tests {
         b = next_backoff(b, max);
         assert_eq!(b, max);
         assert_eq!(next_backoff(b, max), max);
+        // A huge back-off saturates instead of overflowing.
+        assert_eq!(next_backoff(Duration::MAX, Duration::MAX), Duration::MAX);
     }
 }
