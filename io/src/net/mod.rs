@@ -57,7 +57,11 @@ pub(crate) fn close_write(shutdown: impl FnOnce(Shutdown) -> io::Result<()>) -> 
 /// reference to it, given its `AsyncFd` field and its `shutdown` method.
 macro_rules! impl_stream_io {
     ($ty:ty) => {
-        impl futures_io::AsyncRead for $ty {
+        $crate::net::impl_stream_io!(@for $ty);
+        $crate::net::impl_stream_io!(@for &$ty);
+    };
+    (@for $target:ty) => {
+        impl futures_io::AsyncRead for $target {
             fn poll_read(
                 self: std::pin::Pin<&mut Self>,
                 cx: &mut std::task::Context<'_>,
@@ -67,17 +71,7 @@ macro_rules! impl_stream_io {
             }
         }
 
-        impl futures_io::AsyncRead for &$ty {
-            fn poll_read(
-                self: std::pin::Pin<&mut Self>,
-                cx: &mut std::task::Context<'_>,
-                buf: &mut [u8],
-            ) -> std::task::Poll<std::io::Result<usize>> {
-                $crate::net::poll_read(&self.io, cx, buf)
-            }
-        }
-
-        impl futures_io::AsyncWrite for $ty {
+        impl futures_io::AsyncWrite for $target {
             fn poll_write(
                 self: std::pin::Pin<&mut Self>,
                 cx: &mut std::task::Context<'_>,
@@ -91,30 +85,6 @@ macro_rules! impl_stream_io {
                 _cx: &mut std::task::Context<'_>,
             ) -> std::task::Poll<std::io::Result<()>> {
                 // Socket writes are not buffered in user space.
-                std::task::Poll::Ready(Ok(()))
-            }
-
-            fn poll_close(
-                self: std::pin::Pin<&mut Self>,
-                _cx: &mut std::task::Context<'_>,
-            ) -> std::task::Poll<std::io::Result<()>> {
-                std::task::Poll::Ready($crate::net::close_write(|how| self.shutdown(how)))
-            }
-        }
-
-        impl futures_io::AsyncWrite for &$ty {
-            fn poll_write(
-                self: std::pin::Pin<&mut Self>,
-                cx: &mut std::task::Context<'_>,
-                buf: &[u8],
-            ) -> std::task::Poll<std::io::Result<usize>> {
-                $crate::net::poll_write(&self.io, cx, buf)
-            }
-
-            fn poll_flush(
-                self: std::pin::Pin<&mut Self>,
-                _cx: &mut std::task::Context<'_>,
-            ) -> std::task::Poll<std::io::Result<()>> {
                 std::task::Poll::Ready(Ok(()))
             }
 
