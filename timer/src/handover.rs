@@ -1,4 +1,10 @@
-//! Handing timers to another core: its inbox and its published sleep word.
+//! Handing work to another core: its inbox and its published sleep word.
+//!
+//! The inbox carries every cross-thread hand-off of a core, not only timers: timer inserts and
+//! cancels, and, as operations due "now" ([`Op::Now`]), woken tasks and remote spawns. It lives
+//! in this crate because its wake rule is a timer rule (wake a sleeping core only if the new
+//! deadline is earlier than the one it sleeps until), and so that it can be model-checked with
+//! no runtime around it.
 //!
 //! # Protocol
 //!
@@ -54,7 +60,8 @@ pub enum Wake {
     NotNeeded,
 }
 
-/// One core's inbox for operations from other threads, and its sleep word.
+/// One core's inbox for operations from other threads (timers, task wakes, spawns), and its
+/// sleep word.
 ///
 /// # Examples
 ///
