@@ -3,8 +3,10 @@
 //! Code in this crate never names `std::sync`'s atomics or locks directly: under `--cfg loom`
 //! the same code runs against loom's model-checked types, which is how `loom-tests/` checks the
 //! join slot, the `block_on` waker, the stop request, the unparker's hand-off at shutdown, the
-//! registry of cores and the server stop. (`Arc` stays `std`'s: `Waker::from` needs it, and a
-//! reference count orders nothing the protocols rely on.)
+//! registry of cores and the server stop. Three things stay `std`'s, on purpose: `Arc`
+//! (`Waker::from` needs std's, and a reference count orders nothing the protocols rely on),
+//! the `mpsc` channels that start and join core threads (plain message passing), and
+//! `signal.rs`'s statics, which a signal handler touches (loom cannot model a handler).
 
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, Ordering};

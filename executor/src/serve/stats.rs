@@ -1,7 +1,7 @@
 //! What a [`Server`](super::Server)'s accept loops did, as counts.
 
 use std::ops::{Add, AddAssign};
-use std::sync::atomic::{AtomicU64, Ordering};
+use crate::sync::{AtomicU64, Ordering};
 
 /// One core's serving counters (or their sum over cores); from
 /// [`Server::stats`](super::Server::stats). Tests assert on these, never on time.
