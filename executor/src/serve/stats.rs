@@ -1,6 +1,7 @@
 //! What a [`Server`](super::Server)'s accept loops did, as counts.
 
 use std::ops::{Add, AddAssign};
+
 use crate::sync::{AtomicU64, Ordering};
 
 /// One core's serving counters (or their sum over cores); from
