@@ -1,6 +1,7 @@
 #![doc = include_str!("../../README.md")]
 #![warn(missing_docs)]
 
+mod blocking;
 mod catch;
 mod context;
 #[cfg(feature = "hyper")]

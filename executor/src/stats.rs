@@ -106,12 +106,18 @@ pub struct Stats {
     pub cores: Vec<CoreStats>,
     /// The sum over cores.
     pub total: CoreStats,
+    /// Threads of the blocking pool alive now (running a job or idle within their keep-alive).
+    pub blocking_threads: usize,
 }
 
 impl Stats {
-    pub(crate) fn from_cores(cores: Vec<CoreStats>) -> Stats {
+    pub(crate) fn from_cores(cores: Vec<CoreStats>, blocking_threads: usize) -> Stats {
         let total = cores.iter().fold(CoreStats::default(), |a, &c| a + c);
-        Stats { cores, total }
+        Stats {
+            cores,
+            total,
+            blocking_threads,
+        }
     }
 }
 

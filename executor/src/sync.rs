@@ -11,12 +11,12 @@
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 #[cfg(loom)]
-pub(crate) use loom::sync::{Mutex, MutexGuard};
+pub(crate) use loom::sync::{Condvar, Mutex, MutexGuard};
 
 #[cfg(not(loom))]
 pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 #[cfg(not(loom))]
-pub(crate) use std::sync::{Mutex, MutexGuard};
+pub(crate) use std::sync::{Condvar, Mutex, MutexGuard};
 
 /// Locks `m`, ignoring poisoning: every lock of the runtime guards data that a panic cannot
 /// leave half-written (the critical sections call no user code).

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use tickless_timer::{Config, RearmPolicy, Slack};
 
+use crate::blocking::{BlockingPool, DEFAULT_KEEP_ALIVE, DEFAULT_MAX_THREADS};
 use crate::runtime::thread::core_thread;
 use crate::runtime::Runtime;
 use crate::worker::clock::Epoch;
@@ -44,6 +45,10 @@ pub struct Builder {
     pin: bool,
     /// Per-core settings (the epoch is set at build time).
     core: CoreConfig,
+    /// The blocking pool's thread cap.
+    max_blocking_threads: usize,
+    /// How long an idle blocking thread lingers.
+    blocking_keep_alive: Duration,
 }
 
 impl Default for Builder {
@@ -67,6 +72,8 @@ impl Builder {
                 epoch: Epoch::now(),
                 always_wake: false,
             },
+            max_blocking_threads: DEFAULT_MAX_THREADS,
+            blocking_keep_alive: DEFAULT_KEEP_ALIVE,
         }
     }
 
@@ -138,6 +145,26 @@ impl Builder {
         self
     }
 
+    /// The most threads the blocking pool runs at once (for
+    /// [`spawn_blocking`](crate::task::spawn_blocking), `tickless::fs` and name lookups); more
+    /// jobs wait in its queue. Threads start on demand. Default 512, as tokio's.
+    ///
+    /// # Panics
+    ///
+    /// If `n` is zero.
+    pub fn max_blocking_threads(&mut self, n: usize) -> &mut Self {
+        assert!(n > 0, "the blocking pool needs at least one thread");
+        self.max_blocking_threads = n;
+        self
+    }
+
+    /// How long an idle blocking thread waits for work before it exits. Default 10 s, as
+    /// tokio's.
+    pub fn thread_keep_alive(&mut self, keep_alive: Duration) -> &mut Self {
+        self.blocking_keep_alive = keep_alive;
+        self
+    }
+
     /// Checks the settings that can be wrong.
     fn validate(&self) -> io::Result<()> {
         let invalid = |msg: String| Err(io::Error::new(io::ErrorKind::InvalidInput, msg));
@@ -199,16 +226,19 @@ impl Builder {
             }
             None => None,
         };
-        let core0 = Core::new(CoreId { runtime, index: 0 }, config)?;
+        let blocking = BlockingPool::new(self.max_blocking_threads, self.blocking_keep_alive);
+        let core0 = Core::new(CoreId { runtime, index: 0 }, config, blocking.clone())?;
         let (done_tx, done_rx) = mpsc::channel();
-        let mut rt = Runtime::new_parts(core0, done_rx, restore_affinity);
+        let mut rt = Runtime::new_parts(core0, blocking.clone(), done_rx, restore_affinity);
         for (index, cpu) in cpus.iter().enumerate().skip(1) {
             let (tx, rx) = mpsc::sync_channel(1);
             let done = done_tx.clone();
             let cpu = *cpu;
+            let pool = blocking.clone();
+            let id = CoreId { runtime, index };
             let thread = thread::Builder::new()
                 .name(format!("tickless-core-{index}"))
-                .spawn(move || core_thread(CoreId { runtime, index }, config, cpu, tx, done))?;
+                .spawn(move || core_thread(id, config, pool, cpu, tx, done))?;
             let started = rx.recv().unwrap_or_else(|_| {
                 Err(io::Error::other(format!(
                     "core {index}'s thread died while starting"

@@ -4,6 +4,8 @@ use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
 
+use crate::blocking::{BlockingPool, BlockingTask};
+use crate::context::{with_current, NO_RUNTIME};
 use crate::task::{spawn_remote, JoinHandle};
 use crate::worker::shared::Shared;
 
@@ -21,12 +23,38 @@ use crate::worker::shared::Shared;
 pub struct Handle {
     /// The core's shared half.
     shared: Arc<Shared>,
+    /// The runtime's blocking pool.
+    blocking: Arc<BlockingPool>,
 }
 
 impl Handle {
     /// The handle of the core whose shared half is `shared`.
-    pub(crate) fn new(shared: Arc<Shared>) -> Handle {
-        Handle { shared }
+    pub(crate) fn new(shared: Arc<Shared>, blocking: Arc<BlockingPool>) -> Handle {
+        Handle { shared, blocking }
+    }
+
+    /// The handle of the core running the caller, as tokio's `Handle::current`.
+    ///
+    /// # Panics
+    ///
+    /// Outside a tickless runtime.
+    pub fn current() -> Handle {
+        with_current(|core| Handle::new(core.shared().clone(), core.blocking().clone()))
+            .expect(NO_RUNTIME)
+    }
+
+    /// Runs `f` on the runtime's blocking pool; its result wakes a task on this core, which
+    /// the returned handle resolves from. See [`spawn_blocking`](crate::task::spawn_blocking).
+    pub fn spawn_blocking<F, R>(&self, f: F) -> JoinHandle<R>
+    where
+        F: FnOnce() -> R + Send + 'static,
+        R: Send + 'static,
+    {
+        spawn_remote(
+            &self.shared,
+            BlockingTask::new(self.blocking.clone(), f),
+            None,
+        )
     }
 }
 

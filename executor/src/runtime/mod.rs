@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 pub use builder::{Builder, MAX_SLACK, MAX_TIMER_RESOLUTION};
 pub use handle::Handle;
 
+use crate::blocking::BlockingPool;
 use crate::stats::Stats;
 use crate::worker::shared::Shared;
 use crate::worker::Core;
@@ -61,6 +62,8 @@ pub struct Runtime {
     threads: Vec<Option<ThreadHandle<()>>>,
     /// Indexes of core threads that have ended.
     done: mpsc::Receiver<usize>,
+    /// The blocking pool.
+    blocking: Arc<BlockingPool>,
     /// The building thread's affinity before core 0 was pinned to it, to restore on drop.
     restore_affinity: Option<Vec<usize>>,
     /// `shutdown` ran: dropping has nothing left to stop or report.
@@ -86,6 +89,9 @@ pub struct ShutdownError {
     pub stuck: Vec<usize>,
     /// The cores whose thread died of a panic, with its message.
     pub panicked: Vec<CorePanic>,
+    /// Blocking tasks still running when the timeout passed; their threads were left running,
+    /// detached.
+    pub blocking: usize,
 }
 
 impl fmt::Display for ShutdownError {
@@ -126,6 +132,7 @@ impl Runtime {
     /// A runtime of core 0 alone, to which the builder adds the others.
     fn new_parts(
         core: Rc<Core>,
+        blocking: Arc<BlockingPool>,
         done: mpsc::Receiver<usize>,
         restore_affinity: Option<Vec<usize>>,
     ) -> Runtime {
@@ -134,6 +141,7 @@ impl Runtime {
             core,
             threads: Vec::new(),
             done,
+            blocking,
             restore_affinity,
             stopped: false,
             _not_send: PhantomData,
@@ -175,7 +183,7 @@ impl Runtime {
                 self.shared.len()
             )
         });
-        Handle::new(shared.clone())
+        Handle::new(shared.clone(), self.blocking.clone())
     }
 
     /// Counters per core and in total. Core 0's are exact, and so are every core's remote-wake
@@ -188,7 +196,7 @@ impl Runtime {
             .enumerate()
             .map(|(i, s)| if i == 0 { self.core.stats() } else { s.stats() })
             .collect();
-        Stats::from_cores(cores)
+        Stats::from_cores(cores, self.blocking.threads())
     }
 
     /// Stops every core, drops every task's future on its own core and joins the threads,
@@ -197,8 +205,9 @@ impl Runtime {
     /// # Errors
     ///
     /// The cores still inside a task when the timeout passed (a task that never yields; their
-    /// threads are left running, detached), and the cores that had died of a panic (see
-    /// [A core that dies](Self#a-core-that-dies)).
+    /// threads are left running, detached), the cores that had died of a panic (see
+    /// [A core that dies](Self#a-core-that-dies)), and the blocking tasks still running at the
+    /// timeout (detached; blocking tasks not yet started are dropped, as tokio's are).
     pub fn shutdown(mut self, timeout: Duration) -> Result<(), ShutdownError> {
         self.stop(timeout)
     }
@@ -232,6 +241,9 @@ impl Runtime {
                 let _ = t.join();
             }
         }
+        // Every task is dropped: close the blocking pool (its queued jobs are dropped) and wait
+        // for the jobs that run, in what is left of the timeout.
+        let blocking = self.blocking.close(deadline);
         let stuck: Vec<usize> = (1..self.shared.len())
             .filter(|&i| self.threads[i - 1].take().is_some())
             .collect();
@@ -241,10 +253,14 @@ impl Runtime {
             .enumerate()
             .filter_map(|(core, s)| s.death().map(|message| CorePanic { core, message }))
             .collect();
-        if stuck.is_empty() && panicked.is_empty() {
+        if stuck.is_empty() && panicked.is_empty() && blocking == 0 {
             Ok(())
         } else {
-            Err(ShutdownError { stuck, panicked })
+            Err(ShutdownError {
+                stuck,
+                panicked,
+                blocking,
+            })
         }
     }
 }

@@ -5,6 +5,7 @@ use std::io;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{mpsc, Arc};
 
+use crate::blocking::BlockingPool;
 use crate::catch::drop_caught;
 use crate::task::join_error::panic_message;
 use crate::worker::config::CoreConfig;
@@ -32,6 +33,7 @@ impl Drop for Done {
 pub(crate) fn core_thread(
     id: CoreId,
     config: CoreConfig,
+    blocking: Arc<BlockingPool>,
     cpu: Option<usize>,
     started: mpsc::SyncSender<io::Result<Arc<Shared>>>,
     done: mpsc::Sender<usize>,
@@ -39,7 +41,7 @@ pub(crate) fn core_thread(
     let _done = Done(done, id.index);
     let core = cpu
         .map_or(Ok(()), tickless_io::cpu::pin_current_thread)
-        .and_then(|()| Core::new(id, config));
+        .and_then(|()| Core::new(id, config, blocking));
     let core = match core {
         Ok(core) => core,
         Err(e) => {

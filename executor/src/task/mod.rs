@@ -15,5 +15,5 @@ pub use join_error::JoinError;
 pub use join_handle::JoinHandle;
 pub use join_set::JoinSet;
 pub(crate) use spawn::spawn_remote;
-pub use spawn::{spawn, spawn_local};
+pub use spawn::{spawn, spawn_blocking, spawn_local};
 pub use yield_now::yield_now;

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use async_task::Runnable;
 use tickless_timer::{Op, Slack};
 
+use crate::blocking::BlockingTask;
 use crate::context::{with_current, NO_RUNTIME};
 use crate::task::deferred::DeferredStart;
 use crate::task::harness::TaskFuture;
@@ -136,4 +137,41 @@ where
     F::Output: Send + 'static,
 {
     with_current(|core| spawn_on(core, future)).expect(NO_RUNTIME)
+}
+
+/// Runs `f` on the runtime's blocking pool, so that work that blocks (a password hash, a file
+/// read, a name lookup) does not stall the core and every connection on it; as tokio's
+/// `spawn_blocking`.
+///
+/// The pool starts threads on demand, up to
+/// [`Builder::max_blocking_threads`](crate::Builder::max_blocking_threads) (512 by default;
+/// more jobs wait in its queue), and retires idle ones after
+/// [`Builder::thread_keep_alive`](crate::Builder::thread_keep_alive) (10 s). The result wakes
+/// the awaiting task through its core's inbox, which writes the core's eventfd only if the core
+/// sleeps. A panic of `f` becomes the handle's [`JoinError`](crate::task::JoinError). Aborting
+/// the handle cancels `f` if no thread has started it yet; once started it runs to the end. At
+/// runtime shutdown, jobs not yet started are dropped, and running ones are waited for within
+/// the shutdown's timeout.
+///
+/// # Panics
+///
+/// Outside a tickless runtime.
+///
+/// # Examples
+///
+/// ```
+/// let rt = tickless::Runtime::new()?;
+/// let sum = rt.block_on(async {
+///     tickless::task::spawn_blocking(|| (1..=1_000u64).sum::<u64>()).await
+/// });
+/// assert_eq!(sum.unwrap(), 500_500);
+/// # std::io::Result::Ok(())
+/// ```
+pub fn spawn_blocking<F, R>(f: F) -> JoinHandle<R>
+where
+    F: FnOnce() -> R + Send + 'static,
+    R: Send + 'static,
+{
+    with_current(|core| spawn_on(core, BlockingTask::new(core.blocking().clone(), f)))
+        .expect(NO_RUNTIME)
 }

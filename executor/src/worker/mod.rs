@@ -38,6 +38,7 @@ use slab::Slab;
 use tickless_io::Reactor;
 use tickless_timer::Op;
 
+use crate::blocking::BlockingPool;
 use crate::catch::{drop_caught, wake_caught};
 use crate::stats::CoreStats;
 use clock::{nanos, Clock};
@@ -87,6 +88,8 @@ pub(crate) struct Core {
     tasks: RefCell<Slab<Waker>>,
     /// Idle spin window in nanoseconds.
     spin_ns: u64,
+    /// The runtime's blocking pool.
+    blocking: Arc<BlockingPool>,
     /// Counters.
     counters: Counters,
     /// Hand-overs taken in one go, kept to reuse the allocation.
@@ -102,7 +105,11 @@ impl Core {
     /// # Errors
     ///
     /// Creating the epoll instance, the timerfd or the eventfd failed (typically `EMFILE`).
-    pub(crate) fn new(id: CoreId, config: CoreConfig) -> io::Result<Rc<Core>> {
+    pub(crate) fn new(
+        id: CoreId,
+        config: CoreConfig,
+        blocking: Arc<BlockingPool>,
+    ) -> io::Result<Rc<Core>> {
         let (reactor, timerfd) = Reactor::with_timer()?;
         let clock = Clock::new(config.epoch, config.paused);
         let shared = Arc::new(Shared::with_unparker(
@@ -119,6 +126,7 @@ impl Core {
             reactor,
             tasks: RefCell::new(Slab::new()),
             spin_ns: nanos(config.spin),
+            blocking,
             counters: Counters::default(),
             ops_buf: RefCell::new(Vec::new()),
             fired_buf: RefCell::new(Vec::new()),
@@ -138,6 +146,11 @@ impl Core {
     /// The timers: what the time types register, poll, reset and cancel.
     pub(crate) fn timers(&self) -> &Timers {
         &self.timers
+    }
+
+    /// The runtime's blocking pool.
+    pub(crate) fn blocking(&self) -> &Arc<BlockingPool> {
+        &self.blocking
     }
 
     /// The reactor, for entering it.
