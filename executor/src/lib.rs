@@ -4,6 +4,8 @@
 mod blocking;
 mod catch;
 mod context;
+mod dns;
+pub mod fs;
 #[cfg(feature = "hyper")]
 pub mod hyper_rt;
 mod park;
@@ -50,6 +52,7 @@ pub mod net {
         OwnedReadHalf, OwnedWriteHalf, TcpListener, TcpStream, UdpSocket, UnixListener, UnixStream,
     };
 
+    pub use crate::dns::lookup_host;
     pub use crate::serve::{
         serve_per_core, ConnInfo, Serve, ServeCounters, ServeStats, Server, ShutdownReport,
         ShutdownRequested,
