@@ -36,6 +36,7 @@ pub use context::core_id;
 pub use runtime::{Builder, CorePanic, Handle, Runtime, ShutdownError};
 pub use stats::{CoreStats, Stats};
 pub use task::{spawn, spawn_local, yield_now, JoinError, JoinHandle};
+pub use tickless_macros::{main, test};
 pub use tickless_timer::RearmPolicy;
 
 /// Pipes, sockets and any other file descriptor, driven by the core's reactor.

@@ -1,0 +1,42 @@
+//! `#[tickless::test]` and `#[tickless::main]`'s settings.
+
+use std::time::Duration;
+
+use tickless::time::{sleep, Instant};
+
+#[tickless::test]
+async fn a_test_runs_on_one_core_by_default() {
+    assert_eq!(tickless::core_id(), 0);
+    let other = tickless::spawn(async { tickless::core_id() })
+        .await
+        .unwrap();
+    assert_eq!(other, 0);
+}
+
+#[tickless::test(start_paused = true)]
+async fn paused_time_jumps_to_the_next_timer() {
+    let start = Instant::now();
+    sleep(Duration::from_secs(3600)).await;
+    assert_eq!(start.elapsed(), Duration::from_secs(3600));
+}
+
+#[tickless::test(cores = 2)]
+async fn a_cores_setting_builds_that_many_cores_and_the_test_runs_on_core_0() -> std::io::Result<()>
+{
+    let on_1 = tickless::runtime::Handle::current().core();
+    assert_eq!(on_1, 0);
+    Ok(())
+}
+
+mod as_main {
+    #[tickless::main(cores = 1)]
+    pub async fn main() -> u32 {
+        tickless::task::yield_now().await;
+        7
+    }
+}
+
+#[test]
+fn main_builds_a_runtime_and_returns_the_body_s_value() {
+    assert_eq!(as_main::main(), 7);
+}
