@@ -104,7 +104,31 @@ impl Interval {
 
     /// Makes the next tick one period from now.
     pub fn reset(&mut self) {
-        self.sleep.reset(Instant::now().far_add(self.period));
+        self.reset_at(Instant::now().far_add(self.period));
+    }
+
+    /// Makes the next tick at `deadline` (the following ones a period apart from it), as
+    /// tokio's `Interval::reset_at`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tickless::time::{interval, Instant};
+    ///
+    /// let rt = tickless::Builder::new().start_paused(true).build()?;
+    /// rt.block_on(async {
+    ///     let start = Instant::now();
+    ///     let mut every = interval(Duration::from_secs(10));
+    ///     every.tick().await; // the first tick is at once
+    ///     every.reset_at(start + Duration::from_secs(3));
+    ///     assert_eq!(every.tick().await, start + Duration::from_secs(3));
+    ///     assert_eq!(every.tick().await, start + Duration::from_secs(13));
+    /// });
+    /// # std::io::Result::Ok(())
+    /// ```
+    pub fn reset_at(&mut self, deadline: Instant) {
+        self.sleep.reset(deadline);
     }
 
     /// The missed-tick behaviour.
