@@ -127,6 +127,56 @@ fn set_flag(fd: RawFd, option: libc::c_int) -> io::Result<()> {
     Ok(())
 }
 
+/// Sets `SO_LINGER`: `None` turns it off (close returns at once, the kernel sends what is
+/// left in the background), `Some(d)` makes close wait up to `d` (whole seconds, rounded up)
+/// for unsent data, and `Some(ZERO)` resets the connection on close.
+pub(crate) fn set_linger(
+    fd: BorrowedFd<'_>,
+    linger: Option<std::time::Duration>,
+) -> io::Result<()> {
+    let value = libc::linger {
+        l_onoff: linger.is_some().into(),
+        l_linger: linger.map_or(0, |d| {
+            let secs = d.as_secs() + u64::from(d.subsec_nanos() > 0);
+            libc::c_int::try_from(secs).unwrap_or(libc::c_int::MAX)
+        }),
+    };
+    // SAFETY: `value` is a valid `linger` for reads of the size passed; `fd` is an open socket
+    // borrowed for the duration of the call.
+    cvt(unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            ptr::from_ref(&value).cast(),
+            mem::size_of::<libc::linger>() as libc::socklen_t,
+        )
+    })?;
+    Ok(())
+}
+
+/// Reads `SO_LINGER`, as [`set_linger`] takes it.
+pub(crate) fn linger(fd: BorrowedFd<'_>) -> io::Result<Option<std::time::Duration>> {
+    let mut value = libc::linger {
+        l_onoff: 0,
+        l_linger: 0,
+    };
+    let mut len = mem::size_of::<libc::linger>() as libc::socklen_t;
+    // SAFETY: `value` and `len` are valid for writes of the sizes passed; `fd` is an open socket
+    // borrowed for the duration of the call.
+    cvt(unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            ptr::from_mut(&mut value).cast(),
+            &mut len,
+        )
+    })?;
+    Ok((value.l_onoff != 0)
+        .then(|| std::time::Duration::from_secs(u64::try_from(value.l_linger).unwrap_or(0))))
+}
+
 /// Binds a socket to an IPv4 or IPv6 address.
 fn bind(fd: RawFd, addr: SocketAddr) -> io::Result<()> {
     let rc = match addr {

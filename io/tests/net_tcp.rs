@@ -172,3 +172,38 @@ fn writing_to_a_closed_connection_fails_without_a_signal() -> io::Result<()> {
         Ok(())
     })
 }
+
+#[test]
+fn linger_readable_and_try_io() -> io::Result<()> {
+    let reactor = tickless_io::Reactor::new()?;
+    let _guard = reactor.enter();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let mut client = std::net::TcpStream::connect(listener.local_addr()?)?;
+    let stream = tickless_io::TcpStream::from_std(listener.accept()?.0)?;
+    assert_eq!(stream.linger()?, None);
+    stream.set_linger(Some(std::time::Duration::from_millis(1500)))?;
+    assert_eq!(
+        stream.linger()?,
+        Some(std::time::Duration::from_secs(2)),
+        "whole seconds, up"
+    );
+    stream.set_linger(None)?;
+    assert_eq!(stream.linger()?, None);
+
+    let mut buf = [0u8; 4];
+    let err = stream.try_read(&mut buf).unwrap_err();
+    assert_eq!(err.kind(), io::ErrorKind::WouldBlock);
+    assert_eq!(stream.try_write(b"pong")?, 4);
+    std::io::Write::write_all(&mut client, b"ping")?;
+    common::block_on(&reactor, stream.readable())?;
+    assert_eq!(stream.try_read(&mut buf)?, 4);
+    assert_eq!(&buf, b"ping");
+    common::block_on(&reactor, stream.writable())?;
+    let mut got = [0u8; 4];
+    std::io::Read::read_exact(&mut client, &mut got)?;
+    assert_eq!(&got, b"pong");
+    drop(client);
+    common::block_on(&reactor, stream.readable())?;
+    assert_eq!(stream.try_read(&mut buf)?, 0, "end of file");
+    Ok(())
+}

@@ -54,3 +54,29 @@ fn connected_send_and_recv() -> io::Result<()> {
         Ok(())
     })
 }
+
+#[test]
+fn readable_and_try_recv_without_waiting() -> io::Result<()> {
+    let reactor = tickless_io::Reactor::new()?;
+    let _guard = reactor.enter();
+    let a = tickless_io::UdpSocket::from_std(std::net::UdpSocket::bind("127.0.0.1:0")?)?;
+    let b = std::net::UdpSocket::bind("127.0.0.1:0")?;
+    common::block_on(&reactor, a.connect(b.local_addr()?))?;
+    b.connect(a.local_addr()?)?;
+    let mut buf = [0u8; 8];
+    assert_eq!(
+        a.try_recv(&mut buf).unwrap_err().kind(),
+        io::ErrorKind::WouldBlock
+    );
+    b.send(b"one")?;
+    common::block_on(&reactor, a.readable())?;
+    assert_eq!(a.try_recv(&mut buf)?, 3);
+    b.send(b"two")?;
+    common::block_on(&reactor, a.readable())?;
+    let (n, from) = a.try_recv_from(&mut buf)?;
+    assert_eq!((&buf[..n], from), (&b"two"[..], b.local_addr()?));
+    common::block_on(&reactor, a.writable())?;
+    assert_eq!(a.try_send(b"back")?, 4);
+    assert_eq!(b.recv(&mut buf)?, 4);
+    Ok(())
+}

@@ -14,6 +14,7 @@ use crate::async_fd::AsyncFd;
 use crate::net::impl_stream_io;
 use crate::net::tcp_split::{OwnedReadHalf, OwnedWriteHalf};
 use crate::reactor::Reactor;
+use crate::ready::Direction;
 use crate::sys;
 
 /// A TCP connection, registered with the reactor of the core that created it.
@@ -135,6 +136,93 @@ impl TcpStream {
     /// As `getsockopt(2)`.
     pub fn nodelay(&self) -> io::Result<bool> {
         self.io.get_ref().nodelay()
+    }
+
+    /// Sets `SO_LINGER`, as tokio's `set_linger`: `None` (the default) lets `close` return at
+    /// once; `Some(d)` makes dropping the stream wait up to `d` (whole seconds) for unsent data,
+    /// blocking the core meanwhile; `Some(Duration::ZERO)` resets the connection on drop.
+    ///
+    /// # Errors
+    ///
+    /// As `setsockopt(2)`.
+    pub fn set_linger(&self, linger: Option<std::time::Duration>) -> io::Result<()> {
+        sys::set_linger(self.as_fd(), linger)
+    }
+
+    /// `SO_LINGER`, as [`set_linger`](Self::set_linger) takes it.
+    ///
+    /// # Errors
+    ///
+    /// As `getsockopt(2)`.
+    pub fn linger(&self) -> io::Result<Option<std::time::Duration>> {
+        sys::linger(self.as_fd())
+    }
+
+    /// Waits until the stream may be readable (data, end of file or an error), as tokio's
+    /// `readable`; then [`try_read`](Self::try_read). Readiness can be a false positive: a
+    /// `try_read` may still return `WouldBlock`, and the loop waits again.
+    ///
+    /// # Errors
+    ///
+    /// None today; `io::Result` for tokio's signature.
+    pub async fn readable(&self) -> io::Result<()> {
+        poll_fn(|cx| self.io.registration().poll_read_ready(cx).map(|_| Ok(()))).await
+    }
+
+    /// Waits until the stream may be writable, as tokio's `writable`.
+    ///
+    /// # Errors
+    ///
+    /// None today; `io::Result` for tokio's signature.
+    pub async fn writable(&self) -> io::Result<()> {
+        poll_fn(|cx| self.io.registration().poll_write_ready(cx).map(|_| Ok(()))).await
+    }
+
+    /// Reads what is there without waiting, as tokio's `try_read`: `Ok(0)` at end of file,
+    /// `WouldBlock` (and the readiness cleared) when nothing is.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tickless_io::{Reactor, TcpStream};
+    ///
+    /// let reactor = Reactor::new()?;
+    /// let _guard = reactor.enter();
+    /// let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    /// let mut client = std::net::TcpStream::connect(listener.local_addr()?)?;
+    /// let stream = TcpStream::from_std(listener.accept()?.0)?;
+    /// let mut buf = [0u8; 8];
+    /// assert_eq!(stream.try_read(&mut buf).unwrap_err().kind(), std::io::ErrorKind::WouldBlock);
+    /// std::io::Write::write_all(&mut client, b"hi")?;
+    /// let n = loop {
+    ///     match stream.try_read(&mut buf) {
+    ///         Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => drop(reactor.poll(None)?),
+    ///         other => break other?,
+    ///     }
+    /// };
+    /// assert_eq!(&buf[..n], b"hi");
+    /// # std::io::Result::Ok(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// `WouldBlock` when nothing is ready; otherwise as `read(2)`.
+    pub fn try_read(&self, buf: &mut [u8]) -> io::Result<usize> {
+        self.io.registration().try_io(Direction::Read, || {
+            io::Read::read(&mut self.io.get_ref(), buf)
+        })
+    }
+
+    /// Writes what fits without waiting, as tokio's `try_write`; `WouldBlock` (and the
+    /// readiness cleared) when nothing does. Uses `MSG_NOSIGNAL`, as every write here.
+    ///
+    /// # Errors
+    ///
+    /// `WouldBlock` when the send buffer is full; otherwise as `send(2)`.
+    pub fn try_write(&self, buf: &[u8]) -> io::Result<usize> {
+        self.io
+            .registration()
+            .try_io(Direction::Write, || sys::send_nosignal(self.as_fd(), buf))
     }
 
     /// Shuts down the read side, the write side or both, as `shutdown(2)`.

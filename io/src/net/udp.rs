@@ -107,6 +107,59 @@ impl UdpSocket {
             .poll_io(cx, Direction::Read, || self.io.get_ref().recv(buf))
     }
 
+    /// Waits until a datagram may be there to receive, as tokio's `readable`; then
+    /// [`try_recv`](Self::try_recv) or [`try_recv_from`](Self::try_recv_from).
+    ///
+    /// # Errors
+    ///
+    /// None today; `io::Result` for tokio's signature.
+    pub async fn readable(&self) -> io::Result<()> {
+        poll_fn(|cx| self.io.registration().poll_read_ready(cx).map(|_| Ok(()))).await
+    }
+
+    /// Waits until a datagram may be sent, as tokio's `writable`.
+    ///
+    /// # Errors
+    ///
+    /// None today; `io::Result` for tokio's signature.
+    pub async fn writable(&self) -> io::Result<()> {
+        poll_fn(|cx| self.io.registration().poll_write_ready(cx).map(|_| Ok(()))).await
+    }
+
+    /// Receives a datagram from the connected peer without waiting, as tokio's `try_recv`.
+    ///
+    /// # Errors
+    ///
+    /// `WouldBlock` when none is queued (the readiness is cleared); otherwise as `recv(2)`.
+    pub fn try_recv(&self, buf: &mut [u8]) -> io::Result<usize> {
+        self.io
+            .registration()
+            .try_io(Direction::Read, || self.io.get_ref().recv(buf))
+    }
+
+    /// Receives a datagram and its sender without waiting, as tokio's `try_recv_from`.
+    ///
+    /// # Errors
+    ///
+    /// `WouldBlock` when none is queued (the readiness is cleared); otherwise as `recvfrom(2)`.
+    pub fn try_recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
+        self.io
+            .registration()
+            .try_io(Direction::Read, || self.io.get_ref().recv_from(buf))
+    }
+
+    /// Sends a datagram to the connected peer without waiting, as tokio's `try_send`.
+    ///
+    /// # Errors
+    ///
+    /// `WouldBlock` when the send buffer is full (the readiness is cleared); otherwise as
+    /// `send(2)`.
+    pub fn try_send(&self, buf: &[u8]) -> io::Result<usize> {
+        self.io
+            .registration()
+            .try_io(Direction::Write, || self.io.get_ref().send(buf))
+    }
+
     /// Sends a datagram to `target` (its first resolved address); returns the bytes sent.
     ///
     /// # Errors
