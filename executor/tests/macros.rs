@@ -40,3 +40,11 @@ mod as_main {
 fn main_builds_a_runtime_and_returns_the_body_s_value() {
     assert_eq!(as_main::main(), 7);
 }
+
+#[tickless::test(start_paused = true, timer_policy = OnIdle, default_slack_us = 1000)]
+async fn policy_and_slack_settings_reach_the_runtime() {
+    // 1 ms of default slack rounds a 100 µs deadline up to the 1 ms grid.
+    let start = Instant::now();
+    sleep(Duration::from_micros(100)).await;
+    assert_eq!(start.elapsed(), Duration::from_millis(1));
+}

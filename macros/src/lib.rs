@@ -6,7 +6,7 @@ use proc_macro::TokenStream;
 use proc_macro2::Span;
 use quote::quote;
 use syn::parse::Parser;
-use syn::{parse_macro_input, ItemFn, LitBool, LitInt};
+use syn::{parse_macro_input, Ident, ItemFn, LitBool, LitInt};
 
 /// The runtime settings an attribute may give.
 #[derive(Default)]
@@ -15,6 +15,10 @@ struct Settings {
     cores: Option<LitInt>,
     /// `start_paused = true`.
     start_paused: Option<LitBool>,
+    /// `timer_policy = Lazy` (a `RearmPolicy` variant).
+    timer_policy: Option<Ident>,
+    /// `default_slack_us = N`.
+    default_slack_us: Option<LitInt>,
 }
 
 /// Parses `cores = N, start_paused = BOOL` (each optional).
@@ -27,13 +31,29 @@ fn settings(args: TokenStream) -> syn::Result<Settings> {
         } else if meta.path.is_ident("start_paused") {
             s.start_paused = Some(meta.value()?.parse()?);
             Ok(())
+        } else if meta.path.is_ident("timer_policy") {
+            let policy: Ident = meta.value()?.parse()?;
+            if !["Eager", "OnIdle", "Lazy"].iter().any(|p| policy == p) {
+                return Err(syn::Error::new_spanned(
+                    policy,
+                    "unknown timer policy: expected `Eager`, `OnIdle` or `Lazy`",
+                ));
+            }
+            s.timer_policy = Some(policy);
+            Ok(())
+        } else if meta.path.is_ident("default_slack_us") {
+            s.default_slack_us = Some(meta.value()?.parse()?);
+            Ok(())
         } else if meta.path.is_ident("flavor") || meta.path.is_ident("worker_threads") {
             Err(meta.error(
                 "tickless has one flavor, thread per core: say `cores = N` for the number of \
                  cores",
             ))
         } else {
-            Err(meta.error("unknown setting: expected `cores = N` or `start_paused = true`"))
+            Err(meta.error(
+                "unknown setting: expected `cores = N`, `start_paused = true`, \
+                 `timer_policy = Eager|OnIdle|Lazy` or `default_slack_us = N`",
+            ))
         }
     });
     parser.parse(args)?;
@@ -73,6 +93,12 @@ fn expand(args: TokenStream, item: TokenStream, test: bool) -> TokenStream {
     let paused = settings
         .start_paused
         .map(|p| quote! { builder.start_paused(#p); });
+    let policy = settings
+        .timer_policy
+        .map(|p| quote! { builder.timer_policy(::tickless::RearmPolicy::#p); });
+    let slack = settings.default_slack_us.map(|us| {
+        quote! { builder.default_slack(::std::time::Duration::from_micros(#us)); }
+    });
     let body = &f.block;
     let test_attr = test.then(|| quote! { #[::core::prelude::v1::test] });
     let attrs = &f.attrs;
@@ -85,6 +111,8 @@ fn expand(args: TokenStream, item: TokenStream, test: bool) -> TokenStream {
             let mut builder = ::tickless::Builder::new();
             #cores
             #paused
+            #policy
+            #slack
             let runtime = builder
                 .build()
                 .expect("building the tickless runtime failed");
@@ -95,7 +123,8 @@ fn expand(args: TokenStream, item: TokenStream, test: bool) -> TokenStream {
 }
 
 /// Runs `async fn main` on a tickless runtime: one core per CPU (`cores = N` to choose),
-/// real time (`start_paused = true` to pause it).
+/// real time (`start_paused = true` to pause it), the default re-arm policy
+/// (`timer_policy = Eager`, `OnIdle` or `Lazy`) and slack (`default_slack_us = N`).
 ///
 /// ```ignore
 /// #[tickless::main]
@@ -109,7 +138,8 @@ pub fn main(args: TokenStream, item: TokenStream) -> TokenStream {
 }
 
 /// Runs an `async fn` test on a tickless runtime of one core (`cores = N` for more), with
-/// `start_paused = true` for paused time, as `#[tokio::test(start_paused = true)]`.
+/// `start_paused = true` for paused time, as `#[tokio::test(start_paused = true)]`; also
+/// `timer_policy = ...` and `default_slack_us = N`, as for [`main`](macro@main).
 ///
 /// ```ignore
 /// #[tickless::test(start_paused = true)]

@@ -1,0 +1,2 @@
+#[tickless::main(flavor = "multi_thread")]
+async fn main() {}

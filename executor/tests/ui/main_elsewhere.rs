@@ -1,0 +1,4 @@
+#[tickless::main]
+async fn start() {}
+
+fn main() {}

@@ -1,0 +1,4 @@
+#[tickless::test]
+fn not_async() {}
+
+fn main() {}

@@ -1,0 +1,4 @@
+#[tickless::test(threads = 4)]
+async fn unknown() {}
+
+fn main() {}
