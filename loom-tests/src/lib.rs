@@ -1,4 +1,4 @@
-//! loom models of every cross-thread protocol in tickless, one file per protocol in `tests/`.
+//! loom models of tickless's cross-thread protocols, one file per protocol in `tests/`.
 //!
 //! They only run under loom:
 //!

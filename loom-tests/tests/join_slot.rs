@@ -1,13 +1,25 @@
 //! The join slot (`tickless`'s `JoinHandle` protocol): a task completing on its core while its
-//! handle is awaited, or dropped, on another thread. The result is delivered exactly once and
-//! the waiter is never left asleep.
+//! handle is awaited, or dropped (`detach`), on another thread. The result is delivered exactly
+//! once and the waiter is never left asleep; a result nobody will take is handed back to
+//! exactly one side, which drops it (under its panic guard, in production), never left in the
+//! slot.
 #![cfg(loom)]
 
 use std::future::poll_fn;
 
+use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
 use tickless::loom_exports::JoinSlot;
+
+/// A task's result that counts its drops.
+struct Output(Arc<AtomicUsize>);
+
+impl Drop for Output {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+}
 
 #[test]
 fn completion_racing_an_await_wakes_the_waiter() {
@@ -15,7 +27,7 @@ fn completion_racing_an_await_wakes_the_waiter() {
         let slot = Arc::new(JoinSlot::<u32>::new());
         let task = {
             let slot = slot.clone();
-            thread::spawn(move || slot.complete(42))
+            thread::spawn(move || assert!(slot.complete(42).is_none(), "the waiter takes it"))
         };
         // `block_on` parks until woken: a lost wakeup deadlocks, which loom reports.
         let got = loom::future::block_on(poll_fn(|cx| slot.poll_take(cx)));
@@ -25,20 +37,28 @@ fn completion_racing_an_await_wakes_the_waiter() {
     });
 }
 
+/// The handle is dropped (`JoinHandle::drop` detaches the slot) while the task completes: the
+/// side that comes second gets the result back and drops it, so it is dropped once, by one side,
+/// and nothing is left in the slot for the slot's own (unguarded) drop.
 #[test]
-fn completion_racing_a_drop_of_the_handle() {
+fn completion_racing_a_detach_drops_the_result_once_by_one_side() {
     loom::model(|| {
-        let slot = Arc::new(JoinSlot::<Arc<()>>::new());
-        let value = Arc::new(());
+        let slot = Arc::new(JoinSlot::<Output>::new());
+        let drops = Arc::new(AtomicUsize::new(0));
         let task = {
-            let (slot, value) = (slot.clone(), value.clone());
-            thread::spawn(move || slot.complete(value))
+            let (slot, drops) = (slot.clone(), drops.clone());
+            // The harness drops a result handed back to it.
+            thread::spawn(move || slot.complete(Output(drops)).is_some())
         };
-        // The handle is dropped on this thread while the task completes on its own.
-        drop(slot);
-        task.join().unwrap();
-        // Whichever side dropped the slot last dropped the result with it: nothing leaks.
-        assert_eq!(Arc::strong_count(&value), 1);
+        let handle_dropped = slot.detach().is_some();
+        let task_dropped = task.join().unwrap();
+        assert!(
+            task_dropped != handle_dropped,
+            "dropped by the task: {task_dropped}, by the handle: {handle_dropped}"
+        );
+        // The slot is still alive: the result did not wait in it.
+        assert_eq!(drops.load(Ordering::Relaxed), 1);
+        assert!(slot.is_finished());
     });
 }
 
@@ -50,8 +70,9 @@ fn a_cancel_after_completion_changes_nothing() {
         let task = {
             let slot = slot.clone();
             thread::spawn(move || {
-                slot.complete(1);
-                slot.complete(2); // the destructor's cancel
+                assert_eq!(slot.complete(1), None);
+                // The destructor's cancel: handed back, the first result stays.
+                assert_eq!(slot.complete(2), Some(2));
             })
         };
         let aborter = {

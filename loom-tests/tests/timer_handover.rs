@@ -4,6 +4,10 @@
 //! sent while the core runs or when the deadline does not shrink its sleep; racing inserts make
 //! one wake; an operation racing the core's shutdown is either taken by the core or handed back
 //! to its pusher, never lost and never both.
+//!
+//! These models drive the `Handover` type directly (`go_to_sleep` below is a minimal core, not
+//! the executor's); the executor's own idle path over it (the loop, the idle sequence, the stop
+//! request, the `block_on` waker, shutdown) runs in `idle_sequence.rs`.
 #![cfg(loom)]
 
 use loom::sync::Arc;
@@ -213,49 +217,5 @@ fn shutdown_racing_a_remote_wake_takes_or_returns_it() {
         let returned = pusher.join().unwrap();
         assert_eq!(taken.len() + returned as usize, 1, "lost or duplicated");
         assert!(inbox.push(Op::Now(8)).is_err(), "closed for good");
-    });
-}
-
-/// The runtime's stop request (`Shared::request_stop` in the executor): a flag, then a
-/// notify. The core's loop checks the flag at the top, drains, and checks it again before
-/// publishing its sleep (`Core::idle`). Without that second check, a stop whose DIRTY bit the
-/// drain consumed would leave the core asleep forever.
-#[test]
-fn a_stop_request_racing_the_core_going_idle_is_never_lost() {
-    use loom::sync::atomic::{AtomicBool, Ordering};
-    loom::model(|| {
-        let inbox = Arc::new(Handover::<u64>::new());
-        let stop = Arc::new(AtomicBool::new(false));
-        let stopper = {
-            let (inbox, stop) = (inbox.clone(), stop.clone());
-            thread::spawn(move || {
-                stop.store(true, Ordering::Release);
-                inbox.notify(0)
-            })
-        };
-        // The core's loop, at most two turns (one push can make one `try_sleep` fail).
-        let mut slept = false;
-        let mut ops = Vec::new();
-        for _ in 0..2 {
-            if stop.load(Ordering::Acquire) {
-                break;
-            }
-            inbox.drain(&mut ops);
-            if stop.load(Ordering::Acquire) {
-                break;
-            }
-            if inbox.try_sleep(Some(ARMED)) {
-                slept = true;
-                break;
-            }
-        }
-        let decision = stopper.join().unwrap();
-        if slept {
-            assert_eq!(
-                decision,
-                Wake::Needed,
-                "the core sleeps through its stop request"
-            );
-        }
     });
 }

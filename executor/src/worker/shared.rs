@@ -81,6 +81,13 @@ impl<U: Unpark> Shared<U> {
         Self::with_unparker(id, unparker, Epoch::now(), false)
     }
 
+    /// For the loom models: the inbox and its sleep word (its wake counters, the published
+    /// sleep).
+    #[cfg(loom)]
+    pub fn handover(&self) -> &Handover<TimerValue> {
+        &self.handover
+    }
+
     /// Schedules a task woken on another thread: through the inbox, waking the core only if it
     /// sleeps (once per burst). After the core closed, the task is already gone: drop it.
     pub(crate) fn schedule_remote(&self, runnable: Runnable) {
