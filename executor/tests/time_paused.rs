@@ -476,3 +476,39 @@ fn sleep_until_follows_the_paused_clock() -> io::Result<()> {
     });
     Ok(())
 }
+
+#[test]
+fn pause_and_resume_on_a_running_clock() -> std::io::Result<()> {
+    use std::time::Duration;
+    use tickless::time::{pause, resume, sleep, Instant};
+    let rt = tickless::Builder::new().cores(1).build()?;
+    rt.block_on(async {
+        pause();
+        let start = Instant::now();
+        // Paused: an hour's sleep jumps, and never arms the timerfd.
+        sleep(Duration::from_secs(3600)).await;
+        assert!(start.elapsed() >= Duration::from_secs(3600));
+        resume();
+        let resumed = Instant::now();
+        assert!(
+            resumed - start >= Duration::from_secs(3600),
+            "runs on from where it stood"
+        );
+        // Real time again: a short sleep completes, which it would not if the timerfd were
+        // not armed afresh (the queue's paused "arming" was never real).
+        sleep(Duration::from_micros(50)).await;
+        assert!(Instant::now() - resumed >= Duration::from_micros(50));
+        let twice = tickless::spawn(async {
+            pause();
+            pause();
+        });
+        assert!(
+            twice.await.unwrap_err().is_panic(),
+            "pausing twice panics, as tokio's"
+        );
+        resume();
+        let not_paused = tickless::spawn(async { resume() });
+        assert!(not_paused.await.unwrap_err().is_panic());
+    });
+    Ok(())
+}

@@ -218,6 +218,15 @@ impl<T, D: ClockEventDevice> TimerQueue<T, D> {
         Some(fired)
     }
 
+    /// The device lost its programming behind the queue's back (the driver stopped using it
+    /// for a while, say, or reset it): the queue forgets what it armed, and the next
+    /// [`on_idle`](Self::on_idle) programs the device afresh for the earliest timer.
+    pub fn device_lost(&mut self) {
+        self.armed = None;
+        self.dirty = true;
+        self.unarmed = true;
+    }
+
     /// Removes every pending timer and returns their values, in deadline order, counting
     /// nothing (for a driver that shuts down and must drop them in a context of its choosing).
     /// The device is left as it is.

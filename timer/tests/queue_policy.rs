@@ -200,3 +200,22 @@ fn drain_takes_every_timer_and_counts_nothing() {
     q.advance(5 * US);
     assert_eq!(q.pop_expired().map(|(_, v)| v), Some("d"));
 }
+
+#[test]
+fn a_lost_device_is_programmed_afresh_at_the_next_idle() {
+    for policy in [RearmPolicy::Eager, RearmPolicy::OnIdle, RearmPolicy::Lazy] {
+        let mut q = queue(policy);
+        q.insert(500 * US, Slack::None, "a");
+        assert_eq!(q.on_idle(), Some(500 * US));
+        let before = q.device().reprograms();
+        q.device_lost();
+        assert_eq!(q.armed(), None, "{policy:?}");
+        assert!(q.needs_clock(), "{policy:?}: only the clock can tell now");
+        assert_eq!(q.on_idle(), Some(500 * US), "{policy:?}");
+        assert_eq!(
+            q.device().reprograms(),
+            before + 1,
+            "{policy:?}: armed again, once"
+        );
+    }
+}

@@ -28,6 +28,49 @@ use std::time::Duration;
 use crate::context::{with_current, NO_RUNTIME};
 use crate::worker::clock::nanos;
 
+/// Pauses the current core's clock, as tokio's `time::pause`: from now on it moves only
+/// through [`advance`], or by itself to the next timer when every task of the core waits and
+/// no I/O is ready. Each core has its own clock: the other cores' clocks run on.
+///
+/// # Panics
+///
+/// Outside a runtime, or if the core's clock is already paused.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use tickless::time::{pause, resume, sleep, Instant};
+///
+/// let rt = tickless::Runtime::new()?;
+/// rt.block_on(async {
+///     pause();
+///     let start = Instant::now();
+///     sleep(Duration::from_secs(3600)).await; // no real hour passes
+///     let slept = start.elapsed(); // an hour, plus the rounding up to the wheel's 1 µs tick
+///     assert!(slept >= Duration::from_secs(3600) && slept < Duration::from_secs(3601));
+///     resume();
+///     sleep(Duration::from_micros(10)).await; // real time again, from where it stood
+///     assert!(start.elapsed() > Duration::from_secs(3600));
+/// });
+/// # std::io::Result::Ok(())
+/// ```
+pub fn pause() {
+    let paused = with_current(|core| core.timers().pause()).expect(NO_RUNTIME);
+    assert!(paused, "`time::pause`: time is already paused");
+}
+
+/// Lets the current core's clock run again from where it stands, as tokio's `time::resume`:
+/// the time it spent paused (less what was advanced) does not count.
+///
+/// # Panics
+///
+/// Outside a runtime, or if the core's clock is not paused.
+pub fn resume() {
+    let resumed = with_current(|core| core.timers().resume()).expect(NO_RUNTIME);
+    assert!(resumed, "`time::resume`: time is not paused");
+}
+
 /// Moves paused time forward by `duration`, then yields once. The timers it passes fire in
 /// deadline order at the loop's next turn and their tasks are woken; they run after that, so
 /// a caller that needs them to have run yields (or awaits them) a little more. Like tokio's
@@ -35,7 +78,7 @@ use crate::worker::clock::nanos;
 ///
 /// # Panics
 ///
-/// Outside a runtime, if time is not paused (see
+/// Outside a runtime, if time is not paused (see [`pause`] and
 /// [`Builder::start_paused`](crate::Builder::start_paused)), or if paused time would move past
 /// its range (about 146 years after the runtime started): time never jumps short of what was
 /// asked, and a sleep is never early.
@@ -61,7 +104,7 @@ pub async fn advance(duration: Duration) {
         let clock = core.timers().clock();
         assert!(
             clock.is_paused(),
-            "`time::advance` needs paused time (`Builder::start_paused(true)`)"
+            "`time::advance` needs paused time (`time::pause()` or `Builder::start_paused(true)`)"
         );
         let to = clock.now().saturating_add(nanos(duration));
         assert!(

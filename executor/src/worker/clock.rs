@@ -37,6 +37,11 @@ impl Epoch {
 }
 
 /// A core's clock. Deadlines in the timer queue are nanoseconds since the epoch.
+///
+/// Real time runs as `base + (elapsed since the epoch - since)`: both are zero until the clock
+/// is first paused, so an unpaused clock is the monotonic clock itself. Pausing freezes it at
+/// its current reading; resuming lets it run on from where it stood (the time spent paused,
+/// less what was advanced, does not count), as tokio's does.
 #[derive(Debug)]
 pub(crate) struct Clock {
     /// The instant that is 0 ns.
@@ -45,7 +50,11 @@ pub(crate) struct Clock {
     /// `epoch_mono + deadline` is never early (at most the two reads apart late).
     epoch_mono: u64,
     /// `Some(now)` while time is paused: it moves only when advanced.
-    paused: Option<Cell<u64>>,
+    paused: Cell<Option<u64>>,
+    /// The reading at the last resume.
+    base: Cell<u64>,
+    /// Real nanoseconds since the epoch at the last resume.
+    since: Cell<u64>,
     /// Reads of the clock, for the stats.
     reads: Cell<u64>,
 }
@@ -66,39 +75,45 @@ impl Clock {
         Clock {
             epoch,
             epoch_mono,
-            paused: paused.then(|| Cell::new(0)),
+            paused: Cell::new(paused.then_some(0)),
+            base: Cell::new(0),
+            since: Cell::new(0),
             reads: Cell::new(0),
         }
     }
 
     /// Whether time is paused.
     pub(crate) fn is_paused(&self) -> bool {
-        self.paused.is_some()
+        self.paused.get().is_some()
+    }
+
+    /// Whether the clock has ever been resumed from a pause: then it is no longer the
+    /// monotonic clock itself.
+    fn shifted(&self) -> bool {
+        self.base.get() != 0 || self.since.get() != 0
     }
 
     /// Now, in nanoseconds since the epoch. One clock read (none while paused).
     pub(crate) fn now(&self) -> u64 {
-        match &self.paused {
-            Some(now) => now.get(),
+        match self.paused.get() {
+            Some(now) => now,
             None => {
                 self.reads.set(self.reads.get() + 1);
-                self.epoch.elapsed()
+                let real = self.epoch.elapsed();
+                self.base.get() + real.saturating_sub(self.since.get())
             }
         }
     }
 
     /// Now, as an instant. One clock read (none while paused).
     pub(crate) fn now_instant(&self) -> std::time::Instant {
-        match &self.paused {
-            Some(now) => self
-                .epoch
-                .instant(now.get())
-                .expect("paused time stays below PAUSED_LIMIT, which is representable"),
-            None => {
-                self.reads.set(self.reads.get() + 1);
-                std::time::Instant::now()
-            }
+        if self.paused.get().is_none() && !self.shifted() {
+            self.reads.set(self.reads.get() + 1);
+            return std::time::Instant::now();
         }
+        self.epoch
+            .instant(self.now())
+            .expect("the clock stays below PAUSED_LIMIT, which is representable")
     }
 
     /// An instant in nanoseconds since the epoch.
@@ -109,18 +124,43 @@ impl Clock {
     /// The `CLOCK_MONOTONIC` instant (ns) of a deadline, to arm the timerfd with; `None` while
     /// time is paused (paused time never arms the real timerfd: the loop advances the clock).
     pub(crate) fn to_mono(&self, deadline: u64) -> Option<u64> {
-        (!self.is_paused()).then(|| self.epoch_mono.saturating_add(deadline))
+        if self.is_paused() {
+            return None;
+        }
+        let real = deadline.saturating_sub(self.base.get()) + self.since.get();
+        Some(self.epoch_mono.saturating_add(real))
+    }
+
+    /// Freezes the clock at its current reading. Returns `false` if it was paused already.
+    pub(crate) fn pause(&self) -> bool {
+        if self.is_paused() {
+            return false;
+        }
+        self.paused.set(Some(self.now()));
+        true
+    }
+
+    /// Lets a paused clock run again from where it stands. Returns `false` if it was not
+    /// paused.
+    pub(crate) fn resume(&self) -> bool {
+        let Some(now) = self.paused.take() else {
+            return false;
+        };
+        self.reads.set(self.reads.get() + 1);
+        self.since.set(self.epoch.elapsed());
+        self.base.set(now);
+        true
     }
 
     /// Moves paused time forward to `to` (never backward). Returns `false`, moving nothing,
     /// if `to` is past [`PAUSED_LIMIT`]: paused time never jumps short of what was asked. No-op
-    /// on a real clock.
+    /// on a running clock.
     pub(crate) fn advance_to(&self, to: u64) -> bool {
-        if let Some(now) = &self.paused {
+        if let Some(now) = self.paused.get() {
             if to > PAUSED_LIMIT {
                 return false;
             }
-            now.set(now.get().max(to));
+            self.paused.set(Some(now.max(to)));
         }
         true
     }
@@ -170,5 +210,29 @@ mod tests {
         let now = c.now();
         assert!(c.to_mono(now).unwrap() >= before, "never early");
         assert_eq!(c.reads(), 1);
+    }
+
+    #[test]
+    fn a_resumed_clock_runs_on_from_where_it_was_paused() {
+        let c = Clock::new(Epoch::now(), false);
+        assert!(!c.resume(), "not paused");
+        assert!(c.pause());
+        assert!(!c.pause(), "paused already");
+        let frozen = c.now();
+        assert!(c.advance_to(frozen + 3_600_000_000_000));
+        assert!(c.resume());
+        let after = c.now();
+        assert!(after >= frozen + 3_600_000_000_000, "never backward");
+        assert!(
+            after < frozen + 3_601_000_000_000,
+            "runs on from the paused reading"
+        );
+        // Deadlines map to real time shifted by what was advanced.
+        let mono_now = tickless_io::TimerFd::now_mono_ns();
+        let armed = c.to_mono(after).unwrap();
+        assert!(armed >= mono_now - 1_000_000_000 && armed <= mono_now + 1_000_000_000);
+        assert!(
+            c.now_instant() >= std::time::Instant::now() + std::time::Duration::from_secs(3599)
+        );
     }
 }

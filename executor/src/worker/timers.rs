@@ -130,6 +130,27 @@ impl Timers {
         self.queue.try_borrow_mut().ok()?.cancel(handle)
     }
 
+    /// Pauses the core's clock (`time::pause`). `false` if it was paused already.
+    pub(crate) fn pause(&self) -> bool {
+        let paused = self.clock.pause();
+        if paused {
+            // Paused time never arms the timerfd: what the queue armed is no longer what
+            // the core wakes by (a real arming left behind fires once, and is ignored).
+            self.queue.borrow_mut().device_lost();
+        }
+        paused
+    }
+
+    /// Resumes the core's clock (`time::resume`). `false` if it was not paused.
+    pub(crate) fn resume(&self) -> bool {
+        let resumed = self.clock.resume();
+        if resumed {
+            // The timerfd knows nothing of what was armed while paused: arm it afresh.
+            self.queue.borrow_mut().device_lost();
+        }
+        resumed
+    }
+
     // --- What the loop uses. ---
 
     /// Inserts a timer handed over by another thread. A `spawn_at` task learns its handle.
