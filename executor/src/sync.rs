@@ -1,12 +1,15 @@
 //! The one switch between `std` and `loom` for every atomic and lock of the executor.
 //!
 //! Code in this crate never names `std::sync`'s atomics or locks directly: under `--cfg loom`
-//! the same code runs against loom's model-checked types, which is how `loom-tests/` checks the
-//! join slot, the `block_on` waker, the stop request, the unparker's hand-off at shutdown, the
-//! registry of cores and the server stop. Three things stay `std`'s, on purpose: `Arc`
-//! (`Waker::from` needs std's, and a reference count orders nothing the protocols rely on),
-//! the `mpsc` channels that start and join core threads (plain message passing), and
-//! `signal.rs`'s statics, which a signal handler touches (loom cannot model a handler).
+//! the same code runs against loom's model-checked types. `loom-tests/` checks the join slot,
+//! the loop's idle sequence with the `block_on` waker, the stop request, a remote hand-over,
+//! the unparker's hand-off at shutdown, and the server stop; the rest (the registry of cores,
+//! a `spawn_at` abort, the blocking pool, `JoinSet`) compiles under loom but has no model yet.
+//!
+//! Three things stay `std`'s, on purpose: `Arc` (`Waker::from` needs std's, and a reference
+//! count orders nothing the protocols rely on), the `mpsc` channels that start and join core
+//! threads (plain message passing), and `signal.rs`'s statics, which a signal handler touches
+//! (loom cannot model a handler).
 
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, Ordering};
