@@ -3,7 +3,15 @@
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
 
+use tickless_io::Resolving;
+
 use crate::task::spawn_blocking;
+
+/// The cores' resolver for `TcpStream::connect`: the lookup of `host:port` runs on the blocking
+/// pool (set on every core's reactor).
+pub(crate) fn resolve_on_pool(name: String) -> Resolving {
+    Box::pin(async move { Ok(lookup_host(name).await?.collect()) })
+}
 
 /// Resolves `host` (`"example.com:80"`, `("example.com", 80)`, an address) to socket
 /// addresses, as tokio's `net::lookup_host`: the system's resolver runs on the blocking pool,

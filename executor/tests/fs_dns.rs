@@ -43,3 +43,26 @@ fn lookups_resolve_on_the_pool_and_fail_like_std() -> io::Result<()> {
         io::Result::Ok(())
     })
 }
+
+#[test]
+fn connect_by_host_name_looks_it_up_on_the_pool() -> io::Result<()> {
+    let rt = Builder::new().cores(1).build()?;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let port = listener.local_addr()?.port();
+    let threads_before = rt.stats().blocking_threads;
+    rt.block_on(async {
+        // A name, not an address: resolved off the core.
+        let stream = tickless::net::TcpStream::connect(("localhost", port)).await;
+        // localhost may resolve to ::1 first; 127.0.0.1 is among the addresses tried.
+        let stream = stream?;
+        assert_eq!(stream.peer_addr()?.port(), port);
+        io::Result::Ok(())
+    })?;
+    assert_eq!(threads_before, 0);
+    assert_eq!(rt.stats().blocking_threads, 1, "the lookup ran on the pool");
+    // A literal address needs no lookup and no pool thread.
+    let rt = Builder::new().cores(1).build()?;
+    rt.block_on(tickless::net::TcpStream::connect(listener.local_addr()?))?;
+    assert_eq!(rt.stats().blocking_threads, 0);
+    Ok(())
+}

@@ -22,6 +22,7 @@ pub mod cpu;
 pub use async_fd::{AsyncFd, AsyncFdReadyGuard, TryIoError};
 pub use context::EnterGuard;
 pub use mio::Interest;
+pub use net::addr::{Resolve, Resolving, ToSocketAddrs};
 pub use net::tcp_listener::TcpListener;
 pub use net::tcp_split::{OwnedReadHalf, OwnedWriteHalf, ReuniteError};
 pub use net::tcp_stream::TcpStream;

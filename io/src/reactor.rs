@@ -15,6 +15,7 @@ use mio::unix::SourceFd;
 use mio::{Events, Interest, Token};
 use slab::Slab;
 
+use crate::net::addr::Resolve;
 use crate::ready::Ready;
 use crate::registration::ScheduledIo;
 use crate::stats::{Counter, IoStats};
@@ -118,6 +119,8 @@ pub struct Reactor {
     wake_list: RefCell<Vec<Waker>>,
     /// The core's cross-thread wakeup, registered under [`UNPARK_TOKEN`].
     unparker: Unparker,
+    /// How host names are looked up for this reactor's connects (`None`: a blocking lookup).
+    resolver: Cell<Option<Resolve>>,
     /// Counters reported by `stats`.
     counters: Counters,
 }
@@ -150,8 +153,21 @@ impl Reactor {
             next_generation: Cell::new(0),
             wake_list: RefCell::new(Vec::new()),
             unparker,
+            resolver: Cell::new(None),
             counters: Counters::default(),
         }))
+    }
+
+    /// Sets how [`TcpStream::connect`](crate::TcpStream::connect) looks up host names on this
+    /// reactor's thread: the runtime sets a lookup on its blocking pool, so that a slow DNS
+    /// server never stalls the core. Without one, the lookup blocks (as std's does).
+    pub fn set_resolver(&self, resolve: Resolve) {
+        self.resolver.set(Some(resolve));
+    }
+
+    /// The resolver set with [`set_resolver`](Self::set_resolver).
+    pub fn resolver(&self) -> Option<Resolve> {
+        self.resolver.get()
     }
 
     /// A handle that wakes this reactor's blocking [`poll`](Self::poll) from any thread.

@@ -111,6 +111,8 @@ impl Core {
         blocking: Arc<BlockingPool>,
     ) -> io::Result<Rc<Core>> {
         let (reactor, timerfd) = Reactor::with_timer()?;
+        // Host names given to `TcpStream::connect` are looked up on the blocking pool.
+        reactor.set_resolver(crate::dns::resolve_on_pool);
         let clock = Clock::new(config.epoch, config.paused);
         let shared = Arc::new(Shared::with_unparker(
             id,

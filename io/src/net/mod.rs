@@ -1,5 +1,6 @@
 //! Sockets: TCP, UDP and Unix domain, and the stream plumbing they share.
 
+pub(crate) mod addr;
 pub(crate) mod reuseport;
 pub(crate) mod tcp_listener;
 pub(crate) mod tcp_peek;

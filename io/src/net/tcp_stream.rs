@@ -3,7 +3,7 @@
 use std::fmt;
 use std::future::poll_fn;
 use std::io;
-use std::net::{Shutdown, SocketAddr, ToSocketAddrs};
+use std::net::{Shutdown, SocketAddr};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::rc::Rc;
 use std::task::{ready, Context, Poll};
@@ -11,6 +11,7 @@ use std::task::{ready, Context, Poll};
 use mio::Interest;
 
 use crate::async_fd::AsyncFd;
+use crate::net::addr::{resolve, ToSocketAddrs};
 use crate::net::impl_stream_io;
 use crate::net::tcp_split::{OwnedReadHalf, OwnedWriteHalf};
 use crate::reactor::Reactor;
@@ -30,18 +31,21 @@ pub struct TcpStream {
 }
 
 impl TcpStream {
-    /// Connects to `addr`, trying each address it resolves to in turn.
+    /// Connects to `addr`, trying each address it stands for in turn.
     ///
-    /// Resolving a host name blocks the thread (std's resolver); pass a `SocketAddr` on a core
-    /// thread.
+    /// `addr` is a [`ToSocketAddrs`]: a `SocketAddr`, an `(IpAddr, u16)`, a `"host:port"`
+    /// string or a `(host, port)` pair. A host name is looked up by the reactor's
+    /// [resolver](Reactor::set_resolver): in a tickless runtime, on its blocking pool, so the
+    /// core keeps running meanwhile.
     ///
     /// # Errors
     ///
     /// No reactor is current; the address did not resolve; or the last connect failed, for
     /// instance with `ConnectionRefused` when nothing listens on the port.
     pub async fn connect<A: ToSocketAddrs>(addr: A) -> io::Result<TcpStream> {
+        let resolver = Reactor::current()?.resolver();
         let mut last = None;
-        for addr in addr.to_socket_addrs()? {
+        for addr in resolve(&addr, resolver).await? {
             match TcpStream::connect_addr(addr).await {
                 Ok(stream) => return Ok(stream),
                 Err(e) => last = Some(e),
