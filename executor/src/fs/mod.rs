@@ -19,6 +19,9 @@
 //! # std::io::Result::Ok(())
 //! ```
 //!
+//! [`File`] is an open file, read and written through futures-io's (and, with `tokio-io`,
+//! tokio's) `AsyncRead`, `AsyncWrite` and `AsyncSeek`, on the same pool.
+//!
 //! [`spawn_blocking`]: crate::task::spawn_blocking
 
 use std::fs::Metadata;
@@ -26,6 +29,14 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::task::spawn_blocking;
+
+mod buf;
+mod file;
+mod open_options;
+mod state;
+
+pub use file::File;
+pub use open_options::OpenOptions;
 
 /// Runs `f` on the blocking pool; a panic or a cancel becomes an `io::Error`.
 async fn blocking<T, F>(f: F) -> io::Result<T>

@@ -1,0 +1,135 @@
+//! `OpenOptions`: how to open a [`File`], as `std::fs::OpenOptions`, opened on the blocking
+//! pool.
+
+use std::io;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+
+use super::{blocking, owned, File};
+
+/// Options for opening a [`File`]: `std::fs::OpenOptions`, with an async
+/// [`open`](Self::open) that runs on the blocking pool (tokio's `tokio::fs::OpenOptions`).
+///
+/// Every option starts out `false`; [`File::open`] is `read(true)`, [`File::create`] is
+/// `write(true).create(true).truncate(true)`.
+///
+/// # Examples
+///
+/// ```
+/// use futures_lite::{AsyncReadExt, AsyncWriteExt};
+/// use tickless::fs::OpenOptions;
+///
+/// let rt = tickless::Runtime::new()?;
+/// rt.block_on(async {
+///     let path = std::env::temp_dir().join(format!("tickless-options-doc-{}", std::process::id()));
+///     let mut log = OpenOptions::new().create_new(true).append(true).open(&path).await?;
+///     log.write_all(b"one\n").await?;
+///     log.flush().await?; // the write's outcome
+///     let mut log = OpenOptions::new().append(true).open(&path).await?;
+///     log.write_all(b"two\n").await?; // at the end, whatever the cursor
+///     log.flush().await?;
+///     let mut text = String::new();
+///     OpenOptions::new().read(true).open(&path).await?.read_to_string(&mut text).await?;
+///     assert_eq!(text, "one\ntwo\n");
+///     let again = OpenOptions::new().create_new(true).write(true).open(&path).await;
+///     assert_eq!(again.unwrap_err().kind(), std::io::ErrorKind::AlreadyExists);
+///     tickless::fs::remove_file(&path).await
+/// })?;
+/// # std::io::Result::Ok(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct OpenOptions {
+    /// The options, handed to the pool thread that opens the file.
+    std: std::fs::OpenOptions,
+}
+
+impl OpenOptions {
+    /// Options with every flag unset.
+    pub fn new() -> OpenOptions {
+        OpenOptions {
+            std: std::fs::OpenOptions::new(),
+        }
+    }
+
+    /// Open for reading.
+    pub fn read(&mut self, read: bool) -> &mut OpenOptions {
+        self.std.read(read);
+        self
+    }
+
+    /// Open for writing (at the cursor, which starts at 0).
+    pub fn write(&mut self, write: bool) -> &mut OpenOptions {
+        self.std.write(write);
+        self
+    }
+
+    /// Open for appending: every write goes to the end of the file (implies writing).
+    pub fn append(&mut self, append: bool) -> &mut OpenOptions {
+        self.std.append(append);
+        self
+    }
+
+    /// Truncate an existing file to length 0 when opening it (needs writing).
+    pub fn truncate(&mut self, truncate: bool) -> &mut OpenOptions {
+        self.std.truncate(truncate);
+        self
+    }
+
+    /// Create the file if it does not exist (needs writing or appending).
+    pub fn create(&mut self, create: bool) -> &mut OpenOptions {
+        self.std.create(create);
+        self
+    }
+
+    /// Create the file, failing with `AlreadyExists` if it exists (needs writing or
+    /// appending; `create` and `truncate` are then ignored). The check and the creation are one
+    /// atomic step.
+    pub fn create_new(&mut self, create_new: bool) -> &mut OpenOptions {
+        self.std.create_new(create_new);
+        self
+    }
+
+    /// The permission bits of a file this creates (before the umask), `0o666` by default;
+    /// `std::os::unix::fs::OpenOptionsExt::mode`.
+    pub fn mode(&mut self, mode: u32) -> &mut OpenOptions {
+        self.std.mode(mode);
+        self
+    }
+
+    /// Extra `open(2)` flags (`libc::O_NOFOLLOW`, ...);
+    /// `std::os::unix::fs::OpenOptionsExt::custom_flags`.
+    pub fn custom_flags(&mut self, flags: i32) -> &mut OpenOptions {
+        self.std.custom_flags(flags);
+        self
+    }
+
+    /// Opens `path` with these options, on the blocking pool.
+    ///
+    /// # Errors
+    ///
+    /// As `std::fs::OpenOptions::open`: `NotFound`, `PermissionDenied`, `AlreadyExists` (with
+    /// `create_new`), `InvalidInput` for a contradictory set of options.
+    ///
+    /// # Panics
+    ///
+    /// Outside a tickless runtime.
+    pub async fn open(&self, path: impl AsRef<Path>) -> io::Result<File> {
+        let (std, path) = (self.std.clone(), owned(path));
+        let file = blocking(move || std.open(path)).await?;
+        Ok(File::from_std(file))
+    }
+}
+
+impl Default for OpenOptions {
+    /// [`OpenOptions::new`].
+    fn default() -> OpenOptions {
+        OpenOptions::new()
+    }
+}
+
+impl From<std::fs::OpenOptions> for OpenOptions {
+    /// Options as set on a `std::fs::OpenOptions`.
+    fn from(std: std::fs::OpenOptions) -> OpenOptions {
+        OpenOptions { std }
+    }
+}
