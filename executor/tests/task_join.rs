@@ -113,6 +113,101 @@ fn abort_of_a_pending_task_cancels_it_and_drops_its_future() -> io::Result<()> {
     Ok(())
 }
 
+/// Hang guard for a thread outside the runtime: waits (really) until `cond` holds. A count of
+/// short sleeps, not a deadline asserted on.
+fn wait_for(what: &str, cond: impl Fn() -> bool) {
+    for _ in 0..200_000 {
+        if cond() {
+            return;
+        }
+        std::thread::sleep(Duration::from_micros(50));
+    }
+    panic!("never happened: {what}");
+}
+
+#[test]
+fn abort_of_a_spawn_at_task_waiting_for_its_deadline_drops_it_at_once() -> io::Result<()> {
+    // Core 0 on paused time: the clock moves only if the core idles, and a main future that
+    // keeps yielding never does, so the deadline 20 s out can only be reached by the abort.
+    let rt = paused()?;
+    let core0 = rt.handle(0);
+    let drops = Arc::new(AtomicUsize::new(0));
+    let ran = Arc::new(AtomicUsize::new(0));
+    rt.block_on(async {
+        let start = Instant::now();
+        let deadline = start + Duration::from_secs(20);
+        let task = |drops: &Arc<AtomicUsize>| {
+            let (guard, ran) = (DropGuard(drops.clone()), ran.clone());
+            async move {
+                let _guard = guard;
+                ran.fetch_add(1, Ordering::SeqCst);
+            }
+        };
+        // Aborted once the core has put it in its wheel.
+        let waiting = core0.spawn_at(deadline, task(&drops));
+        for _ in 0..3 {
+            yield_now().await;
+        }
+        let before = rt.stats().total;
+        assert_eq!(before.timer_inserts, 1, "{before:?}");
+        assert!(!waiting.is_finished());
+        waiting.abort();
+        let mut turns = 0;
+        while !waiting.is_finished() {
+            assert!(turns < 3, "the abort waits for the deadline");
+            yield_now().await;
+            turns += 1;
+        }
+        assert_eq!(drops.load(Ordering::SeqCst), 1, "the future was dropped");
+        assert!(waiting.await.unwrap_err().is_cancelled());
+        let after = rt.stats().total;
+        assert_eq!(after.timer_cancels - before.timer_cancels, 1, "{after:?}");
+        // Aborted before the core has even taken its insert from the inbox.
+        let handed = core0.spawn_at(deadline, task(&drops));
+        handed.abort();
+        until(|| handed.is_finished()).await;
+        assert_eq!(drops.load(Ordering::SeqCst), 2);
+        assert!(handed.await.unwrap_err().is_cancelled());
+        assert_eq!(rt.stats().total.timer_cancels - before.timer_cancels, 2);
+        // Neither ran, no timer fired, and paused time never moved.
+        assert_eq!(ran.load(Ordering::SeqCst), 0);
+        assert_eq!(rt.stats().total.timer_fires, 0);
+        assert_eq!(Instant::now(), start);
+    });
+
+    // Core 1, on real time and asleep: the abort wakes it to cancel the timer.
+    let rt = Builder::new().cores(2).build()?;
+    let h1 = rt.handle(1);
+    let drops = Arc::new(AtomicUsize::new(0));
+    let ran = Arc::new(AtomicBool::new(false));
+    let (guard, r) = (DropGuard(drops.clone()), ran.clone());
+    let waiting = h1.spawn_at(Instant::now() + Duration::from_secs(20), async move {
+        let _guard = guard;
+        r.store(true, Ordering::SeqCst);
+    });
+    // Core 1 publishes its counters before it sleeps: once they show the insert and it
+    // sleeps, the task waits in its wheel.
+    wait_for("core 1 sleeps with the timer", || {
+        rt.stats().cores[1].timer_inserts == 1 && h1.is_parked()
+    });
+    let before = rt.stats().cores[1];
+    waiting.abort();
+    wait_for("the aborted task's handle resolves", || {
+        waiting.is_finished()
+    });
+    assert_eq!(drops.load(Ordering::SeqCst), 1);
+    assert!(waiting.join().unwrap_err().is_cancelled());
+    wait_for("core 1 sleeps again", || h1.is_parked());
+    let after = rt.stats().cores[1];
+    assert_eq!(after.timer_cancels - before.timer_cancels, 1, "{after:?}");
+    assert_eq!(
+        after.timer_fires, before.timer_fires,
+        "the timer never fired"
+    );
+    assert!(!ran.load(Ordering::SeqCst));
+    Ok(())
+}
+
 #[test]
 fn abort_before_the_first_poll_never_runs_the_future() -> io::Result<()> {
     let rt = Runtime::new()?;

@@ -317,6 +317,39 @@ fn interval_skip_goes_to_the_next_multiple_of_the_period() -> io::Result<()> {
 }
 
 #[test]
+fn interval_skip_after_over_2_pow_32_missed_periods_ticks_in_the_future() -> io::Result<()> {
+    let rt = paused()?;
+    rt.block_on(async {
+        let start = Instant::now();
+        let period = Duration::from_micros(1);
+        let mut every = interval(period);
+        every.set_missed_tick_behavior(MissedTickBehavior::Skip);
+        assert_eq!(every.tick().await, start);
+        // A stall of 2^32 + 10.5 periods (about 72 minutes): more periods than a u32 counts.
+        let periods: u64 = (1 << 32) + 10;
+        let stall = Duration::from_micros(periods) + Duration::from_nanos(500);
+        advance(stall).await;
+        let stalled = Instant::now();
+        assert_eq!(stalled - start, stall);
+        // The late tick comes at once...
+        assert_eq!(every.tick().await, start + period);
+        assert_eq!(Instant::now(), stalled);
+        // ...and the next is the first multiple of the period after the stall: in the future.
+        let next = every.tick().await;
+        assert!(
+            next > stalled,
+            "a tick before the stall ended: {:?}",
+            next - start
+        );
+        assert_eq!(next - start, Duration::from_micros(periods + 1));
+        assert_eq!(Instant::now(), next);
+        // Then one period at a time again.
+        assert_eq!(every.tick().await - next, period);
+    });
+    Ok(())
+}
+
+#[test]
 fn interval_accessors_reset_and_a_later_start() -> io::Result<()> {
     let rt = paused()?;
     rt.block_on(async {
