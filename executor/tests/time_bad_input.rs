@@ -196,23 +196,6 @@ fn a_past_deadline_completes_at_once_or_at_the_next_turn_without_arming_the_time
 }
 
 #[test]
-#[ignore = "sleep_until's docs say a deadline passed since the core's last clock reading \
-            completes at the loop's next turn without arming the timerfd, but the deadline is \
-            first rounded up to the timer resolution (1 us by default): one passed by less than \
-            that is not due at the next turn; it takes more turns, and an awaited one arms the \
-            timerfd and parks"]
-fn a_deadline_passed_by_less_than_the_resolution_completes_at_the_next_turn() -> io::Result<()> {
-    // The default 1 µs resolution; each deadline is the clock read just before the sleep.
-    let rt = Builder::new().cores(1).build()?;
-    rt.block_on(async {
-        let (registered, d) = past_deadlines(&rt, 100, Instant::now).await;
-        assert!(registered >= 1, "{d:?}");
-        assert_eq!((d.timerfd_rearms, d.parks), (0, 0), "{d:?}");
-    });
-    Ok(())
-}
-
-#[test]
 fn shutdown_with_an_unbounded_timeout_waits_and_returns_ok() -> io::Result<()> {
     for cores in [1, 2] {
         let rt = Builder::new().cores(cores).build()?;

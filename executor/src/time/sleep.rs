@@ -47,9 +47,11 @@ pub fn sleep(duration: Duration) -> Sleep {
 /// Waits until `deadline`.
 ///
 /// A deadline the core's clock had passed at its last reading (the loop reads it once a turn,
-/// for expiry) completes at the first poll, registering nothing. A deadline passed since then
-/// is registered and completes at the loop's next turn, without a clock read of its own and
-/// without arming the timerfd: the first poll does not read the clock.
+/// for expiry) completes at the first poll, registering nothing: the first poll does not read
+/// the clock. A deadline passed since then is registered, rounded up to the timer resolution
+/// like every deadline (never early), and completes at the first loop turn whose clock reading
+/// has reached that: the next turn, without arming the timerfd, for a deadline passed by at
+/// least the resolution (1 µs by default); one passed by less may take the timerfd's wakeup.
 ///
 /// # Examples
 ///
