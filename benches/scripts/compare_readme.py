@@ -102,10 +102,32 @@ def parse(text):
     return results
 
 
+# The end of compare's output (the terms and the plain-words summary): not for the README.
+TERMS_HEADING = "\n# Terms in the tables"
+
+
 def sections(text):
-    """compare's markdown sections (from the first `### ` heading on)."""
+    """compare's markdown sections (from the first `### ` heading to the terms at the end)."""
     i = text.find("\n### ")
-    return text[i + 1 :].rstrip() + "\n" if i >= 0 else ""
+    if i < 0:
+        return ""
+    j = text.find(TERMS_HEADING, i)
+    return text[i + 1 : j if j >= 0 else len(text)].rstrip() + "\n"
+
+
+def notes_of(text):
+    """The `# note: ` lines, each joined with the `#   ` lines that continue it (compare wraps
+    long notes)."""
+    notes, in_note = [], False
+    for line in text.splitlines():
+        if line.startswith("# note: "):
+            notes.append(line[len("# note: ") :])
+            in_note = True
+        elif in_note and line.startswith("#   "):
+            notes[-1] += " " + line[len("#   ") :]
+        else:
+            in_note = False
+    return notes
 
 
 # ---- the chart ------------------------------------------------------------------------------
@@ -314,7 +336,7 @@ def readme_block(text, results):
     kernel = platform.release()
     header = re.search(r"^# compare: (.*)$", text, re.M)
     took = re.search(r"took=(\d+)s", header.group(1)).group(1) if header else "?"
-    notes = [l[len("# note: "):] for l in text.splitlines() if l.startswith("# note: ")]
+    notes = notes_of(text)
     size = re.search(r"size=(\w+)", header.group(1)).group(1) if header else "full"
     flag = {"full": "", "quick": " -- --quick", "smoke": " -- --smoke"}.get(size, "")
     cmd = "cargo run --release -p tickless-benches --bin compare" + flag

@@ -9,14 +9,17 @@
 //!
 //! Output (stdout): `# ...` notes, one `workload=<w> runtime=<r> [labels] <metric>=<median>
 //! ... <metric>_min=... <metric>_max=... runs=<n>` line per result, then markdown sections:
-//! the summary (ratios to tickless), the policy table, the targets, the system calls.
-//! Progress goes to stderr.
+//! the summary (ratios to tickless), the policy table, the targets, the system calls; at the
+//! end, `# ` lines again: what the tables' terms mean, and the headline figures in plain words
+//! (tickless against tokio). Notes are wrapped at 100 characters, continued on `#   ` lines.
+//! Progress goes to stderr, the waits for a quiet machine included.
 
 mod child;
 mod plan;
 mod quiet;
 mod report;
 mod runner;
+mod summary;
 mod syscalls;
 mod targets;
 
@@ -45,7 +48,8 @@ struct Options {
 
 const USAGE: &str = "usage: compare [--quick | --smoke] [--only WORKLOAD,...] \
 [--runtimes NAME,...] [--no-syscalls] [--http]
-  --quick      about a minute: smaller counts, fewer repetitions
+  --quick      about 1.5 minutes (up to 2 more waiting on a busy machine): smaller counts,
+               fewer repetitions
   --smoke      a few seconds, tiny counts: checks every path runs, measures nothing
   --only       workloads: pingpong_same,pingpong_cross,pingpong_timeout,sleep_precision,idle,timer_churn
   --runtimes   contenders: tickless,tickless_spin50us,tickless_slack1ms,tickless_eager,
@@ -121,7 +125,8 @@ fn child_limit(size: Size) -> Duration {
     }
 }
 
-/// How long, in all, `compare` may wait for other processes to leave the machine alone.
+/// How long, in all, `compare` may spend on account of other processes: waiting for them to
+/// leave the machine alone, and re-running the measurements they disturbed.
 fn quiet_budget(size: Size) -> Duration {
     match size {
         Size::Full => Duration::from_secs(300),
@@ -130,50 +135,62 @@ fn quiet_budget(size: Size) -> Duration {
     }
 }
 
+/// A measurement kept although other processes used the CPUs meanwhile.
+#[derive(Debug, Clone)]
+struct Disturbed {
+    workload: String,
+    runtime: String,
+    /// CPUs the others used, on average.
+    others: f64,
+}
+
 /// Runs one measurement on a quiet machine: waits for the machine to be idle, runs the child,
-/// and runs it again (twice at most) if other processes used the CPUs meanwhile. A measurement
-/// kept although disturbed is named in `disturbed`.
+/// and runs it again (twice at most) if other processes used the CPUs meanwhile, the discarded
+/// run's time charged to `patience`. A measurement kept although disturbed goes in `disturbed`,
+/// and what others used during it is returned with it.
 fn measure_quietly(
     size: Size,
     args: &[String],
-    budget: &mut Duration,
-    disturbed: &mut Vec<String>,
-) -> Outcome {
+    patience: &mut quiet::Patience,
+    disturbed: &mut Vec<Disturbed>,
+) -> (Outcome, Option<f64>) {
     let run = || match child_command(&[], args) {
         Ok(cmd) => run_child(cmd, child_limit(size)),
         Err(e) => Outcome::Failed(e.to_string()),
     };
     if size == Size::Smoke {
-        return run(); // measures nothing: no need to wait
+        return (run(), None); // measures nothing: no need to wait
     }
     let attempts = 3;
     let mut last = None;
     for attempt in 1..=attempts {
-        quiet::wait_quiet(budget);
+        patience.wait_quiet();
         let window = quiet::Window::start();
+        let began = Instant::now();
         let outcome = run();
         let others = window.and_then(|w| w.others()).unwrap_or(0.0);
         if others <= quiet::MAX_OTHERS || !matches!(outcome, Outcome::Done(_)) {
-            return outcome;
+            return (outcome, None);
         }
-        eprintln!(
-            "  ({} {}: others used {others:.2} CPUs meanwhile{})",
-            args[1],
-            args[2],
-            if attempt < attempts && !budget.is_zero() {
-                "; again"
-            } else {
-                "; kept"
-            }
-        );
         last = Some((outcome, others));
-        if budget.is_zero() {
+        if attempt == attempts || patience.is_spent() {
             break;
         }
+        patience.charge(began.elapsed());
+        eprintln!(
+            "  ({} {}: other processes used {others:.2} CPUs meanwhile: measuring again; {})",
+            args[1],
+            args[2],
+            patience.left_text()
+        );
     }
     let (outcome, others) = last.expect("at least one attempt");
-    disturbed.push(format!("{} {} ({others:.2})", args[1], args[2]));
-    outcome
+    disturbed.push(Disturbed {
+        workload: args[1].clone(),
+        runtime: args[2].clone(),
+        others,
+    });
+    (outcome, Some(others))
 }
 
 /// Runs the comparison; returns how many measurements failed.
@@ -219,9 +236,25 @@ fn run(opts: &Options) -> usize {
     jobs.retain(|j| !unavailable.contains(&j.1));
 
     // Round-robin: every job once per repetition.
+    let total: usize = jobs.iter().map(|j| sizes.reps(j.0)).sum();
+    eprintln!(
+        "compare: {total} measurements ({}), each in a fresh process{}; progress here, the \
+         report on stdout at the end",
+        sizes.reps_text(),
+        if opts.size == Size::Smoke {
+            String::new()
+        } else {
+            format!(
+                " once the machine is quiet ({} s of waiting at most in all)",
+                quiet_budget(opts.size).as_secs()
+            )
+        }
+    );
+    let mut started_jobs = 0;
     let mut results = Results::default();
-    let mut quiet_budget = quiet_budget(opts.size);
-    let mut disturbed: Vec<String> = Vec::new();
+    let mut patience = quiet::Patience::new(quiet_budget(opts.size));
+    let mut disturbed: Vec<Disturbed> = Vec::new();
+    let mut measured = 0;
     let reps = jobs.iter().map(|j| sizes.reps(j.0)).max().unwrap_or(0);
     for rep in 0..reps {
         for &(w, c) in &jobs {
@@ -229,16 +262,22 @@ fn run(opts: &Options) -> usize {
                 continue;
             }
             let args = [size_arg.clone(), w.name().into(), c.into()];
-            let outcome = measure_quietly(opts.size, &args, &mut quiet_budget, &mut disturbed);
+            started_jobs += 1;
+            let (outcome, others) =
+                measure_quietly(opts.size, &args, &mut patience, &mut disturbed);
+            let disturbed_by = others.map_or(String::new(), |o| {
+                format!(", disturbed: others used {o:.2} CPUs")
+            });
             match outcome {
                 Outcome::Done(lines) => {
+                    measured += 1;
                     for m in lines {
                         eprintln!(
-                            "[{}/{}] {} {} {}",
-                            rep + 1,
-                            sizes.reps(w),
+                            "[{started_jobs}/{total}] {} {} (run {} of {}{disturbed_by}) {}",
                             w.name(),
                             c,
+                            rep + 1,
+                            sizes.reps(w),
                             m.metrics
                                 .iter()
                                 .map(|(k, v)| format!("{k}={}", child::fmt_num(*v)))
@@ -265,13 +304,7 @@ fn run(opts: &Options) -> usize {
     }
 
     if !disturbed.is_empty() {
-        notes.push(format!(
-            "{} measurement(s) kept although other processes used more than {:.2} CPUs during \
-             them (after retries, or out of patience): {}",
-            disturbed.len(),
-            quiet::MAX_OTHERS,
-            disturbed.join(", ")
-        ));
+        notes.push(disturbed_note(&disturbed, measured));
     }
 
     // System calls per round trip, on the ping-pong workloads.
@@ -304,9 +337,70 @@ fn run(opts: &Options) -> usize {
 
     print_report(opts, &results, &syscall_results, &notes, started.elapsed());
     if opts.http && opts.size != Size::Smoke {
-        return failed + http_hello(opts.size) as usize;
+        failed += http_hello(opts.size) as usize;
+    }
+    let facts = summary::RunFacts {
+        size: opts.size,
+        measured,
+        disturbed: disturbed.len(),
+    };
+    println!();
+    for l in summary::glossary() {
+        println!("{l}");
+    }
+    for l in summary::plain_words(&results, &targets::evaluate(&results), facts) {
+        println!("{l}");
     }
     failed
+}
+
+/// The note on the measurements kept although disturbed: each named when they are few (the
+/// repetitions of one together), counted by workload when they are many.
+fn disturbed_note(disturbed: &[Disturbed], measured: usize) -> String {
+    let head = format!(
+        "{} of {measured} measurements kept although other processes used more than {:.2} CPUs \
+         during them (after retries, or out of patience)",
+        disturbed.len(),
+        quiet::MAX_OTHERS,
+    );
+    let mut groups: Vec<(&str, &str, Vec<f64>)> = Vec::new();
+    for d in disturbed {
+        match groups
+            .iter_mut()
+            .find(|g| g.0 == d.workload && g.1 == d.runtime)
+        {
+            Some(g) => g.2.push(d.others),
+            None => groups.push((&d.workload, &d.runtime, vec![d.others])),
+        }
+    }
+    if disturbed.len() <= 8 {
+        let each: Vec<String> = groups
+            .iter()
+            .map(|(w, r, o)| {
+                let o: Vec<String> = o.iter().map(|x| format!("{x:.2}")).collect();
+                format!("{w} {r} ({})", o.join(", "))
+            })
+            .collect();
+        return format!("{head}: {}", each.join(", "));
+    }
+    let mut by_workload: Vec<(&str, usize)> = Vec::new();
+    for d in disturbed {
+        match by_workload.iter_mut().find(|g| g.0 == d.workload) {
+            Some(g) => g.1 += 1,
+            None => by_workload.push((&d.workload, 1)),
+        }
+    }
+    let others: Vec<f64> = disturbed.iter().map(|d| d.others).collect();
+    let (median, _, max) = crate::stats::summary(&others).unwrap_or_default();
+    let counts: Vec<String> = by_workload
+        .iter()
+        .map(|(w, n)| format!("{w} {n}"))
+        .collect();
+    format!(
+        "{head}: {}; others used {median:.2} CPUs at the median, {max:.2} at most; treat those \
+         figures as rough",
+        counts.join(", ")
+    )
 }
 
 /// The `http_hello` workload: the load script prints its results in this binary's format
@@ -346,7 +440,9 @@ fn print_report(
         took.as_secs_f64()
     );
     for n in notes {
-        println!("# note: {n}");
+        for l in report::wrap(n, "# note: ", "#   ", summary::WIDTH) {
+            println!("{l}");
+        }
     }
     for l in results.lines() {
         println!("{l}");
@@ -389,5 +485,39 @@ fn print_report(
                 by_name.join(", ")
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn d(workload: &str, runtime: &str, others: f64) -> Disturbed {
+        Disturbed {
+            workload: workload.into(),
+            runtime: runtime.into(),
+            others,
+        }
+    }
+
+    #[test]
+    fn few_disturbed_are_named_many_counted() {
+        let few = [
+            d("pingpong_same", "tokio", 0.5),
+            d("pingpong_same", "tokio", 0.25),
+            d("idle", "smol", 1.0),
+        ];
+        let note = disturbed_note(&few, 20);
+        assert!(note.starts_with("3 of 20 measurements kept"), "{note}");
+        assert!(
+            note.ends_with(": pingpong_same tokio (0.50, 0.25), idle smol (1.00)"),
+            "{note}"
+        );
+        let many: Vec<Disturbed> = (0..100)
+            .map(|i| d(if i < 90 { "pingpong_same" } else { "idle" }, "tokio", 1.0))
+            .collect();
+        let note = disturbed_note(&many, 113);
+        assert!(note.contains(": pingpong_same 90, idle 10; "), "{note}");
+        assert!(note.len() < 300, "{note}");
     }
 }

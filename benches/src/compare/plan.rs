@@ -125,7 +125,8 @@ impl Workload {
 pub enum Size {
     /// A few minutes: the sizes of the issue, 7 repetitions of ping-pong, 3 of the rest.
     Full,
-    /// About a minute: smaller counts, 3 repetitions of ping-pong, 1 of the rest.
+    /// About a minute and a half (up to two minutes more waiting on a busy machine): smaller
+    /// counts, 3 repetitions of ping-pong, 1 of the rest.
     Quick,
     /// A few seconds, tiny counts: proves every path runs (CI), measures nothing.
     Smoke,
@@ -224,6 +225,23 @@ impl Sizes {
             warmup: (rtts / 10).max(10),
             rtts,
         }
+    }
+
+    /// How often each measurement runs, in words: `each ping-pong 3 times, the rest once`.
+    pub fn reps_text(&self) -> String {
+        let times = |n: usize| match n {
+            1 => "once".to_string(),
+            2 => "twice".to_string(),
+            n => format!("{n} times"),
+        };
+        if self.pingpong_reps == self.timer_reps {
+            return format!("each {}", times(self.pingpong_reps));
+        }
+        format!(
+            "each ping-pong {}, the rest {}",
+            times(self.pingpong_reps),
+            times(self.timer_reps)
+        )
     }
 
     /// Repetitions of `w`'s measurements.

@@ -214,6 +214,43 @@ pub fn human(v: f64) -> String {
     }
 }
 
+/// `text` as lines of at most `width` characters (a word longer than that is cut): the
+/// first line starts with `first`, the others with `rest`.
+pub fn wrap(text: &str, first: &str, rest: &str, width: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = first.to_string();
+    let mut empty = true; // whether `line` holds only its prefix
+    for word in text.split_whitespace() {
+        let mut word: Vec<char> = word.chars().collect();
+        loop {
+            let used = line.chars().count() + usize::from(!empty);
+            if used + word.len() <= width {
+                if !empty {
+                    line.push(' ');
+                }
+                line.extend(word.iter());
+                empty = false;
+                break;
+            }
+            if empty {
+                // Longer than a whole line: cut it.
+                let room = width.saturating_sub(line.chars().count()).max(1);
+                line.extend(word.drain(..room.min(word.len())));
+                if word.is_empty() {
+                    empty = false;
+                    break;
+                }
+            }
+            lines.push(std::mem::replace(&mut line, rest.to_string()));
+            empty = true;
+        }
+    }
+    if !empty || lines.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
 impl Results {
     /// A metric, or `keep` (timeout rate over same-core rate), by runtime.
     fn value(&self, workload: &str, labels: &str, metric: &str, runtime: &str) -> Option<f64> {
@@ -307,5 +344,35 @@ impl Results {
             let _ = writeln!(t, "| {p}{mark} | {} |", cells.join(" | "));
         }
         t
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wrap;
+
+    #[test]
+    fn wraps_at_the_width_with_prefixes() {
+        let text = "one two three four five six seven eight nine ten eleven twelve";
+        let lines = wrap(text, "# note: ", "#   ", 24);
+        assert!(lines.iter().all(|l| l.chars().count() <= 24), "{lines:?}");
+        assert!(lines[0].starts_with("# note: one"));
+        assert!(lines[1..].iter().all(|l| l.starts_with("#   ")));
+        let words: Vec<&str> = lines
+            .iter()
+            .enumerate()
+            .flat_map(|(i, l)| l[if i == 0 { 8 } else { 4 }..].split(' '))
+            .collect();
+        assert_eq!(words.join(" "), text);
+    }
+
+    #[test]
+    fn short_text_is_one_line_and_long_words_are_cut() {
+        assert_eq!(wrap("short", "# ", "#   ", 100), ["# short"]);
+        assert_eq!(wrap("", "# note: ", "#   ", 100), ["# note: "]);
+        let long = "x".repeat(30);
+        let lines = wrap(&long, "# ", "# ", 12);
+        assert!(lines.iter().all(|l| l.chars().count() <= 12), "{lines:?}");
+        assert_eq!(lines.concat().replace("# ", ""), long);
     }
 }
