@@ -114,6 +114,7 @@ fn a_core_that_dies_resolves_its_handles_refuses_spawns_and_is_reported() -> io:
     // Once the dead core's thread is gone (it closed its inbox on its way out), later spawns
     // onto it resolve at once, as cancelled.
     wait_for("core 1's thread ends", || !core1_thread_alive());
+    assert!(!rt.handle(1).is_parked(), "a dead core does not sleep");
     for _ in 0..3 {
         let late = rt.handle(1).spawn(async { 2 });
         assert!(

@@ -452,6 +452,34 @@ fn join_in_block_on_for_a_task_of_the_same_core_panics() {
 }
 
 #[test]
+#[should_panic(expected = "`.await` the handle instead")]
+fn join_on_core_0_s_thread_outside_block_on_panics() {
+    // Core 0 runs only inside `block_on`: joining one of its tasks from its thread outside
+    // would wait forever.
+    let rt = two_cores().unwrap();
+    let _ = rt.handle(0).spawn(async { 1 }).join();
+}
+
+#[test]
+fn join_from_another_thread_on_a_core_0_task_waits_for_block_on() -> io::Result<()> {
+    let rt = one_core()?;
+    let h = rt.handle(0).spawn(async { 5 });
+    let joiner = std::thread::spawn(move || h.join().unwrap());
+    rt.block_on(async {
+        // Bounded by a count of turns; each turn sleeps a little so the joiner can run.
+        for _ in 0..10_000 {
+            if joiner.is_finished() {
+                return;
+            }
+            tickless::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+        panic!("the joiner never got its value");
+    });
+    assert_eq!(joiner.join().unwrap(), 5);
+    Ok(())
+}
+
+#[test]
 fn join_in_a_task_for_a_task_of_its_own_core_panics_saying_to_await() -> io::Result<()> {
     let rt = two_cores()?;
     let ran = counter();

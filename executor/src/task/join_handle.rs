@@ -15,6 +15,7 @@ use crate::task::deferred::DeferredStart;
 use crate::task::harness::ResultSlot;
 use crate::task::join_error::JoinError;
 use crate::worker::id::CoreId;
+use crate::worker::registry;
 use crate::worker::shared::Shared;
 use crate::worker::timers::TimerValue;
 
@@ -91,13 +92,18 @@ impl<T> JoinHandle<T> {
     ///
     /// # Panics
     ///
-    /// When called on the task's own core (from one of its tasks or its `block_on`): the core
-    /// would wait for itself forever. Await the handle there instead.
+    /// When called on the thread of the task's own core: from one of its tasks or its
+    /// `block_on`, or, for core 0, from the thread that built the runtime outside `block_on`
+    /// (core 0 runs only inside `block_on`). Either way the core would wait for itself
+    /// forever: `.await` the handle (in `block_on`, for core 0) instead.
     pub fn join(self) -> Result<T, JoinError> {
-        if with_current(|core| core.id() == self.core).unwrap_or(false) {
+        let own = with_current(|core| core.id() == self.core).unwrap_or(false)
+            || registry::find(self.core).is_some_and(|shared| shared.is_core_thread());
+        if own {
             panic!(
-                "`JoinHandle::join` called on the task's own core, which would wait for itself \
-                 forever: `.await` the handle instead"
+                "`JoinHandle::join` called on the thread of the task's own core, which would \
+                 wait for itself forever: `.await` the handle instead (for core 0, inside \
+                 `block_on`)"
             );
         }
         park_on(self)

@@ -40,14 +40,18 @@ pub(crate) fn unregister(id: CoreId) {
     registry().retain(|(core, _)| *core != id);
 }
 
+/// The shared half of `core`, if it still runs.
+pub(crate) fn find(core: CoreId) -> Option<Arc<Shared>> {
+    registry()
+        .iter()
+        .find(|(id, _)| *id == core)
+        .and_then(|(_, w)| w.upgrade())
+}
+
 /// Cancels a timer of `core` from another thread: through its inbox, waking nobody. A core
 /// that is gone has no timer to cancel.
 pub(crate) fn remote_cancel(core: CoreId, handle: TimerHandle) {
-    let shared = registry()
-        .iter()
-        .find(|(id, _)| *id == core)
-        .and_then(|(_, w)| w.upgrade());
-    if let Some(shared) = shared {
+    if let Some(shared) = find(core) {
         shared.push(Op::Cancel(handle));
     }
 }

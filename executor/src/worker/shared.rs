@@ -51,6 +51,8 @@ pub struct Shared<U = Unparker> {
     pub(crate) epoch: Epoch,
     /// Why the core's thread ended by a panic (the panic's message), if it did.
     death: Mutex<Option<String>>,
+    /// The thread that runs the core (for core 0, the thread that built the runtime).
+    thread: std::thread::ThreadId,
 }
 
 impl<U: Unpark> Shared<U> {
@@ -68,6 +70,7 @@ impl<U: Unpark> Shared<U> {
             published: Published::default(),
             epoch,
             death: Mutex::new(None),
+            thread: std::thread::current().id(),
         }
     }
 
@@ -173,9 +176,16 @@ impl<U: Unpark> Shared<U> {
         }
     }
 
-    /// Records that the core's thread died of a panic with `message`.
+    /// Whether the calling thread is the one that runs this core.
+    pub(crate) fn is_core_thread(&self) -> bool {
+        std::thread::current().id() == self.thread
+    }
+
+    /// Records that the core's thread died of a panic with `message`; it no longer sleeps.
     pub(crate) fn set_death(&self, message: String) {
         *lock(&self.death) = Some(message);
+        // It died where it was, possibly inside its sleep: say it does not sleep any more.
+        self.handover.woke();
     }
 
     /// The message of the panic the core's thread died of, if it did.
