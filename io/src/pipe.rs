@@ -119,6 +119,29 @@ impl PipeWriter {
     }
 }
 
+impl AsFd for PipeWriter {
+    /// # Panics
+    ///
+    /// After [`poll_close`](AsyncWrite::poll_close), which closed the descriptor (so that the
+    /// reader sees end of file): there is no descriptor left to borrow.
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.io
+            .as_ref()
+            .expect("`PipeWriter::as_fd` after `poll_close` closed the descriptor")
+            .get_ref()
+            .as_fd()
+    }
+}
+
+impl AsRawFd for PipeWriter {
+    /// # Panics
+    ///
+    /// After [`poll_close`](AsyncWrite::poll_close), as [`as_fd`](AsFd::as_fd).
+    fn as_raw_fd(&self) -> RawFd {
+        self.as_fd().as_raw_fd()
+    }
+}
+
 impl AsyncWrite for PipeWriter {
     fn poll_write(
         self: Pin<&mut Self>,

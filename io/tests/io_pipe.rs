@@ -131,3 +131,14 @@ fn adopted_blocking_descriptors_are_made_non_blocking() -> io::Result<()> {
         Ok(())
     })
 }
+
+#[test]
+fn both_ends_expose_their_descriptors() -> io::Result<()> {
+    use std::os::fd::{AsFd, AsRawFd};
+    common::run(async {
+        let (r, w) = tickless_io::pipe()?;
+        assert!(r.as_raw_fd() >= 0 && w.as_raw_fd() >= 0);
+        assert_ne!(r.as_fd().as_raw_fd(), w.as_fd().as_raw_fd());
+        Ok(())
+    })
+}
