@@ -31,23 +31,32 @@ fn a_blocking_job_runs_off_the_core_and_its_result_comes_back() -> io::Result<()
 #[test]
 fn the_core_keeps_serving_while_a_job_blocks() -> io::Result<()> {
     let rt = Builder::new().cores(1).build()?;
+    let before = rt.stats().total;
     rt.block_on(async {
         let (tx, rx) = mpsc::channel::<()>();
         let job = spawn_blocking(move || rx.recv().unwrap());
-        // The core runs other tasks meanwhile: a hundred of them, then releases the job.
+        // The core runs other tasks and fires timers meanwhile, then releases the job.
         let mut set = JoinSet::new();
         for i in 0..100u32 {
-            set.spawn(async move { i });
+            set.spawn(async move {
+                tickless::time::sleep(Duration::from_micros(u64::from(i % 10) + 1)).await;
+                i
+            });
         }
         let mut n = 0;
         while set.join_next().await.is_some() {
             n += 1;
         }
         assert_eq!(n, 100);
-        assert!(!job.is_finished());
+        assert!(!job.is_finished(), "the job still blocks");
         tx.send(()).unwrap();
         job.await.unwrap();
     });
+    let d = rt.stats().total - before;
+    assert_eq!(d.timer_fires, 100, "every sleep fired while the job blocked: {d:?}");
+    assert!(d.polls >= 200, "each task polled at least twice: {d:?}");
+    // The job's result reached the core through its inbox: a remote wake, sent or avoided.
+    assert!(d.remote_wakes_sent + d.remote_wakes_avoided >= 1, "{d:?}");
     Ok(())
 }
 
