@@ -47,7 +47,37 @@ pub mod io {
     pub use tickless_io::{pipe, AsyncFd, AsyncFdReadyGuard, PipeReader, PipeWriter};
 }
 
-/// TCP, UDP and Unix sockets.
+/// TCP, UDP and Unix sockets, name lookups, and servers on every core.
+///
+/// # Examples
+///
+/// A listener and a client on one core: each connection is a task of the core that accepted
+/// it, and `connect` takes an address or a `"host:port"` (looked up off the core).
+///
+/// ```
+/// use futures_lite::{AsyncReadExt, AsyncWriteExt};
+/// use tickless::net::{TcpListener, TcpStream};
+///
+/// let rt = tickless::Builder::new().cores(1).build()?;
+/// let reply = rt.block_on(async {
+///     let listener = TcpListener::bind("127.0.0.1:0").await?;
+///     let port = listener.local_addr()?.port();
+///     let server = tickless::task::spawn_local(async move { // streams stay on their core
+///         let (mut conn, _peer) = listener.accept().await?;
+///         let mut buf = [0u8; 4];
+///         conn.read_exact(&mut buf).await?;
+///         conn.write_all(&buf).await // an echo
+///     });
+///     let mut client = TcpStream::connect(("localhost", port)).await?;
+///     client.write_all(b"ping").await?;
+///     let mut reply = [0u8; 4];
+///     client.read_exact(&mut reply).await?;
+///     server.await??;
+///     std::io::Result::Ok(reply)
+/// })?;
+/// assert_eq!(&reply, b"ping");
+/// # std::io::Result::Ok(())
+/// ```
 pub mod net {
     pub use tickless_io::{
         OwnedReadHalf, OwnedWriteHalf, TcpListener, TcpStream, UdpSocket, UnixListener, UnixStream,

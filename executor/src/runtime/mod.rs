@@ -49,6 +49,23 @@ const DROP_TIMEOUT: Duration = Duration::from_secs(10);
 ///
 /// [`JoinError`]: crate::task::JoinError
 ///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+///
+/// let rt = tickless::Runtime::new()?; // one core per CPU; core 0 is this thread
+/// let answer = rt.block_on(async {
+///     tickless::time::sleep(Duration::from_micros(10)).await;
+///     tickless::spawn(async { 42 }).await
+/// });
+/// assert_eq!(answer.unwrap(), 42);
+/// rt.shutdown(Duration::from_secs(1))?; // or just drop it
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// It stays on the thread that made it:
+///
 /// ```compile_fail
 /// fn assert_send<T: Send>() {}
 /// assert_send::<tickless::Runtime>();
@@ -161,6 +178,17 @@ impl Runtime {
     /// # Panics
     ///
     /// When called from inside a runtime (a task or another `block_on`): runtimes don't nest.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = tickless::Builder::new().cores(1).build()?;
+    /// assert_eq!(rt.block_on(async { 1 + 1 }), 2);
+    /// // Tasks spawned onto core 0 run inside `block_on`, whichever call it is.
+    /// let task = rt.handle(0).spawn(async { "ran" });
+    /// assert_eq!(rt.block_on(task).unwrap(), "ran");
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn block_on<F: Future>(&self, future: F) -> F::Output {
         let _entered = self.core.enter();
         self.core.block_on(future)

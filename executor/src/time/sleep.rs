@@ -90,6 +90,25 @@ struct Entry {
 /// It registers with the core that first polls it, and costs nothing if dropped unpolled. It is
 /// `Send` and `Unpin`: dropped on another thread, its cancel travels to the owning core through
 /// that core's inbox and wakes nobody.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use tickless::time::{sleep, Instant};
+///
+/// let rt = tickless::Builder::new().start_paused(true).build()?;
+/// rt.block_on(async {
+///     let start = Instant::now();
+///     let mut nap = sleep(Duration::from_secs(5)).slack(Duration::from_millis(10));
+///     (&mut nap).await;
+///     assert!(nap.is_elapsed());
+///     nap.reset(Instant::now() + Duration::from_secs(1)); // reuses its timer
+///     nap.await;
+///     assert!(start.elapsed() >= Duration::from_secs(6));
+/// });
+/// # std::io::Result::Ok(())
+/// ```
 #[derive(Debug)]
 #[must_use = "futures do nothing unless awaited"]
 pub struct Sleep {

@@ -25,6 +25,11 @@ use crate::sys;
 /// [`poll_close`](futures_io::AsyncWrite::poll_close) shuts down the write side. Writes use
 /// `MSG_NOSIGNAL`: a reset peer gives `BrokenPipe` or `ConnectionReset`, never `SIGPIPE`.
 /// Dropping the stream deregisters and closes it.
+///
+/// # Examples
+///
+/// A client and a server in a tickless runtime: see `tickless::net`, which re-exports this
+/// type.
 pub struct TcpStream {
     /// The non-blocking socket and its registration (read and write interest).
     pub(crate) io: AsyncFd<mio::net::TcpStream>,
