@@ -9,6 +9,7 @@ use tickless_timer::{Config, RearmPolicy, Slack};
 
 use crate::blocking::{BlockingPool, DEFAULT_KEEP_ALIVE, DEFAULT_MAX_THREADS};
 use crate::runtime::thread::core_thread;
+use crate::runtime::tokio_context::TokioRuntime;
 use crate::runtime::Runtime;
 use crate::worker::clock::Epoch;
 use crate::worker::config::CoreConfig;
@@ -49,6 +50,8 @@ pub struct Builder {
     max_blocking_threads: usize,
     /// How long an idle blocking thread lingers.
     blocking_keep_alive: Duration,
+    /// Start a tokio runtime and enter its context on every core.
+    tokio_context: bool,
 }
 
 impl Default for Builder {
@@ -74,6 +77,7 @@ impl Builder {
             },
             max_blocking_threads: DEFAULT_MAX_THREADS,
             blocking_keep_alive: DEFAULT_KEEP_ALIVE,
+            tokio_context: false,
         }
     }
 
@@ -165,6 +169,37 @@ impl Builder {
         self
     }
 
+    /// Gives every core a tokio context (feature `tokio-compat`; default `false`): the runtime
+    /// starts one small tokio runtime for the process (one worker thread) and every core
+    /// thread enters its handle, so that libraries written for tokio, which call
+    /// `tokio::spawn`, `tokio::time` or `tokio::net` inside, work from tickless tasks.
+    ///
+    /// # Costs
+    ///
+    /// What those calls do runs on tokio's thread, not on the core: a `tokio::time::sleep`
+    /// is a timer on tokio's wheel (1 ms resolution), a `tokio::net` socket is polled by
+    /// tokio's reactor, and each of their wakes reaches the tickless task across threads,
+    /// through its core's inbox (a remote wake, counted in `CoreStats::remote_wakes_sent` when
+    /// it has to write the core's eventfd). Use tickless's own types on the hot path (its
+    /// `time` and `net`), and the tokio context for the libraries that need it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = tickless::Builder::new().cores(1).tokio_context(true).build()?;
+    /// let n = rt.block_on(async {
+    ///     tokio::time::sleep(std::time::Duration::from_millis(1)).await; // tokio's timer
+    ///     tokio::spawn(async { 7 }).await // runs on tokio's thread
+    /// });
+    /// assert_eq!(n.unwrap(), 7);
+    /// # std::io::Result::Ok(())
+    /// ```
+    #[cfg(feature = "tokio-compat")]
+    pub fn tokio_context(&mut self, enabled: bool) -> &mut Self {
+        self.tokio_context = enabled;
+        self
+    }
+
     /// Checks the settings that can be wrong.
     fn validate(&self) -> io::Result<()> {
         let invalid = |msg: String| Err(io::Error::new(io::ErrorKind::InvalidInput, msg));
@@ -227,18 +262,21 @@ impl Builder {
             None => None,
         };
         let blocking = BlockingPool::new(self.max_blocking_threads, self.blocking_keep_alive);
+        let tokio = TokioRuntime::start(self.tokio_context)?;
+        let tokio_context = tokio.context();
         let core0 = Core::new(CoreId { runtime, index: 0 }, config, blocking.clone())?;
         let (done_tx, done_rx) = mpsc::channel();
-        let mut rt = Runtime::new_parts(core0, blocking.clone(), done_rx, restore_affinity);
+        let mut rt = Runtime::new_parts(core0, blocking.clone(), tokio, done_rx, restore_affinity);
         for (index, cpu) in cpus.iter().enumerate().skip(1) {
             let (tx, rx) = mpsc::sync_channel(1);
             let done = done_tx.clone();
             let cpu = *cpu;
             let pool = blocking.clone();
+            let tokio = tokio_context.clone();
             let id = CoreId { runtime, index };
             let thread = thread::Builder::new()
                 .name(format!("tickless-core-{index}"))
-                .spawn(move || core_thread(id, config, pool, cpu, tx, done))?;
+                .spawn(move || core_thread(id, config, pool, tokio, cpu, tx, done))?;
             let started = rx.recv().unwrap_or_else(|_| {
                 Err(io::Error::other(format!(
                     "core {index}'s thread died while starting"

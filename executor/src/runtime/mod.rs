@@ -4,6 +4,7 @@
 mod builder;
 mod handle;
 mod thread;
+mod tokio_context;
 
 use std::fmt;
 use std::future::Future;
@@ -21,6 +22,7 @@ use crate::blocking::BlockingPool;
 use crate::stats::Stats;
 use crate::worker::shared::Shared;
 use crate::worker::Core;
+use tokio_context::{TokioContext, TokioRuntime};
 
 /// How long dropping a runtime waits for its cores to drop their tasks and exit.
 const DROP_TIMEOUT: Duration = Duration::from_secs(10);
@@ -81,6 +83,10 @@ pub struct Runtime {
     done: mpsc::Receiver<usize>,
     /// The blocking pool.
     blocking: Arc<BlockingPool>,
+    /// The tokio runtime of `Builder::tokio_context`, if any.
+    tokio: TokioRuntime,
+    /// Its context, which core 0 enters in `block_on`.
+    tokio_context: TokioContext,
     /// The building thread's affinity before core 0 was pinned to it, to restore on drop.
     restore_affinity: Option<Vec<usize>>,
     /// `shutdown` ran: dropping has nothing left to stop or report.
@@ -150,6 +156,7 @@ impl Runtime {
     fn new_parts(
         core: Rc<Core>,
         blocking: Arc<BlockingPool>,
+        tokio: TokioRuntime,
         done: mpsc::Receiver<usize>,
         restore_affinity: Option<Vec<usize>>,
     ) -> Runtime {
@@ -159,6 +166,8 @@ impl Runtime {
             threads: Vec::new(),
             done,
             blocking,
+            tokio_context: tokio.context(),
+            tokio,
             restore_affinity,
             stopped: false,
             _not_send: PhantomData,
@@ -191,6 +200,7 @@ impl Runtime {
     /// ```
     pub fn block_on<F: Future>(&self, future: F) -> F::Output {
         let _entered = self.core.enter();
+        let _tokio = self.tokio_context.enter();
         self.core.block_on(future)
     }
 
@@ -272,6 +282,8 @@ impl Runtime {
         // Every task is dropped: close the blocking pool (its queued jobs are dropped) and wait
         // for the jobs that run, in what is left of the timeout.
         let blocking = self.blocking.close(deadline);
+        // Nothing of ours waits on tokio's runtime any more.
+        self.tokio.stop();
         let stuck: Vec<usize> = (1..self.shared.len())
             .filter(|&i| self.threads[i - 1].take().is_some())
             .collect();

@@ -7,6 +7,7 @@ use std::sync::{mpsc, Arc};
 
 use crate::blocking::BlockingPool;
 use crate::catch::drop_caught;
+use crate::runtime::tokio_context::TokioContext;
 use crate::task::join_error::panic_message;
 use crate::worker::config::CoreConfig;
 use crate::worker::id::CoreId;
@@ -34,6 +35,7 @@ pub(crate) fn core_thread(
     id: CoreId,
     config: CoreConfig,
     blocking: Arc<BlockingPool>,
+    tokio: TokioContext,
     cpu: Option<usize>,
     started: mpsc::SyncSender<io::Result<Arc<Shared>>>,
     done: mpsc::Sender<usize>,
@@ -52,6 +54,8 @@ pub(crate) fn core_thread(
     let shared = core.shared().clone();
     let _ = started.send(Ok(shared.clone()));
     let _entered = core.enter();
+    // For the core's lifetime: libraries' `tokio::spawn` and kin find tokio's runtime.
+    let _tokio = tokio.enter();
     let ran = catch_unwind(AssertUnwindSafe(|| core.run_until_stopped()));
     if let Err(payload) = &ran {
         shared.set_death(panic_message(&**payload));
