@@ -74,6 +74,9 @@ counters! {
     drop_panics,
     /// Wakers that panicked when the core woke them (timers, hand-overs, I/O readiness).
     wake_panics,
+    /// Tasks alive on the core now (polled at least once and not yet dropped), as tokio's
+    /// `num_alive_tasks`: a gauge, not a count (a sum over cores is the runtime's).
+    alive_tasks,
 }
 
 impl Add for CoreStats {
@@ -179,6 +182,6 @@ mod tests {
     fn fields_are_in_declaration_order() {
         let f = numbered().fields();
         assert_eq!(f[0], ("polls", 1));
-        assert_eq!(f[COUNTERS - 1], ("wake_panics", COUNTERS as u64));
+        assert_eq!(f[COUNTERS - 1], ("alive_tasks", COUNTERS as u64));
     }
 }

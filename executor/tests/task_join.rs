@@ -595,3 +595,29 @@ fn block_on_inside_a_task_panics() -> io::Result<()> {
     );
     Ok(())
 }
+
+#[test]
+fn alive_tasks_counts_tasks_until_they_are_dropped() -> std::io::Result<()> {
+    let rt = tickless::Builder::new().cores(1).build()?;
+    rt.block_on(async {
+        let stats = || rt.stats().cores[0].alive_tasks;
+        assert_eq!(stats(), 0);
+        let handles: Vec<_> = (0..50)
+            .map(|_| tickless::spawn(std::future::pending::<()>()))
+            .collect();
+        tickless::task::yield_now().await;
+        assert_eq!(stats(), 50, "polled once each, alive");
+        for h in &handles {
+            h.abort();
+        }
+        for h in handles {
+            assert!(h.await.unwrap_err().is_cancelled());
+        }
+        let done: Vec<_> = (0..20).map(|i| tickless::spawn(async move { i })).collect();
+        for h in done {
+            h.await.unwrap();
+        }
+        assert_eq!(stats(), 0, "finished and aborted tasks leave the set");
+    });
+    Ok(())
+}

@@ -245,6 +245,7 @@ impl Core {
             task_panics: c.task_panics.get(),
             drop_panics: c.drop_panics.get(),
             wake_panics: c.wake_panics.get() + io.waker_panics,
+            alive_tasks: self.tasks.borrow().len() as u64,
         }
     }
 }
