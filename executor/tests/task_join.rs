@@ -621,3 +621,30 @@ fn alive_tasks_counts_tasks_until_they_are_dropped() -> std::io::Result<()> {
     });
     Ok(())
 }
+
+#[test]
+fn aborting_a_spawn_at_task_that_has_started_sends_nothing_through_the_inbox() -> io::Result<()> {
+    // Once its timer fired, a spawn_at task is an ordinary task: its abort reaches it through
+    // its waker and abort flag, not as an operation handed to the core.
+    let rt = paused()?;
+    let core0 = rt.handle(0);
+    rt.block_on(async {
+        let task = core0.spawn_at(Instant::now() + Duration::from_secs(1), async {
+            std::future::pending::<()>().await
+        });
+        // Let the deadline come (paused time jumps) and the task start.
+        tickless::time::sleep(Duration::from_secs(2)).await;
+        yield_now().await;
+        assert!(!task.is_finished());
+        let before = rt.stats().total;
+        task.abort();
+        assert!(task.await.unwrap_err().is_cancelled());
+        let d = rt.stats().total - before;
+        assert_eq!(
+            (d.remote_wakes_sent, d.remote_wakes_avoided, d.timer_cancels),
+            (0, 0, 0),
+            "nothing handed over, no timer to cancel: {d:?}"
+        );
+    });
+    Ok(())
+}
