@@ -345,3 +345,23 @@ fn a_pinned_runtime_gives_the_thread_its_affinity_back() {
     .join()
     .unwrap();
 }
+
+#[test]
+fn an_idle_spin_with_nothing_to_find_ends_in_a_park() -> std::io::Result<()> {
+    // A 50 µs spin window and a 20 ms sleep: the core spins once (no I/O, no work, the timer
+    // not close), then parks on its timerfd, rather than spinning until the timer.
+    let rt = tickless::Builder::new()
+        .cores(1)
+        .spin_before_park(std::time::Duration::from_micros(50))
+        .build()?;
+    let before = rt.stats().total;
+    rt.block_on(tickless::time::sleep(std::time::Duration::from_millis(20)));
+    let d = rt.stats().total - before;
+    assert!(d.spins >= 1, "{d:?}");
+    assert!(d.parks >= 1, "the spin gave up and the core parked: {d:?}");
+    assert!(
+        d.spins <= d.parks + 1,
+        "one spin per idle transition: {d:?}"
+    );
+    Ok(())
+}
