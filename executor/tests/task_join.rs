@@ -648,3 +648,58 @@ fn aborting_a_spawn_at_task_that_has_started_sends_nothing_through_the_inbox() -
     });
     Ok(())
 }
+
+#[test]
+fn a_handle_polled_by_a_second_waker_wakes_that_one() -> io::Result<()> {
+    use std::future::Future;
+    use std::task::{Context, Poll, Wake, Waker};
+
+    /// Counts its wakes.
+    struct Counting(AtomicUsize);
+    impl Wake for Counting {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    let rt = tickless::Builder::new().cores(2).build()?;
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let mut handle = rt.handle(1).spawn(async move {
+        while rx.try_recv().is_err() {
+            tickless::task::yield_now().await;
+        }
+        9
+    });
+    let first = Arc::new(Counting(AtomicUsize::new(0)));
+    let second = Arc::new(Counting(AtomicUsize::new(0)));
+    let poll = |w: &Arc<Counting>, h: &mut tickless::JoinHandle<i32>| {
+        let waker = Waker::from(w.clone());
+        std::pin::Pin::new(h).poll(&mut Context::from_waker(&waker))
+    };
+    assert!(poll(&first, &mut handle).is_pending());
+    // The handle moved to another awaiter: the second waker replaces the first.
+    assert!(poll(&second, &mut handle).is_pending());
+    tx.send(()).unwrap();
+    // Bounded by a count, not a time: the task on core 1 finishes within a few turns.
+    for _ in 0..10_000 {
+        if second.0.load(Ordering::SeqCst) > 0 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(
+        second.0.load(Ordering::SeqCst),
+        1,
+        "the second waker is woken"
+    );
+    assert_eq!(
+        first.0.load(Ordering::SeqCst),
+        0,
+        "the replaced waker is not woken"
+    );
+    assert!(matches!(poll(&second, &mut handle), Poll::Ready(Ok(9))));
+    assert!(
+        format!("{handle:?}").contains("finished: true"),
+        "{handle:?}"
+    );
+    Ok(())
+}
