@@ -141,10 +141,10 @@ if ! $summary_only; then
     echo "$((end - start))" >"$out/mutants.out/elapsed-seconds"
 fi
 
-python3 - "$out/mutants.out" "scripts/mutants/equivalent-$name.txt" <<'PY'
-import collections, os, sys
+python3 - "$out/mutants.out" "scripts/mutants/equivalent-$name.txt" "$name" <<'PY'
+import collections, os, re, sys
 
-out, equivalent = sys.argv[1], sys.argv[2]
+out, equivalent, name = sys.argv[1], sys.argv[2], sys.argv[3]
 kinds = ["caught", "missed", "unviable", "timeout"]
 counts = collections.defaultdict(lambda: dict.fromkeys(kinds, 0))
 lines = {k: [] for k in kinds}
@@ -184,6 +184,31 @@ for kind in ("missed", "timeout"):
         print(f"\n{kind}:")
         for line in sorted(lines[kind], key=lambda l: (l.split(":")[0], int(l.split(":")[1]))):
             print("  " + line)
+# MUTANTS_README=1: the per-file scores go into README.md, between
+# <!-- mutants-NAME:begin --> and <!-- mutants-NAME:end -->, so the README never holds a figure
+# typed by hand.
+if os.environ.get("MUTANTS_README") == "1":
+    viable = total["caught"] + total["missed"]
+    rows = [f"| {f} | {c['caught']} | {c['missed']} | {c['unviable']} | {c['timeout']} | "
+            f"{100 * c['caught'] / max(1, c['caught'] + c['missed']):.1f}% |"
+            for f, c in sorted(counts.items())]
+    block = "\n".join([
+        f"<!-- mutants-{name}:begin -->",
+        f"`scripts/mutants/run.sh {name}`: {total['caught']} of {viable} viable mutants caught "
+        f"({100 * total['caught'] / max(1, viable):.1f}%); the missed ones are listed, each with "
+        f"its reason, in `scripts/mutants/equivalent-{name}.txt`.",
+        "",
+        "| file | caught | missed | unviable | timeout | score |",
+        "|---|---:|---:|---:|---:|---:|",
+        *rows,
+        f"<!-- mutants-{name}:end -->",
+    ])
+    readme = open("README.md").read()
+    pattern = re.compile(rf"<!-- mutants-{re.escape(name)}:begin -->.*?<!-- mutants-{re.escape(name)}:end -->", re.S)
+    if not pattern.search(readme):
+        sys.exit(f"run.sh: README.md has no <!-- mutants-{name}:begin --> block")
+    open("README.md", "w").write(pattern.sub(lambda _: block, readme))
+    print(f"README.md: mutants-{name} block rewritten")
 # Missed mutants not listed as equivalent (or not worth killing) are the ones to look at.
 if os.path.exists(equivalent):
     known = {l.split(" — ")[0].strip() for l in open(equivalent) if l.strip() and not l.startswith("#")}
