@@ -53,7 +53,10 @@ fn the_core_keeps_serving_while_a_job_blocks() -> io::Result<()> {
         job.await.unwrap();
     });
     let d = rt.stats().total - before;
-    assert_eq!(d.timer_fires, 100, "every sleep fired while the job blocked: {d:?}");
+    assert_eq!(
+        d.timer_fires, 100,
+        "every sleep fired while the job blocked: {d:?}"
+    );
     assert!(d.polls >= 200, "each task polled at least twice: {d:?}");
     // The job's result reached the core through its inbox: a remote wake, sent or avoided.
     assert!(d.remote_wakes_sent + d.remote_wakes_avoided >= 1, "{d:?}");
