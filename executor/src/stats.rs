@@ -47,6 +47,9 @@ counters! {
     parks,
     /// Idle transitions spent polling instead of parking (see the idle governor).
     spins,
+    /// Idle transitions: turns of the loop that found nothing runnable (each ends in a park,
+    /// a spin, a paused-time jump, or a retry when something was handed over meanwhile).
+    idles,
     /// Timers inserted (sleeps, timeouts, intervals, handed-over timers).
     timer_inserts,
     /// Pending timers cancelled.

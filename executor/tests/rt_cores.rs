@@ -365,3 +365,24 @@ fn an_idle_spin_with_nothing_to_find_ends_in_a_park() -> std::io::Result<()> {
     );
     Ok(())
 }
+
+#[test]
+fn each_idle_transition_without_a_spin_window_is_one_park_and_one_epoll_wait() -> std::io::Result<()>
+{
+    let rt = tickless::Builder::new().cores(1).build()?;
+    let before = rt.stats().total;
+    rt.block_on(async {
+        for _ in 0..10 {
+            tickless::time::sleep(std::time::Duration::from_micros(200)).await;
+        }
+    });
+    let d = rt.stats().total - before;
+    assert_eq!(d.spins, 0, "no spin window, no spin: {d:?}");
+    assert!(d.idles >= 10, "{d:?}");
+    assert_eq!(
+        d.parks, d.idles,
+        "every idle transition parks, at once: {d:?}"
+    );
+    assert_eq!(d.io_polls, d.parks, "and polls I/O only to park: {d:?}");
+    Ok(())
+}

@@ -129,3 +129,23 @@ fn fifty_runtimes_in_a_row_leave_no_descriptor_open() -> io::Result<()> {
     assert_eq!(open_fds()?, before, "descriptors leaked over 50 runtimes");
     Ok(())
 }
+
+#[test]
+fn a_core_s_descriptors_close_with_it_even_while_its_handles_live_on() -> io::Result<()> {
+    let _serial = serial();
+    let before = open_fds()?;
+    let rt = tickless::Builder::new().cores(2).build()?;
+    let handles = (rt.handle(0), rt.handle(1));
+    let task = handles.1.spawn(std::future::pending::<()>());
+    drop(rt);
+    assert_eq!(
+        open_fds()?,
+        before,
+        "epoll, timerfd and eventfd of both cores closed, handles alive"
+    );
+    // A handle of a gone core refuses work; nothing reopens or writes a descriptor.
+    assert!(task.join().unwrap_err().is_cancelled());
+    assert!(handles.1.spawn(async {}).join().unwrap_err().is_cancelled());
+    assert_eq!(open_fds()?, before);
+    Ok(())
+}

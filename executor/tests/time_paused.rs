@@ -545,3 +545,34 @@ fn pause_and_resume_on_a_running_clock() -> std::io::Result<()> {
     });
     Ok(())
 }
+
+#[test]
+fn paused_time_does_not_jump_while_io_has_woken_a_task() -> std::io::Result<()> {
+    use futures_lite::{AsyncReadExt, AsyncWriteExt};
+    use std::time::Duration;
+    use tickless::time::{sleep, Instant};
+    // A reader waits on a pipe; a writer on the same core makes it readable and ends; a
+    // sleeper waits an hour. When the core goes idle, the reader's readiness is there: the
+    // reader runs before paused time may jump to the sleeper's hour.
+    let rt = tickless::Builder::new()
+        .cores(1)
+        .start_paused(true)
+        .build()?;
+    rt.block_on(async {
+        let start = Instant::now();
+        let (mut w, mut r) = tickless::io::pipe()?;
+        let sleeper = tickless::task::spawn_local(sleep(Duration::from_secs(3600)));
+        let reader = tickless::task::spawn_local(async move {
+            let mut b = [0u8; 1];
+            r.read_exact(&mut b).await?;
+            std::io::Result::Ok(Instant::now())
+        });
+        tickless::task::yield_now().await; // the reader waits
+        w.write_all(b"x").await?;
+        let read_at = reader.await.unwrap()?;
+        assert_eq!(read_at, start, "time did not move while I/O was ready");
+        sleeper.await.unwrap();
+        assert_eq!(start.elapsed(), Duration::from_secs(3600));
+        std::io::Result::Ok(())
+    })
+}

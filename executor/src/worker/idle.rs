@@ -48,6 +48,7 @@ pub fn sleep<D: Driver>(d: &D) -> Slept {
 impl Core {
     /// Nothing is runnable: jump paused time, or spin if the next timer is close, or sleep.
     pub(crate) fn go_idle(&self) {
+        bump(&self.counters.idles);
         if self.timers.clock().is_paused() {
             return self.idle_paused();
         }

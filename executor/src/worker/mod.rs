@@ -57,6 +57,8 @@ struct Counters {
     parks: Cell<u64>,
     /// Idle transitions spent spinning instead of parking.
     spins: Cell<u64>,
+    /// Idle transitions.
+    idles: Cell<u64>,
     /// Task polls that panicked.
     task_panics: Cell<u64>,
     /// Task futures or outputs whose destructor panicked.
@@ -232,6 +234,7 @@ impl Core {
             polls: c.polls.get(),
             parks: c.parks.get(),
             spins: c.spins.get(),
+            idles: c.idles.get(),
             timer_inserts: t.inserts,
             timer_cancels: t.cancels,
             timer_fires: t.fires,
