@@ -576,3 +576,86 @@ fn paused_time_does_not_jump_while_io_has_woken_a_task() -> std::io::Result<()> 
         std::io::Result::Ok(())
     })
 }
+
+#[test]
+fn timers_due_together_fire_in_batches_of_1024_with_tasks_run_between() -> std::io::Result<()> {
+    use std::cell::Cell;
+    use std::rc::Rc;
+    use std::time::Duration;
+    use tickless::time::{sleep_until, Instant};
+    // 3,000 timers due at the same instant: the loop fires 1,024, runs the tasks they woke,
+    // then fires the next batch. The first woken task to run sees exactly one batch fired.
+    let rt = Rc::new(
+        tickless::Builder::new()
+            .cores(1)
+            .start_paused(true)
+            .build()?,
+    );
+    let first_seen = Rc::new(Cell::new(u64::MAX));
+    rt.block_on(async {
+        let deadline = Instant::now() + Duration::from_secs(1);
+        let tasks: Vec<_> = (0..3000)
+            .map(|_| {
+                let (rt, first_seen) = (rt.clone(), first_seen.clone());
+                tickless::task::spawn_local(async move {
+                    sleep_until(deadline).await;
+                    let fired = rt.stats().cores[0].timer_fires;
+                    first_seen.set(first_seen.get().min(fired));
+                })
+            })
+            .collect();
+        for t in tasks {
+            t.await.unwrap();
+        }
+    });
+    assert_eq!(first_seen.get(), 1024, "one batch, then the tasks it woke");
+    Ok(())
+}
+
+#[test]
+fn a_sleep_moved_to_another_task_wakes_that_task() -> std::io::Result<()> {
+    use std::future::Future;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use std::task::{Context, Wake, Waker};
+    use std::time::Duration;
+
+    /// Counts its wakes.
+    struct Counting(AtomicUsize);
+    impl Wake for Counting {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    let rt = tickless::Builder::new()
+        .cores(1)
+        .start_paused(true)
+        .build()?;
+    rt.block_on(async {
+        let (first, second) = (
+            Arc::new(Counting(AtomicUsize::new(0))),
+            Arc::new(Counting(AtomicUsize::new(0))),
+        );
+        let mut nap = Box::pin(tickless::time::sleep(Duration::from_secs(1)));
+        for w in [&first, &second] {
+            let waker = Waker::from(w.clone());
+            assert!(nap
+                .as_mut()
+                .poll(&mut Context::from_waker(&waker))
+                .is_pending());
+        }
+        // Let the second's deadline pass (paused time jumps past it).
+        tickless::time::sleep(Duration::from_secs(2)).await;
+        assert_eq!(
+            second.0.load(Ordering::SeqCst),
+            1,
+            "the last poller is woken"
+        );
+        assert_eq!(
+            first.0.load(Ordering::SeqCst),
+            0,
+            "the replaced waker is not"
+        );
+    });
+    Ok(())
+}
