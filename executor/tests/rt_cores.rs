@@ -348,14 +348,14 @@ fn a_pinned_runtime_gives_the_thread_its_affinity_back() {
 
 #[test]
 fn an_idle_spin_with_nothing_to_find_ends_in_a_park() -> std::io::Result<()> {
-    // A 50 µs spin window and a 20 ms sleep: the core spins once (no I/O, no work, the timer
+    // A 50 µs spin window and a 100 ms sleep: the core spins once (no I/O, no work, the timer
     // not close), then parks on its timerfd, rather than spinning until the timer.
     let rt = tickless::Builder::new()
         .cores(1)
         .spin_before_park(std::time::Duration::from_micros(50))
         .build()?;
     let before = rt.stats().total;
-    rt.block_on(tickless::time::sleep(std::time::Duration::from_millis(20)));
+    rt.block_on(tickless::time::sleep(std::time::Duration::from_millis(100)));
     let d = rt.stats().total - before;
     assert!(d.spins >= 1, "{d:?}");
     assert!(d.parks >= 1, "the spin gave up and the core parked: {d:?}");
@@ -363,6 +363,10 @@ fn an_idle_spin_with_nothing_to_find_ends_in_a_park() -> std::io::Result<()> {
         d.spins <= d.parks + 1,
         "one spin per idle transition: {d:?}"
     );
+    // The spin lasted its window, not until the timer: it reads the clock (and polls epoll)
+    // once per round, a round is about a microsecond, so a 50 µs window holds tens of rounds
+    // and 100 ms about a hundred thousand (a count, not a time: load makes fewer rounds).
+    assert!(d.clock_reads < 5_000, "spun until the timer: {d:?}");
     Ok(())
 }
 
