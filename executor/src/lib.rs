@@ -16,6 +16,8 @@ mod stats;
 mod sync;
 pub mod task;
 pub mod time;
+#[cfg(feature = "tower")]
+pub mod tower;
 mod worker;
 
 /// Internals that the loom models in `loom-tests/` check; only built under `--cfg loom`.
