@@ -58,16 +58,49 @@ where
     B: Body + 'static,
     B::Error: Into<BoxError>,
 {
+    serve_each(rt, service, |http, io, service| async move {
+        // A client that resets or goes away is an ordinary end of a connection here.
+        let _ordinary_end = http.serve_connection(io, service).await;
+    })
+}
+
+/// [`serve_tower`] with HTTP upgrades (`serve_connection_with_upgrades`: WebSockets), which
+/// hyper allows only on `Send` streams.
+///
+/// # Errors
+///
+/// Binding the listeners failed.
+#[cfg(feature = "send-streams")]
+pub fn serve_tower_with_upgrades<S, B>(rt: &Runtime, service: S) -> io::Result<Server>
+where
+    S: tower::Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
+    S::Future: 'static,
+    S::Error: Into<BoxError>,
+    B: Body + 'static,
+    B::Error: Into<BoxError>,
+{
+    serve_each(rt, service, |http, io, service| async move {
+        let _ordinary_end = http.serve_connection_with_upgrades(io, service).await;
+    })
+}
+
+/// [`serve_per_core`] with `serve(builder, stream, service)` for each connection.
+fn serve_each<S, F, Fut>(rt: &Runtime, service: S, serve: F) -> io::Result<Server>
+where
+    S: Clone + Send + 'static,
+    F: Fn(auto::Builder<TicklessExecutor>, TicklessIo<TcpStream>, TowerToHyperService<S>) -> Fut
+        + Clone
+        + Send
+        + 'static,
+    Fut: std::future::Future<Output = ()> + 'static,
+{
     let http = http_builder();
     serve_per_core(rt, localhost(), move |stream, _conn| {
-        let http = http.clone();
-        let service = TowerToHyperService::new(service.clone());
-        async move {
-            // A client that resets or goes away is an ordinary end of a connection here.
-            let _ordinary_end = http
-                .serve_connection(TicklessIo::new(stream), service)
-                .await;
-        }
+        serve(
+            http.clone(),
+            TicklessIo::new(stream),
+            TowerToHyperService::new(service.clone()),
+        )
     })
 }
 
@@ -188,7 +221,10 @@ impl tower::Service<http::Uri> for TicklessConnector {
                 .trim_end_matches(']')
                 .to_owned();
             let port = uri.port_u16().unwrap_or(80);
-            let stream = TcpStream::connect((host, port)).await?;
+            // `TcpStream::connect`'s future is not `Send` (the resolver hook's boxed future
+            // is not), so the connect runs as a task of this core and this future, `Send`,
+            // awaits its handle.
+            let stream = tickless::spawn_local(TcpStream::connect((host, port))).await??;
             stream.set_nodelay(true)?;
             Ok(ClientStream(TicklessIo::new(stream)))
         })
