@@ -248,7 +248,13 @@ fn advancing_paused_time_far_keeps_never_early_and_past_its_range_panics() -> io
         // Time keeps working, never early.
         let t = Instant::now();
         sleep(Duration::from_secs(1)).await;
-        assert_eq!(t.elapsed(), Duration::from_secs(1));
+        // Never early; at most the default slack late (the paused clock jumps to the grid).
+        let took = t.elapsed();
+        assert!(took >= Duration::from_secs(1), "{took:?}");
+        assert!(
+            took <= Duration::from_secs(1) + tickless::runtime::DEFAULT_SLACK_MAX,
+            "{took:?}"
+        );
         let mut every = interval(Duration::from_millis(1));
         every.tick().await;
         assert!(timeout(Duration::from_millis(1), pending::<()>())

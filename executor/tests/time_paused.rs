@@ -17,8 +17,13 @@ use tickless::time::{
 };
 use tickless::{spawn, spawn_local, yield_now, Builder, Runtime};
 
+/// Paused, and exact: these tests assert the instants timers fire at, so they ask for no
+/// default slack (the default's batching is `time_default_slack.rs`'s).
 fn paused() -> io::Result<Runtime> {
-    Builder::new().start_paused(true).build()
+    Builder::new()
+        .start_paused(true)
+        .default_slack(Duration::ZERO)
+        .build()
 }
 
 fn ms(n: u64) -> Duration {

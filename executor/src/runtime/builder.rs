@@ -12,7 +12,7 @@ use crate::runtime::thread::core_thread;
 use crate::runtime::tokio_context::TokioRuntime;
 use crate::runtime::Runtime;
 use crate::worker::clock::Epoch;
-use crate::worker::config::CoreConfig;
+use crate::worker::config::{CoreConfig, DefaultSlack};
 use crate::worker::id::CoreId;
 use crate::worker::Core;
 
@@ -21,6 +21,14 @@ pub const MAX_TIMER_RESOLUTION: Duration = Duration::from_secs(1);
 /// The largest slack a timer may have: [`Builder::build`] rejects a larger default, and
 /// [`Sleep::slack`](crate::time::Sleep::slack) caps a larger one to it.
 pub const MAX_SLACK: Duration = Duration::from_secs(3600);
+
+/// The default slack's knee: a timer of this length may fire up to all of it late (at most
+/// [`DEFAULT_SLACK_MAX`]), one of a tenth of it a tenth of that (see
+/// [`Builder::default_slack_growing`]).
+pub const DEFAULT_SLACK_KNEE: Duration = Duration::from_millis(2);
+/// The default slack's cap: no timer that gives no slack fires more than this late (plus the
+/// resolution and the time the core takes to get to it).
+pub const DEFAULT_SLACK_MAX: Duration = Duration::from_micros(1_024);
 
 /// Configures a [`Runtime`].
 ///
@@ -62,14 +70,19 @@ impl Default for Builder {
 
 impl Builder {
     /// The defaults: one core per CPU the process may run on, not pinned; `Lazy` re-arming,
-    /// 1 µs timer resolution, no default slack, no idle spinning, real time.
+    /// 1 µs timer resolution, a default slack that grows with a timer's length up to 1,024 µs
+    /// (see [`default_slack_growing`](Self::default_slack_growing)), no idle spinning, real
+    /// time.
     pub fn new() -> Builder {
         Builder {
             cores: None,
             pin: false,
             core: CoreConfig {
                 timer: Config::default(),
-                default_slack: Slack::None,
+                default_slack: DefaultSlack::Growing {
+                    knee_ns: DEFAULT_SLACK_KNEE.as_nanos() as u64,
+                    max_ns: DEFAULT_SLACK_MAX.as_nanos() as u64,
+                },
                 paused: false,
                 spin: Duration::ZERO,
                 epoch: Epoch::now(),
@@ -114,11 +127,69 @@ impl Builder {
         self
     }
 
-    /// How late a timer (sleep, timeout, interval tick) may fire when it does not say
-    /// (default: none). Slack lets a core serve many timers with one wakeup. At most
-    /// [`MAX_SLACK`] (one hour); [`build`](Self::build) rejects more.
+    /// How late a timer (sleep, timeout, interval tick) may fire when it does not say: the
+    /// same `slack` for every timer, instead of the default share of its length (see
+    /// [`default_slack_growing`](Self::default_slack_growing)). `Duration::ZERO`
+    /// makes every such timer exact. Slack lets a core serve many timers with one wakeup. At
+    /// most [`MAX_SLACK`] (one hour); [`build`](Self::build) rejects more.
     pub fn default_slack(&mut self, slack: Duration) -> &mut Self {
-        self.core.default_slack = Slack::Bounded(slack);
+        self.core.default_slack = DefaultSlack::Fixed(if slack.is_zero() {
+            Slack::None
+        } else {
+            Slack::Bounded(slack)
+        });
+        self
+    }
+
+    /// The default: a timer that gives no slack may fire up to `length * length / knee` late,
+    /// at most `max`: the share of its length a timer may be late grows with the length, all
+    /// of it at `knee`. Its length is the duration given to `sleep` or `timeout`; for
+    /// `sleep_until` and a reset, the time from the core's last clock reading (recent: the
+    /// loop turn that woke the task; else one clock read) to the deadline. The slack is
+    /// rounded down to `max / 2^k`, so that the deadline grids of different slacks nest: a
+    /// wakeup for a timer of a fine grid serves the coarser ones due then.
+    ///
+    /// The default is `default_slack_growing(2 ms, 1024 µs)` ([`DEFAULT_SLACK_KNEE`],
+    /// [`DEFAULT_SLACK_MAX`]): a 100 µs sleep may be 4 µs late (5% of it, rounded down to the
+    /// grid), a 1 ms one 256 µs, anything from 1.43 ms on 1,024 µs, which is about as late
+    /// as tokio's millisecond wheel makes every timer. Chosen from the measured frontier of CPU
+    /// per timer fire against lateness (`compare`'s timer_churn, drawn in the README): CPU
+    /// per fire is mostly wakeups, so what decides it is the share of timers that may batch on
+    /// a millisecond grid; a fixed share of the length (see
+    /// [`default_slack_proportional`](Self::default_slack_proportional)) leaves the timers
+    /// of a few milliseconds on grids of their own, and costs wakeups, while short sleeps,
+    /// which a wakeup serves alone anyway, keep their precision under either. A timer that
+    /// must be exact says so with [`Sleep::slack`](crate::time::Sleep::slack)`(Duration::ZERO)`;
+    /// a runtime whose timers must all be exact, with
+    /// [`default_slack`](Self::default_slack)`(Duration::ZERO)`.
+    ///
+    /// # Panics
+    ///
+    /// If `knee` is zero.
+    pub fn default_slack_growing(&mut self, knee: Duration, max: Duration) -> &mut Self {
+        assert!(!knee.is_zero(), "a slack knee of zero");
+        self.core.default_slack = DefaultSlack::Growing {
+            knee_ns: u64::try_from(knee.as_nanos()).unwrap_or(u64::MAX),
+            max_ns: u64::try_from(max.as_nanos()).unwrap_or(u64::MAX),
+        };
+        self
+    }
+
+    /// Instead of the default: a timer that gives no slack may fire up to `1/divisor` of its
+    /// length late, at most `max` (its length and the grid as for
+    /// [`default_slack_growing`](Self::default_slack_growing)). `compare` measures it
+    /// against the default: the same precision for short sleeps costs more wakeups on
+    /// timers of a few milliseconds.
+    ///
+    /// # Panics
+    ///
+    /// If `divisor` is zero.
+    pub fn default_slack_proportional(&mut self, divisor: u32, max: Duration) -> &mut Self {
+        assert!(divisor > 0, "a slack divisor of zero");
+        self.core.default_slack = DefaultSlack::Proportional {
+            divisor: u64::from(divisor),
+            max_ns: u64::try_from(max.as_nanos()).unwrap_or(u64::MAX),
+        };
         self
     }
 
@@ -210,7 +281,14 @@ impl Builder {
                  {MAX_TIMER_RESOLUTION:?}"
             ));
         }
-        if let Slack::Bounded(slack) = self.core.default_slack {
+        let largest = match self.core.default_slack {
+            DefaultSlack::Fixed(Slack::Bounded(slack)) => Some(slack),
+            DefaultSlack::Proportional { max_ns, .. } | DefaultSlack::Growing { max_ns, .. } => {
+                Some(Duration::from_nanos(max_ns))
+            }
+            DefaultSlack::Fixed(_) => None,
+        };
+        if let Some(slack) = largest {
             if slack > MAX_SLACK {
                 return invalid(format!(
                     "default slack {slack:?} is more than the largest a timer may have, \

@@ -15,7 +15,9 @@ use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle as ThreadHandle;
 use std::time::{Duration, Instant};
 
-pub use builder::{Builder, MAX_SLACK, MAX_TIMER_RESOLUTION};
+pub use builder::{
+    Builder, DEFAULT_SLACK_KNEE, DEFAULT_SLACK_MAX, MAX_SLACK, MAX_TIMER_RESOLUTION,
+};
 pub use handle::Handle;
 
 use crate::blocking::BlockingPool;

@@ -6,6 +6,13 @@
 //! default) plus its slack after it, plus however long the core takes to get to it: the
 //! timerfd is armed for the exact instant, not rounded to a millisecond.
 //!
+//! A timer that gives no slack gets the runtime's default, a share of its length that grows
+//! with it: `length² / 2 ms`, at most 1,024 µs (a 100 µs sleep may be 4 µs late, a 1 ms one
+//! 256 µs, one of 1.43 ms or more about a millisecond, as tokio's would be; see
+//! [`Builder::default_slack_growing`](crate::Builder::default_slack_growing) for why).
+//! [`Sleep::slack`]`(Duration::ZERO)` makes one timer exact,
+//! [`Builder::default_slack`](crate::Builder::default_slack)`(Duration::ZERO)` every timer.
+//!
 //! # Costs
 //!
 //! A [`Sleep`] registers with the core that first polls it; one that is dropped unpolled costs

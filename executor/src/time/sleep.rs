@@ -41,6 +41,7 @@ pub fn sleep(duration: Duration) -> Sleep {
     let now = Instant::now();
     let mut sleep = sleep_until(now.far_add(duration));
     sleep.done = duration.is_zero();
+    sleep.span = Some(duration);
     sleep
 }
 
@@ -71,9 +72,18 @@ pub fn sleep_until(deadline: Instant) -> Sleep {
     Sleep {
         deadline,
         slack: None,
+        span: None,
         entry: None,
         done: false,
     }
+}
+
+/// A sleep until `deadline` that was made for `span` (a `timeout`'s duration): what a
+/// proportional default slack is a share of.
+pub(crate) fn sleep_until_for(deadline: Instant, span: Duration) -> Sleep {
+    let mut sleep = sleep_until(deadline);
+    sleep.span = Some(span);
+    sleep
 }
 
 /// Where a polled `Sleep` is registered.
@@ -116,6 +126,9 @@ pub struct Sleep {
     deadline: Instant,
     /// How late it may complete; the runtime's default when `None`.
     slack: Option<Slack>,
+    /// How long it was made for, if known (`sleep`, `timeout`): the runtime's default slack
+    /// may depend on it, and need not read the clock to learn it.
+    span: Option<Duration>,
     /// Its timer, once polled.
     entry: Option<Entry>,
     /// It completed.
@@ -124,7 +137,10 @@ pub struct Sleep {
 
 impl Sleep {
     /// Lets the sleep complete up to `slack` after its deadline, so that the core can serve
-    /// several timers with one wakeup. Takes effect at the next registration. A slack above
+    /// several timers with one wakeup, instead of the runtime's default (a share of its length:
+    /// see [`Builder::default_slack_growing`](crate::Builder::default_slack_growing)).
+    /// `Duration::ZERO` makes it exact: it fires at its deadline, rounded up to the
+    /// resolution. Takes effect at the next registration. A slack above
     /// [`MAX_SLACK`](crate::runtime::MAX_SLACK) (one hour) is that much: a sleep that may be
     /// late without bound is [`deferrable`](Self::deferrable).
     pub fn slack(mut self, slack: Duration) -> Sleep {
@@ -152,6 +168,7 @@ impl Sleep {
     /// Moves the deadline, keeping the registration (no allocation, no re-registration).
     pub fn reset(&mut self, deadline: Instant) {
         self.deadline = deadline;
+        self.span = None;
         self.done = false;
         if let Some(entry) = self.entry {
             let moved = with_current(|core| {
@@ -200,7 +217,7 @@ impl Sleep {
                 // First poll on this core: move the registration here.
                 self.cancel();
             }
-            match timers.register(self.deadline.into_std(), self.slack, cx.waker()) {
+            match timers.register(self.deadline.into_std(), self.slack, self.span, cx.waker()) {
                 None => true,
                 Some(handle) => {
                     self.entry = Some(Entry {

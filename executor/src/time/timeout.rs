@@ -6,6 +6,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use crate::time::sleep::sleep_until_for;
 use crate::time::{sleep_until, Instant, Sleep};
 
 /// The error of a [`Timeout`] whose deadline passed first.
@@ -33,10 +34,12 @@ impl From<Elapsed> for std::io::Error {
 /// `Duration::ZERO`, and a timeout whose future completes at its first poll registers no timer
 /// at all. One that is cancelled later costs an O(1) insert and cancel and no system call.
 ///
-/// The timer's slack is the runtime's default ([`Builder::default_slack`], none unless set):
-/// servers whose timeouts almost never fire can set one so that those that do share wakeups.
+/// The timer's slack is the runtime's default, a share of `duration` that grows with it, at most
+/// 1,024 µs ([`Builder::default_slack_growing`]): a timeout of a second may fire up to about a
+/// millisecond late, so that the timeouts that do fire share wakeups. The deadline itself is
+/// never early.
 ///
-/// [`Builder::default_slack`]: crate::Builder::default_slack
+/// [`Builder::default_slack_growing`]: crate::Builder::default_slack_growing
 ///
 /// # Examples
 ///
@@ -56,7 +59,7 @@ pub fn timeout<F: IntoFuture>(duration: Duration, future: F) -> Timeout<F::IntoF
     let deadline = Instant::now().far_add(duration);
     Timeout {
         future: future.into_future(),
-        sleep: sleep_until(deadline),
+        sleep: sleep_until_for(deadline, duration),
     }
 }
 

@@ -12,7 +12,7 @@ pub(crate) struct CoreConfig {
     /// Wheel policy and resolution.
     pub(crate) timer: Config,
     /// Slack of timers that give none.
-    pub(crate) default_slack: Slack,
+    pub(crate) default_slack: DefaultSlack,
     /// Paused time.
     pub(crate) paused: bool,
     /// Idle spin window (zero: park at once).
@@ -21,4 +21,132 @@ pub(crate) struct CoreConfig {
     pub(crate) epoch: Epoch,
     /// Wake a sleeping core on every hand-over (the experiment's baseline).
     pub(crate) always_wake: bool,
+}
+
+/// How the slack of a timer that gives none is chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum DefaultSlack {
+    /// The same for every timer (`Builder::default_slack`).
+    Fixed(Slack),
+    /// A fixed share of the time the timer has left to run, `remaining / divisor`
+    /// (`Builder::default_slack_proportional`), on the grid of [`grid`].
+    Proportional {
+        /// The share's divisor, at least 1.
+        divisor: u64,
+        /// The largest slack, in nanoseconds.
+        max_ns: u64,
+    },
+    /// A share that grows with the time left: `remaining * (remaining / knee)`, so that a
+    /// timer of length `knee` may be all of it late, a tenth of it a tenth (`Builder::
+    /// default_slack_growing`; the default), on the grid of [`grid`].
+    Growing {
+        /// The length whose share is all of it, at least 1 ns.
+        knee_ns: u64,
+        /// The largest slack, in nanoseconds.
+        max_ns: u64,
+    },
+}
+
+impl DefaultSlack {
+    /// The slack of a timer with `remaining` nanoseconds to run.
+    pub(crate) fn resolve(self, remaining: u64) -> Slack {
+        match self {
+            DefaultSlack::Fixed(slack) => slack,
+            DefaultSlack::Proportional { divisor, max_ns } => {
+                grid(remaining / divisor.max(1), max_ns)
+            }
+            DefaultSlack::Growing { knee_ns, max_ns } => {
+                let r = u128::from(remaining);
+                let want = r * r / u128::from(knee_ns.max(1));
+                grid(u64::try_from(want).unwrap_or(u64::MAX), max_ns)
+            }
+        }
+    }
+
+    /// Whether the slack depends on the time a timer has left (the caller then has to know it).
+    pub(crate) fn needs_remaining(self) -> bool {
+        !matches!(self, DefaultSlack::Fixed(_))
+    }
+}
+
+/// `want` nanoseconds of slack, rounded down to `max / 2^k` and at most `max`: the grids of
+/// the slacks this gives nest (each divides the coarser ones, down to `max`'s odd factor), so
+/// that a wakeup for a timer of a fine grid is a point of the coarser grids too and serves
+/// their timers due then.
+fn grid(want: u64, max_ns: u64) -> Slack {
+    if want >= max_ns {
+        return Slack::Bounded(Duration::from_nanos(max_ns));
+    }
+    if want == 0 {
+        return Slack::None;
+    }
+    // The smallest k with max >> k <= want.
+    let ratio = max_ns / want; // >= 1
+    let mut k = 63 - ratio.leading_zeros();
+    if max_ns >> k > want {
+        k += 1;
+    }
+    match max_ns >> k {
+        0 => Slack::None,
+        ns => Slack::Bounded(Duration::from_nanos(ns)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn us(n: u64) -> Slack {
+        Slack::Bounded(Duration::from_micros(n))
+    }
+
+    #[test]
+    fn proportional_slack_is_a_share_on_nested_grids() {
+        let p = DefaultSlack::Proportional {
+            divisor: 16,
+            max_ns: 1_024_000,
+        };
+        // At and above 16 x max: the cap.
+        assert_eq!(p.resolve(16_384_000), us(1_024));
+        assert_eq!(p.resolve(3_600_000_000_000), us(1_024));
+        // Below it: the largest max / 2^k not above remaining / 16.
+        assert_eq!(p.resolve(16_383_999), us(512));
+        assert_eq!(p.resolve(8_192_000), us(512));
+        assert_eq!(p.resolve(1_600_000), us(64));
+        assert_eq!(p.resolve(100_000), us(4));
+        assert_eq!(p.resolve(16_000), us(1));
+        assert_eq!(p.resolve(15_999), Slack::Bounded(Duration::from_nanos(500)));
+        assert_eq!(p.resolve(15), Slack::None);
+        assert_eq!(p.resolve(0), Slack::None);
+        for r in [1u64, 17, 999, 123_456, 7_777_777, 99_999_999] {
+            let Slack::Bounded(s) = p.resolve(r) else {
+                assert!(r / 16 < 1, "{r}");
+                continue;
+            };
+            let s = s.as_nanos() as u64;
+            assert!(
+                s <= r / 16 && (s == 1_024_000 || s * 2 > r / 16),
+                "{r}: {s}"
+            );
+            // The grids nest down to 125 ns (1,024,000 = 125 x 2^13).
+            if s >= 125 {
+                assert_eq!(1_024_000 % s, 0, "{r}: {s} does not divide the cap");
+            }
+        }
+        let g = DefaultSlack::Growing {
+            knee_ns: 2_000_000,
+            max_ns: 1_024_000,
+        };
+        // 100 µs: 5 µs wanted, 4 µs given; 1 ms: 500 wanted, 256 given; from 1,431 µs on
+        // (1,024 wanted): the cap.
+        assert_eq!(g.resolve(100_000), us(4));
+        assert_eq!(g.resolve(1_000_000), us(256));
+        assert_eq!(g.resolve(1_430_000), us(512));
+        assert_eq!(g.resolve(1_431_100), us(1_024));
+        assert_eq!(g.resolve(u64::MAX), us(1_024));
+        assert_eq!(g.resolve(1_000), Slack::None);
+        let fixed = DefaultSlack::Fixed(us(7));
+        assert_eq!(fixed.resolve(1), us(7));
+        assert!(!fixed.needs_remaining() && p.needs_remaining());
+    }
 }

@@ -23,7 +23,8 @@ use async_task::Runnable;
 use tickless_timer::{Config, Slack, TimerHandle, TimerQueue, TimerStats};
 
 use crate::task::DeferredStart;
-use crate::worker::clock::Clock;
+use crate::worker::clock::{nanos, Clock};
+use crate::worker::config::DefaultSlack;
 use crate::worker::device::TimerFdDevice;
 
 /// Timers fired in one batch before the loop turns back to tasks and I/O.
@@ -49,8 +50,12 @@ pub(crate) struct Timers {
     clock: Rc<Clock>,
     /// `now` as of the last expiry: deadlines at or before it are already due.
     last_now: Cell<u64>,
+    /// Whether `last_now` is recent enough to tell how long a new timer has left to run, for a
+    /// proportional default slack: 2 when it was just read, one less at the end of each expiry
+    /// pass (so it serves the tasks the reading woke, in the next turn), 0 once the core idles.
+    fresh: Cell<u8>,
     /// Slack of timers that give none.
-    default_slack: Slack,
+    default_slack: DefaultSlack,
 }
 
 impl Timers {
@@ -59,7 +64,7 @@ impl Timers {
         timer: tickless_io::TimerFd,
         clock: Clock,
         config: Config,
-        default_slack: Slack,
+        default_slack: DefaultSlack,
     ) -> Timers {
         let clock = Rc::new(clock);
         let device = TimerFdDevice::new(timer, clock.clone());
@@ -67,6 +72,7 @@ impl Timers {
             queue: RefCell::new(TimerQueue::new(device, config)),
             clock,
             last_now: Cell::new(0),
+            fresh: Cell::new(0),
             default_slack,
         }
     }
@@ -79,21 +85,46 @@ impl Timers {
     // --- What the time types use. ---
 
     /// Registers a sleep's waker for `deadline` (an instant) with `slack` (the core's default
-    /// when `None`). `None` if the deadline is already due by the core's last reading: the
-    /// sleep completes now, and nothing is registered.
+    /// when `None`; `span`, if known, is how long the sleep was made for, which a proportional
+    /// default uses instead of a clock read). `None` if the deadline is already due by the
+    /// core's last reading: the sleep completes now, and nothing is registered.
     pub(crate) fn register(
         &self,
         deadline: std::time::Instant,
         slack: Option<Slack>,
+        span: Option<std::time::Duration>,
         waker: &Waker,
     ) -> Option<TimerHandle> {
         let ns = self.clock.ns(deadline);
         if ns <= self.last_now.get() {
             return None;
         }
-        let slack = slack.unwrap_or(self.default_slack);
+        let slack = slack.unwrap_or_else(|| self.default_slack_of(ns, span));
         let value = TimerValue::Wake(waker.clone());
         Some(self.queue.borrow_mut().insert(ns, slack, value))
+    }
+
+    /// The default slack of a timer due at `ns` made for `span` (`None`: unknown).
+    ///
+    /// A proportional default needs the time left: `span` when the caller knows it (`sleep`,
+    /// `timeout`), else the deadline less the loop's last reading while that is recent (the
+    /// tasks a timer wakeup runs), else one clock read. The last reading is never ahead of
+    /// now, so the estimate is never short: the slack is at most the share of the time left
+    /// plus the share of one loop turn.
+    fn default_slack_of(&self, ns: u64, span: Option<std::time::Duration>) -> Slack {
+        let policy = self.default_slack;
+        if !policy.needs_remaining() {
+            return policy.resolve(0);
+        }
+        let remaining = match span {
+            Some(d) => nanos(d),
+            // Paused time reads for free, and exactly.
+            None if self.fresh.get() > 0 && !self.clock.is_paused() => {
+                ns.saturating_sub(self.last_now.get())
+            }
+            None => ns.saturating_sub(self.clock.now()),
+        };
+        policy.resolve(remaining)
     }
 
     /// Whether a registered sleep has fired; if not, makes sure `waker` is the one woken.
@@ -119,7 +150,7 @@ impl Timers {
         slack: Option<Slack>,
     ) -> bool {
         let ns = self.clock.ns(deadline);
-        let slack = slack.unwrap_or(self.default_slack);
+        let slack = slack.unwrap_or_else(|| self.default_slack_of(ns, None));
         self.queue.borrow_mut().reset(handle, ns, slack)
     }
 
@@ -171,6 +202,12 @@ impl Timers {
     /// wheel (see [`device_event`](Self::device_event)): the clock is read here only for timers
     /// the device does not know about (or when time is paused, where reads are free).
     pub(crate) fn expire(&self, fired: &mut Vec<TimerValue>) -> bool {
+        let more = self.expire_batch(fired);
+        self.fresh.set(self.fresh.get().saturating_sub(1));
+        more
+    }
+
+    fn expire_batch(&self, fired: &mut Vec<TimerValue>) -> bool {
         let mut queue = self.queue.borrow_mut();
         if queue.needs_clock() || self.clock.is_paused() {
             if queue.is_empty() {
@@ -178,6 +215,7 @@ impl Timers {
             }
             let now = self.clock.now();
             self.last_now.set(now);
+            self.fresh.set(2);
             queue.advance(now);
         }
         if !queue.has_expired() {
@@ -203,6 +241,7 @@ impl Timers {
         if queue.armed().is_some() {
             let now = self.clock.now();
             self.last_now.set(self.last_now.get().max(now));
+            self.fresh.set(2);
             queue.device_fired(now);
         }
     }
@@ -210,6 +249,8 @@ impl Timers {
     /// The idle flush: applies the deferred re-arm (at most one `timerfd_settime`) and returns
     /// the deadline the timerfd is armed for.
     pub(crate) fn on_idle(&self) -> Option<u64> {
+        // The core is about to wait: whatever wakes it, `last_now` will be old by then.
+        self.fresh.set(0);
         self.queue.borrow_mut().on_idle()
     }
 
@@ -221,6 +262,7 @@ impl Timers {
     /// Makes every timer due at `now` (a reading just taken) ready to expire.
     pub(crate) fn advance(&self, now: u64) {
         self.last_now.set(now);
+        self.fresh.set(2);
         self.queue.borrow_mut().advance(now);
     }
 

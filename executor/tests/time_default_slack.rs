@@ -1,0 +1,230 @@
+//! The default slack: a share of a timer's length that grows with it (`length² / 2 ms`, at most
+//! 1,024 µs), on grids that nest, so that timers whose windows overlap fire on one wakeup;
+//! exact when a timer or the runtime asks for zero.
+//!
+//! Counted under the paused clock, which jumps from one expiry instant to the next: the
+//! distinct instants timers fire at are the wakeups a real clock would need. Nothing here reads
+//! wall time.
+
+use std::cell::RefCell;
+use std::collections::BTreeSet;
+use std::io;
+use std::rc::Rc;
+use std::time::Duration;
+
+use tickless::runtime::{DEFAULT_SLACK_KNEE, DEFAULT_SLACK_MAX};
+use tickless::time::{sleep, sleep_until, timeout, Instant};
+use tickless::{spawn_local, Builder, Runtime};
+
+fn us(n: u64) -> Duration {
+    Duration::from_micros(n)
+}
+
+/// How each timer of a batch is made.
+#[derive(Debug, Clone, Copy)]
+enum Make {
+    /// `sleep(d)`: the length is known.
+    Sleep,
+    /// `sleep_until(now + d)`: the core works the length out.
+    SleepUntil,
+    /// `timeout(d, pending)`.
+    Timeout,
+    /// `sleep(d).slack(Duration::ZERO)`: exact.
+    Exact,
+}
+
+/// Starts one task per length at the same paused instant, each waiting `length` as `make`
+/// says; returns how late each fired (by the paused clock) and the distinct instants they
+/// fired at, which are the wakeups they took.
+fn fire(rt: &Runtime, lengths: &[Duration], make: Make) -> (Vec<Duration>, usize) {
+    rt.block_on(async {
+        let start = Instant::now();
+        let log = Rc::new(RefCell::new(Vec::new()));
+        let tasks: Vec<_> = lengths
+            .iter()
+            .map(|&d| {
+                let log = log.clone();
+                spawn_local(async move {
+                    match make {
+                        Make::Sleep => sleep(d).await,
+                        Make::SleepUntil => sleep_until(start + d).await,
+                        Make::Timeout => {
+                            let r = timeout(d, std::future::pending::<()>()).await;
+                            assert!(r.is_err());
+                        }
+                        Make::Exact => sleep(d).slack(Duration::ZERO).await,
+                    }
+                    log.borrow_mut().push((d, Instant::now() - start));
+                })
+            })
+            .collect();
+        for t in tasks {
+            t.await.unwrap();
+        }
+        let log = log.take();
+        let instants: BTreeSet<Duration> = log.iter().map(|&(_, at)| at).collect();
+        (log.iter().map(|&(d, at)| at - d).collect(), instants.len())
+    })
+}
+
+/// 20 timers between 20 ms and 20.9 ms, in one 1,024 µs window of the default's grid
+/// (20,480 µs to 21,504 µs).
+fn one_window() -> Vec<Duration> {
+    (0..20).map(|i| us(20_480 + 1 + i * 50)).collect()
+}
+
+fn paused() -> io::Result<Runtime> {
+    Builder::new().cores(1).start_paused(true).build()
+}
+
+#[test]
+fn the_default_grows_to_1024_us_from_1_43_ms() {
+    assert_eq!(DEFAULT_SLACK_KNEE, Duration::from_millis(2));
+    assert_eq!(DEFAULT_SLACK_MAX, us(1_024));
+}
+
+#[test]
+fn long_timers_in_one_window_share_one_wakeup_however_they_are_made() -> io::Result<()> {
+    let rt = paused()?;
+    for make in [Make::Sleep, Make::SleepUntil, Make::Timeout] {
+        let (late, wakeups) = fire(&rt, &one_window(), make);
+        assert_eq!(wakeups, 1, "{make:?}: {late:?}");
+        // Never early, never later than the cap.
+        assert!(
+            late.iter().all(|&l| l < DEFAULT_SLACK_MAX),
+            "{make:?}: {late:?}"
+        );
+    }
+    Ok(())
+}
+
+#[test]
+fn an_exact_timer_fires_at_its_deadline_with_a_wakeup_of_its_own() -> io::Result<()> {
+    let rt = paused()?;
+    let (late, wakeups) = fire(&rt, &one_window(), Make::Exact);
+    assert_eq!(wakeups, 20);
+    assert!(late.iter().all(|l| l.is_zero()), "{late:?}");
+    Ok(())
+}
+
+#[test]
+fn a_zero_default_makes_every_timer_exact() -> io::Result<()> {
+    let rt = Builder::new()
+        .cores(1)
+        .start_paused(true)
+        .default_slack(Duration::ZERO)
+        .build()?;
+    for make in [Make::Sleep, Make::SleepUntil, Make::Timeout] {
+        let (late, wakeups) = fire(&rt, &one_window(), make);
+        assert_eq!(wakeups, 20, "{make:?}");
+        assert!(late.iter().all(|l| l.is_zero()), "{make:?}: {late:?}");
+    }
+    Ok(())
+}
+
+#[test]
+fn a_short_sleep_keeps_its_precision() -> io::Result<()> {
+    let rt = paused()?;
+    // 100 µs: 100² / 2,000 is 5 µs, rounded down to 1,024 µs / 2^8 = 4 µs: a 4 µs grid.
+    let lengths: Vec<Duration> = (0..8)
+        .map(|i| us(100) + Duration::from_nanos(i * 500))
+        .collect();
+    let (late, wakeups) = fire(&rt, &lengths, Make::Sleep);
+    assert!(late.iter().all(|&l| l < us(4)), "{late:?}");
+    // 100 to 103.5 µs on a 4 µs grid: 100 and 104 µs.
+    assert_eq!(wakeups, 2, "{late:?}");
+    Ok(())
+}
+
+#[test]
+fn grids_nest_a_fine_timer_s_wakeup_serves_a_coarse_one() -> io::Result<()> {
+    let rt = paused()?;
+    let instants = rt.block_on(async {
+        let start = Instant::now();
+        let log = Rc::new(RefCell::new(Vec::new()));
+        // A long sleep: past 1.43 ms, the cap: a 1,024 µs grid: 20,480 µs.
+        let long = {
+            let log = log.clone();
+            spawn_local(async move {
+                sleep(us(20_000)).await;
+                log.borrow_mut().push(Instant::now() - start);
+            })
+        };
+        // A short one made at 19,500 µs: 960² / 2,000 = 461 µs, rounded down to 1,024 / 2^2 =
+        // 256 µs: due at 20,460 µs, on the 256 µs grid at 20,480 µs, a point of the coarse
+        // grid too (where a 1,000 µs cap halved would give 250 µs and 1 ms grids, which meet
+        // only every millisecond: at 20,500 and 21,000 µs, two wakeups).
+        let short = {
+            let log = log.clone();
+            spawn_local(async move {
+                sleep(us(19_500)).slack(Duration::ZERO).await;
+                log.borrow_mut().push(Instant::now() - start);
+                sleep(us(960)).await;
+                log.borrow_mut().push(Instant::now() - start);
+            })
+        };
+        long.await.unwrap();
+        short.await.unwrap();
+        log.take()
+    });
+    let mut sorted = instants.clone();
+    sorted.sort();
+    assert_eq!(sorted, [us(19_500), us(20_480), us(20_480)], "{instants:?}");
+    Ok(())
+}
+
+#[test]
+fn timers_in_one_window_cost_one_park_on_the_real_clock() -> io::Result<()> {
+    // Real time: 20 sleeps 45 µs apart, all within 900 µs (two 1,024 µs windows of the grid at
+    // most), wake the parked core at most twice and arm its timerfd at most twice, where exact
+    // timers take a wakeup each. Counted in parks and re-arms, never timed.
+    let rt = Builder::new().cores(1).build()?;
+    let s0 = rt.stats().total;
+    rt.block_on(async {
+        let start = Instant::now() + Duration::from_millis(20);
+        let tasks: Vec<_> = (0..20)
+            .map(|i| spawn_local(sleep_until(start + us(i * 45))))
+            .collect();
+        for t in tasks {
+            t.await.unwrap();
+        }
+    });
+    let s = rt.stats().total - s0;
+    assert_eq!(s.timer_fires, 20, "{s:?}");
+    assert!(s.parks <= 2, "{s:?}");
+    assert!(s.timerfd_rearms <= 2, "{s:?}");
+    Ok(())
+}
+
+/// Clock reads of a task that sleeps `n` times 200 µs with `sleep_until(Instant::now() + ..)`
+/// (the length unknown to the runtime), on a real clock.
+fn clock_reads_of_sleep_until_loop(rt: &Runtime, n: u32) -> u64 {
+    let s0 = rt.stats().total;
+    rt.block_on(async {
+        for _ in 0..n {
+            sleep_until(Instant::now() + us(200)).await;
+        }
+    });
+    (rt.stats().total - s0).clock_reads
+}
+
+#[test]
+fn a_sleep_until_woken_by_a_timer_learns_its_length_without_a_clock_read() -> io::Result<()> {
+    // The default needs the time a `sleep_until` has left; a task a timer just woke takes it
+    // from the reading that expired the timer, so that it reads the clock no more often than
+    // with a fixed slack (which needs no length at all). A clock read per registration would
+    // add one per sleep: 50 here.
+    let growing = Builder::new().cores(1).build()?;
+    let fixed = Builder::new()
+        .cores(1)
+        .default_slack(Duration::from_micros(4))
+        .build()?;
+    let n = 50;
+    let (g, f) = (
+        clock_reads_of_sleep_until_loop(&growing, n),
+        clock_reads_of_sleep_until_loop(&fixed, n),
+    );
+    assert!(f >= u64::from(n), "at least each Instant::now: {f}");
+    assert!(g <= f + 5, "default {g} clock reads, fixed slack {f}");
+    Ok(())
+}
