@@ -5,10 +5,12 @@
     python3 benches/scripts/compare_readme.py --quick    # the same from `compare --quick`
     python3 benches/scripts/compare_readme.py --no-run   # only re-read benches/results/compare.txt
 
-Writes benches/results/compare.txt (compare's stdout as it is), benches/results/compare.svg (a
-plain SVG written here, no plotting library), and the README block between
-`<!-- compare:begin -->` and `<!-- compare:end -->` (created under a "## Benchmarks" heading,
-before "## How the timers work", if missing); nothing else in the README is touched. Every
+Writes benches/results/compare.txt (compare's stdout as it is), benches/results/compare.svg and
+benches/results/frontier.svg (timer_churn's CPU per fire against lateness; plain SVGs written
+here, no plotting library), the README block between `<!-- compare:begin -->` and
+`<!-- compare:end -->` (created under a "## Benchmarks" heading, before "## How the timers
+work", if missing) and the one between `<!-- defaults:begin -->` and `<!-- defaults:end -->`
+(the body of "### Defaults, and what they cost"); nothing else in the README is touched. Every
 figure comes from compare's output: the tables are compare's own, the prose is filled in from
 its result lines.
 """
@@ -26,13 +28,39 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 RESULTS = os.path.join(ROOT, "benches", "results")
 RAW = os.path.join(RESULTS, "compare.txt")
 SVG = os.path.join(RESULTS, "compare.svg")
+FRONTIER_SVG = os.path.join(RESULTS, "frontier.svg")
 README = os.path.join(ROOT, "README.md")
 BEGIN, END = "<!-- compare:begin -->", "<!-- compare:end -->"
+DEFAULTS_BEGIN, DEFAULTS_END = "<!-- defaults:begin -->", "<!-- defaults:end -->"
+
+# The timer_churn frontier: tickless's fixed default slacks, joined as a curve in this order;
+# its other settings and the default as points on their own; every peer as a point.
+FRONTIER_CURVE = [
+    ("tickless_slack0", "0"),
+    ("tickless_slack10us", "10 µs"),
+    ("tickless_slack100us", "100 µs"),
+    ("tickless_slack1ms", "1 ms"),
+]
+FRONTIER_POINTS = [
+    ("tickless_prop64", "1/64"),
+    ("tickless_prop16", "1/16"),
+    ("tickless_prop4", "1/4"),
+    ("tickless_knee8ms", "len²/8ms"),
+    ("tickless", "default"),
+]
+FRONTIER_PEERS = ["tokio", "smol", "monoio_legacy", "monoio_uring"]
 
 COLORS = {
     "tickless": "#d62728",
     "tickless_spin50us": "#ff9896",
     "tickless_slack1ms": "#ff7f0e",
+    "tickless_slack0": "#8c564b",
+    "tickless_slack10us": "#c49c94",
+    "tickless_slack100us": "#e377c2",
+    "tickless_prop4": "#bcbd22",
+    "tickless_prop16": "#dbdb8d",
+    "tickless_prop64": "#17becf",
+    "tickless_knee8ms": "#9edae5",
     "tokio": "#1f77b4",
     "smol": "#2ca02c",
     "monoio_legacy": "#9467bd",
@@ -259,6 +287,77 @@ def chart(results):
     )
 
 
+def frontier(results):
+    """CPU per fire against median lateness on timer_churn, both log scale: tickless's fixed
+    slacks as a curve, its shaped defaults as points, the peers as points."""
+
+    def xy(r):
+        m = results.get(("timer_churn", r, ""), {})
+        x, y = m.get("late_p50_us"), m.get("cpu_us_per_fire")
+        return (x, y) if x and y else None
+
+    pts = [(r, lab, xy(r)) for r, lab in FRONTIER_CURVE + FRONTIER_POINTS] + [
+        (r, r, xy(r)) for r in FRONTIER_PEERS
+    ]
+    pts = [p for p in pts if p[2]]
+    if not pts:
+        return None
+    width, height, left, right, top, bottom = 900, 520, 70, 30, 40, 50
+    xs = [p[2][0] for p in pts]
+    ys = [p[2][1] for p in pts]
+    x0, x1 = 10 ** math.floor(math.log10(min(xs))), 10 ** math.ceil(math.log10(max(xs)))
+    y0, y1 = 10 ** math.floor(math.log10(min(ys))), 10 ** math.ceil(math.log10(max(ys)))
+
+    def sx(v):
+        return left + (width - left - right) * (math.log10(v) - math.log10(x0)) / (math.log10(x1) - math.log10(x0))
+
+    def sy(v):
+        return height - bottom - (height - top - bottom) * (math.log10(v) - math.log10(y0)) / (math.log10(y1) - math.log10(y0))
+
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" font-family="sans-serif">',
+        '<rect width="100%" height="100%" fill="#fff"/>',
+        '<text x="10" y="22" font-size="14" font-weight="bold">timer_churn frontier: CPU per fire '
+        "against median lateness (both log scale; lower left is better)</text>",
+    ]
+    t = x0
+    while t <= x1 * 1.0001:
+        out.append(f'<line x1="{sx(t):.1f}" y1="{top}" x2="{sx(t):.1f}" y2="{height - bottom}" stroke="#ddd"/>')
+        out.append(f'<text x="{sx(t):.1f}" y="{height - bottom + 14}" font-size="10" text-anchor="middle">{t:g} µs</text>')
+        t *= 10
+    t = y0
+    while t <= y1 * 1.0001:
+        out.append(f'<line x1="{left}" y1="{sy(t):.1f}" x2="{width - right}" y2="{sy(t):.1f}" stroke="#ddd"/>')
+        out.append(f'<text x="{left - 6}" y="{sy(t) + 4:.1f}" font-size="10" text-anchor="end">{t:g} µs</text>')
+        t *= 10
+    out.append(f'<text x="{(left + width - right) / 2}" y="{height - 12}" font-size="12" text-anchor="middle">late p50 (µs)</text>')
+    out.append(f'<text x="16" y="{(top + height - bottom) / 2}" font-size="12" transform="rotate(-90 16 {(top + height - bottom) / 2})" text-anchor="middle">CPU per fire (µs)</text>')
+    curve = [xy(r) for r, _ in FRONTIER_CURVE if xy(r)]
+    if len(curve) > 1:
+        path = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in sorted(curve))
+        out.append(f'<polyline points="{path}" fill="none" stroke="{COLORS["tickless"]}" stroke-width="1.5"/>')
+    for r, lab, (x, y) in pts:
+        peer = r in FRONTIER_PEERS
+        color = COLORS.get(r, "#444") if peer else COLORS["tickless"]
+        if r == "tickless":
+            out.append(f'<rect x="{sx(x) - 6:.1f}" y="{sy(y) - 6:.1f}" width="12" height="12" fill="{color}"><title>{html.escape(r)}: {x:g} µs, {y:g} µs</title></rect>')
+        elif peer:
+            out.append(f'<path d="M{sx(x):.1f},{sy(y) - 7:.1f} l6,11 l-12,0 z" fill="{color}"><title>{html.escape(r)}: {x:g} µs, {y:g} µs</title></path>')
+        else:
+            hollow = r not in dict(FRONTIER_CURVE)
+            fill = "#fff" if hollow else color
+            out.append(f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="4.5" fill="{fill}" stroke="{color}" stroke-width="1.5"><title>{html.escape(r)}: {x:g} µs, {y:g} µs</title></circle>')
+        label = lab if peer else f"tickless {lab}" if r != "tickless" else "tickless default"
+        out.append(f'<text x="{sx(x) + 8:.1f}" y="{sy(y) - 6:.1f}" font-size="10" fill="#333">{html.escape(label)}</text>')
+    out.append(
+        f'<text x="{left + 6}" y="{top + 12}" font-size="10" fill="#555">line: tickless at a fixed default slack (0, 10 µs, 100 µs, 1 ms); '
+        "square: the default; hollow: other shaped defaults; triangles: the peers</text>"
+    )
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
 # ---- prose from the figures -----------------------------------------------------------------
 
 
@@ -306,29 +405,100 @@ def tradeoffs(results):
             )
         )
     d = {m: get("timer_churn", "tickless", m) for m in ["wakeups_per_s", "cpu_us_per_fire", "late_p50_us", "late_p99_us"]}
+    z = {m: get("timer_churn", "tickless_slack0", m) for m in d}
     s = {m: get("timer_churn", "tickless_slack1ms", m) for m in d}
     t = {m: get("timer_churn", "tokio", m) for m in d}
     if all(v is not None for v in list(d.values()) + list(t.values())):
+        exact = (
+            f"With no slack (`tickless_slack0`) tickless fires each timer at its own instant: "
+            f"{fmt(z['late_p50_us'])} µs late at the median, but {fmt(z['wakeups_per_s'])} wakeups a "
+            f"second and {fmt(z['cpu_us_per_fire'])} µs of CPU per fire, a wakeup serving "
+            f"{get('timer_churn', 'tickless_slack0', 'fires_per_s') / z['wakeups_per_s']:.1f} timers "
+            f"(tokio's {get('timer_churn', 'tokio', 'fires_per_s') / t['wakeups_per_s']:.0f}): the wakeup "
+            "is what costs. "
+            if all(v is not None for v in z.values())
+            else ""
+        )
         lines.append(
-            "**Timer churn at the defaults.** With no slack, tickless fires each timer at its own "
-            f"instant: {fmt(d['late_p50_us'])} µs late at the median ({fmt(d['late_p99_us'])} µs p99) "
-            f"against tokio's {fmt(t['late_p50_us'])} µs, but it wakes {fmt(d['wakeups_per_s'])} times "
-            f"a second against tokio's {fmt(t['wakeups_per_s'])} and spends {fmt(d['cpu_us_per_fire'])} µs "
-            f"of CPU per fire against {fmt(t['cpu_us_per_fire'])} µs: a wakeup serves "
-            f"{get('timer_churn', 'tickless', 'fires_per_s') / d['wakeups_per_s']:.1f} timers on average "
-            f"(tokio's {get('timer_churn', 'tokio', 'fires_per_s') / t['wakeups_per_s']:.0f}), and the "
-            "wakeup is what costs."
+            "**Timer churn at the defaults.** "
+            + exact
+            + f"The default slack (a share of each timer's length that grows with it, up to 1,024 µs) "
+            f"wakes {fmt(d['wakeups_per_s'])} times a second against tokio's {fmt(t['wakeups_per_s'])}, "
+            f"spends {fmt(d['cpu_us_per_fire'])} µs of CPU per fire against {fmt(t['cpu_us_per_fire'])} µs "
+            f"({d['cpu_us_per_fire'] / t['cpu_us_per_fire']:.2f}x) and is {fmt(d['late_p50_us'])} µs late at "
+            f"the median against {fmt(t['late_p50_us'])} µs ({d['late_p50_us'] / t['late_p50_us']:.2f}x)."
             + (
-                f" With 1 ms of slack it wakes {fmt(s['wakeups_per_s'])} times a second at "
-                f"{fmt(s['cpu_us_per_fire'])} µs per fire and {fmt(s['late_p50_us'])} µs median lateness. "
+                f" A fixed 1 ms slack: {fmt(s['wakeups_per_s'])} wakeups a second "
+                f"({s['wakeups_per_s'] / t['wakeups_per_s']:.2f}x tokio's), {fmt(s['cpu_us_per_fire'])} µs per "
+                f"fire, {fmt(s['late_p50_us'])} µs median lateness."
                 if all(v is not None for v in s.values())
-                else " "
+                else ""
             )
-            + "The default stays precise: timers that must be exact are the ones a runtime cannot "
-            "guess, while a server whose timers may batch says so once with "
-            "`Builder::default_slack` (or `sleep(d).slack(s)` per timer)."
         )
     return "\n\n".join(lines)
+
+
+def defaults_block(results):
+    """The README's "Defaults, and what they cost": each default and its price, every figure
+    from this run."""
+
+    def get(w, r, m, labels=""):
+        return results.get((w, r, labels), {}).get(m)
+
+    def ratio(a, b):
+        return f"{a / b:.2f}x" if a is not None and b else "n/a"
+
+    lines = [DEFAULTS_BEGIN, "(Written by `python3 benches/scripts/compare_readme.py` from the run above.)", ""]
+    lazy = get("pingpong_timeout", "tickless_lazy", "keep_paired")
+    eager = get("pingpong_timeout", "tickless_eager", "keep_paired")
+    lines.append(
+        "- **Re-arm policy `Lazy`**: see the policy table and `RearmPolicy`'s docs. With a 1 s timeout "
+        f"on every read it keeps {fmt(lazy)} of the untimed ping-pong rate (paired) against Eager's "
+        f"{fmt(eager)}, and re-programs the timerfd "
+        f"{fmt(get('pingpong_timeout', 'tickless_lazy', 'rearms_per_msg'), 4)} times per message."
+    )
+    c = lambda r, m: get("timer_churn", r, m)
+    sp = lambda r, m: get("sleep_precision", r, m, "sleep=100us")
+    lines.append(
+        "- **Default slack: a share of a timer's length that grows with it**, `length² / 2 ms`, at most "
+        "1,024 µs, rounded down to 1,024 µs / 2^k so that the grids of different slacks nest "
+        "(`Builder::default_slack_growing`; `DEFAULT_SLACK_KNEE`, `DEFAULT_SLACK_MAX`): a 100 µs sleep "
+        "may be 4 µs late, a 1 ms one 256 µs, anything from 1.43 ms on 1,024 µs. A timer that must be "
+        "exact says `sleep(d).slack(Duration::ZERO)`; a runtime, `Builder::default_slack(Duration::ZERO)`."
+    )
+    lines.append(
+        f"  - What it costs in precision: `sleep_precision` 100 µs is {fmt(sp('tickless', 'late_p50_us'))} µs "
+        f"late at the median and {fmt(sp('tickless', 'late_p99_us'))} µs at p99 "
+        f"(with no slack: {fmt(sp('tickless_slack0', 'late_p50_us'))} / {fmt(sp('tickless_slack0', 'late_p99_us'))} µs; "
+        f"tokio: {fmt(sp('tokio', 'late_p50_us'))} / {fmt(sp('tokio', 'late_p99_us'))} µs)."
+    )
+    lines.append(
+        f"  - What it saves: on `timer_churn` (1,000 tasks on 1-100 ms sleeps) it wakes "
+        f"{fmt(c('tickless', 'wakeups_per_s'))} times a second "
+        f"({ratio(c('tickless', 'wakeups_per_s'), c('tokio', 'wakeups_per_s'))} tokio's; with no slack "
+        f"{fmt(c('tickless_slack0', 'wakeups_per_s'))}), at {fmt(c('tickless', 'cpu_us_per_fire'))} µs of CPU "
+        f"per fire ({ratio(c('tickless', 'cpu_us_per_fire'), c('tokio', 'cpu_us_per_fire'))} tokio's; "
+        f"no slack {ratio(c('tickless_slack0', 'cpu_us_per_fire'), c('tokio', 'cpu_us_per_fire'))}) and "
+        f"{fmt(c('tickless', 'late_p50_us'))} µs median lateness "
+        f"({ratio(c('tickless', 'late_p50_us'), c('tokio', 'late_p50_us'))} tokio's)."
+    )
+    lines.append(
+        "  - Why this shape: the frontier chart and table. What separates the slack settings' CPU per "
+        "fire is their wakeups, and timers share a wakeup only on one grid point, so what decides "
+        "the cost is the share of timers that batch on the millisecond grid. A fixed share of the "
+        f"length (1/16: {fmt(c('tickless_prop16', 'wakeups_per_s'))} wakeups a second, "
+        f"{fmt(c('tickless_prop16', 'cpu_us_per_fire'))} µs per fire; 1/4: "
+        f"{fmt(c('tickless_prop4', 'wakeups_per_s'))}, {fmt(c('tickless_prop4', 'cpu_us_per_fire'))} µs) "
+        "leaves the timers of a few milliseconds on finer grids of their own; a share that grows "
+        "with the length puts them on the millisecond grid, which comes close to a fixed 1 ms slack "
+        f"({fmt(c('tickless_slack1ms', 'wakeups_per_s'))} wakeups a second, "
+        f"{fmt(c('tickless_slack1ms', 'cpu_us_per_fire'))} µs per fire), while short sleeps, which a "
+        "wakeup serves alone anyway, stay precise. No default slack exceeds 1,024 µs, about what "
+        f"tokio's millisecond wheel adds to every timer (its median lateness here: "
+        f"{fmt(c('tokio', 'late_p50_us'))} µs)."
+    )
+    lines.append(DEFAULTS_END)
+    return "\n".join(lines)
 
 
 def readme_block(text, results):
@@ -364,6 +534,8 @@ def readme_block(text, results):
         "",
         "![compare chart](benches/results/compare.svg)",
         "",
+        "![timer_churn frontier](benches/results/frontier.svg)",
+        "",
     ]
     if notes:
         lines += ["Notes from the run: " + "; ".join(notes) + ".", ""]
@@ -377,9 +549,21 @@ def readme_block(text, results):
     return "\n".join(lines)
 
 
-def write_readme(block):
+def write_readme(block, defaults=None):
     with open(README) as f:
         text = f.read()
+    if defaults is not None:
+        if DEFAULTS_BEGIN in text and DEFAULTS_END in text:
+            text = re.sub(
+                re.escape(DEFAULTS_BEGIN) + r".*?" + re.escape(DEFAULTS_END), lambda _: defaults, text, flags=re.S
+            )
+        else:
+            heading = "### Defaults, and what they cost\n"
+            i = text.find(heading)
+            if i < 0:
+                sys.exit("README.md has no '### Defaults, and what they cost' heading")
+            j = text.find("\n## ", i + len(heading))
+            text = text[: i + len(heading)] + "\n" + defaults + "\n" + text[j:]
     if BEGIN in text and END in text:
         new, n = re.subn(re.escape(BEGIN) + r".*?" + re.escape(END), lambda _: block, text, flags=re.S)
         if n != 1:
@@ -406,7 +590,11 @@ def main():
     os.makedirs(RESULTS, exist_ok=True)
     with open(SVG, "w") as f:
         f.write(chart(results))
-    write_readme(readme_block(text, results))
+    svg = frontier(results)
+    if svg:
+        with open(FRONTIER_SVG, "w") as f:
+            f.write(svg)
+    write_readme(readme_block(text, results), defaults_block(results))
     print(f"wrote {os.path.relpath(RAW, ROOT)}, {os.path.relpath(SVG, ROOT)} and README.md's compare block")
 
 

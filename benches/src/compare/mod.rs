@@ -52,8 +52,11 @@ const USAGE: &str = "usage: compare [--quick | --smoke] [--only WORKLOAD,...] \
                fewer repetitions
   --smoke      a few seconds, tiny counts: checks every path runs, measures nothing
   --only       workloads: pingpong_same,pingpong_cross,pingpong_timeout,sleep_precision,idle,timer_churn
-  --runtimes   contenders: tickless,tickless_spin50us,tickless_slack1ms,tickless_eager,
-               tickless_onidle,tickless_lazy,tokio,smol,monoio_legacy,monoio_uring,threads,floor
+  --runtimes   contenders: tickless,tickless_spin50us,tickless_slack1ms,tickless_slack0,
+               tickless_slack10us,tickless_slack100us,tickless_prop4,tickless_prop16,
+               tickless_prop64,tickless_knee8ms,
+               tickless_eager,tickless_onidle,tickless_lazy,tokio,smol,monoio_legacy,
+               monoio_uring,threads,floor
   --no-syscalls  skip the strace count
   --http       also run http_hello: tickless's and tokio's hyper servers under wrk
                (benches/scripts/http_load.sh; builds the examples, installs wrk if missing)";
@@ -461,6 +464,10 @@ fn print_report(
     );
     println!();
     print!("{}", results.policy_table());
+    println!();
+    println!("### Frontier: timer_churn, CPU per fire against lateness (ratios to tokio's)");
+    println!();
+    print!("{}", results.frontier_table());
     println!();
     println!("### Targets");
     println!();

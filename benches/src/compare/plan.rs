@@ -92,6 +92,7 @@ impl Workload {
             ],
             Workload::SleepPrecision => &[
                 "tickless",
+                "tickless_slack0",
                 RUNTIMES[0],
                 RUNTIMES[1],
                 RUNTIMES[2],
@@ -108,6 +109,13 @@ impl Workload {
             Workload::TimerChurn => &[
                 "tickless",
                 "tickless_slack1ms",
+                "tickless_slack0",
+                "tickless_slack10us",
+                "tickless_slack100us",
+                "tickless_prop4",
+                "tickless_prop16",
+                "tickless_prop64",
+                "tickless_knee8ms",
                 RUNTIMES[0],
                 RUNTIMES[1],
                 RUNTIMES[2],

@@ -347,6 +347,77 @@ impl Results {
     }
 }
 
+/// The timer_churn frontier's rows: tickless at each default slack, then every peer.
+pub const FRONTIER: [(&str, &str); 13] = [
+    ("tickless_slack0", "tickless, no slack"),
+    ("tickless_slack10us", "tickless, 10 µs slack"),
+    ("tickless_slack100us", "tickless, 100 µs slack"),
+    ("tickless_slack1ms", "tickless, 1 ms slack"),
+    (
+        "tickless_prop64",
+        "tickless, 1/64 of the length up to 1,024 µs",
+    ),
+    (
+        "tickless_prop16",
+        "tickless, 1/16 of the length up to 1,024 µs",
+    ),
+    (
+        "tickless_prop4",
+        "tickless, 1/4 of the length up to 1,024 µs",
+    ),
+    ("tickless_knee8ms", "tickless, length²/8 ms up to 1,024 µs"),
+    (
+        "tickless",
+        "tickless, default (length²/2 ms up to 1,024 µs)",
+    ),
+    ("tokio", "tokio"),
+    ("smol", "smol"),
+    ("monoio_legacy", "monoio_legacy"),
+    ("monoio_uring", "monoio_uring"),
+];
+
+impl Results {
+    /// The frontier of timer_churn: CPU per fire against lateness, for tickless at each default
+    /// slack and every peer, with the ratios to tokio's.
+    pub fn frontier_table(&self) -> String {
+        let cols = [
+            "wakeups_per_s",
+            "cpu_us_per_fire",
+            "late_p50_us",
+            "late_p99_us",
+        ];
+        let mut t = String::from(
+            "| contender | wakeups/s | CPU µs per fire | late p50 µs | late p99 µs |\n\
+             |---|---:|---:|---:|---:|\n",
+        );
+        for (rt, name) in FRONTIER {
+            if !self
+                .entries
+                .iter()
+                .any(|e| e.runtime == rt && e.workload == "timer_churn")
+            {
+                continue;
+            }
+            let cells: Vec<String> = cols
+                .iter()
+                .map(|m| {
+                    let v = self.median("timer_churn", rt, "", m);
+                    let tokio = self.median("timer_churn", "tokio", "", m);
+                    match (v, tokio) {
+                        (Some(v), Some(b)) if rt != "tokio" && b != 0.0 => {
+                            format!("{} ({:.2}x)", human(v), v / b)
+                        }
+                        (Some(v), _) => human(v),
+                        (None, _) => String::new(),
+                    }
+                })
+                .collect();
+            let _ = writeln!(t, "| {name} | {} |", cells.join(" | "));
+        }
+        t
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::wrap;

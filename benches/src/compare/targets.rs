@@ -131,10 +131,10 @@ pub fn evaluate(r: &Results) -> Vec<Target> {
             x,
         ),
         at_least(
-            "pingpong_timeout: tickless keeps >= 0.97 of its untimed rate (paired, one process)"
+            "pingpong_timeout: tickless keeps >= 0.98 of its untimed rate (paired, one process)"
                 .into(),
             m("pingpong_timeout", "tickless", "", "keep_paired"),
-            0.97,
+            0.98,
             |v| format!("{v:.3}"),
         ),
         at_least(
@@ -143,7 +143,7 @@ pub fn evaluate(r: &Results) -> Vec<Target> {
                 rtt("pingpong_timeout", "tickless"),
                 rtt("pingpong_same", "tickless"),
             ),
-            0.97,
+            0.98,
             |v| format!("{v:.3}"),
         ),
         at_most(
@@ -181,16 +181,16 @@ pub fn evaluate(r: &Results) -> Vec<Target> {
             x,
         ),
         at_most(
-            "sleep_precision 100 µs: tickless late p50 <= 20 µs".into(),
+            "sleep_precision 100 µs: tickless late p50 <= 10 µs".into(),
             m("sleep_precision", "tickless", "sleep=100us", "late_p50_us"),
-            20.0,
+            10.0,
             false,
             us,
         ),
         at_most(
-            "sleep_precision 100 µs: tickless late p99 <= 100 µs".into(),
+            "sleep_precision 100 µs: tickless late p99 <= 25 µs".into(),
             m("sleep_precision", "tickless", "sleep=100us", "late_p99_us"),
-            100.0,
+            25.0,
             false,
             us,
         ),
@@ -202,19 +202,22 @@ pub fn evaluate(r: &Results) -> Vec<Target> {
             |v| format!("{}/s", human(v)),
         ),
         at_most(
-            "timer_churn defaults: tickless late p50 <= 60 µs".into(),
-            churn("tickless", "late_p50_us"),
-            60.0,
-            false,
-            us,
-        ),
-        at_most(
-            "timer_churn defaults: tickless CPU per fire <= 1.5x tokio's".into(),
+            "timer_churn defaults: tickless CPU per fire <= tokio's".into(),
             ratio(
                 churn("tickless", "cpu_us_per_fire"),
                 churn("tokio", "cpu_us_per_fire"),
             ),
-            1.5,
+            1.0,
+            false,
+            x,
+        ),
+        at_most(
+            "timer_churn defaults: tickless late p50 <= 0.5x tokio's".into(),
+            ratio(
+                churn("tickless", "late_p50_us"),
+                churn("tokio", "late_p50_us"),
+            ),
+            0.5,
             false,
             x,
         ),

@@ -38,6 +38,25 @@ pub const SPIN: Duration = Duration::from_micros(50);
 /// The slack of `tickless_slack1ms`.
 pub const SLACK: Duration = Duration::from_millis(1);
 
+/// tickless with a fixed default slack.
+const fn fixed_slack(slack: Duration) -> Contender {
+    Contender::Tickless(tickless::Config {
+        slack: Some(tickless::Slack::Fixed(slack)),
+        ..tickless::Config::DEFAULT
+    })
+}
+
+/// tickless with a proportional default slack of `1/divisor` up to `max`.
+const fn proportional_slack(divisor: u32, max: Duration) -> Contender {
+    Contender::Tickless(tickless::Config {
+        slack: Some(tickless::Slack::Proportional(divisor, max)),
+        ..tickless::Config::DEFAULT
+    })
+}
+
+/// The cap of the proportional variants: the default's.
+const PROP_MAX: Duration = ::tickless::runtime::DEFAULT_SLACK_MAX;
+
 /// Every contender, by name.
 pub const ALL: &[(&str, Contender)] = &[
     ("tickless", Contender::Tickless(tickless::Config::DEFAULT)),
@@ -48,10 +67,21 @@ pub const ALL: &[(&str, Contender)] = &[
             ..tickless::Config::DEFAULT
         }),
     ),
+    ("tickless_slack1ms", fixed_slack(SLACK)),
+    // The frontier of timer_churn: fixed default slacks, and shares other than the default's.
+    ("tickless_slack0", fixed_slack(Duration::ZERO)),
+    ("tickless_slack10us", fixed_slack(Duration::from_micros(10))),
     (
-        "tickless_slack1ms",
+        "tickless_slack100us",
+        fixed_slack(Duration::from_micros(100)),
+    ),
+    ("tickless_prop4", proportional_slack(4, PROP_MAX)),
+    ("tickless_prop16", proportional_slack(16, PROP_MAX)),
+    ("tickless_prop64", proportional_slack(64, PROP_MAX)),
+    (
+        "tickless_knee8ms",
         Contender::Tickless(tickless::Config {
-            slack: Some(SLACK),
+            slack: Some(tickless::Slack::Growing(Duration::from_millis(8), PROP_MAX)),
             ..tickless::Config::DEFAULT
         }),
     ),

@@ -21,8 +21,19 @@ pub struct Config {
     pub policy: Option<RearmPolicy>,
     /// `spin_before_park`; `None`: the default (no spinning).
     pub spin: Option<Duration>,
-    /// `default_slack`; `None`: the default (no slack).
-    pub slack: Option<Duration>,
+    /// The default slack; `None`: the builder's default (a share of each timer's length).
+    pub slack: Option<Slack>,
+}
+
+/// A default slack `compare` sets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Slack {
+    /// `Builder::default_slack`: the same for every timer.
+    Fixed(Duration),
+    /// `Builder::default_slack_proportional(divisor, max)`.
+    Proportional(u32, Duration),
+    /// `Builder::default_slack_growing(knee, max)`.
+    Growing(Duration, Duration),
 }
 
 impl Config {
@@ -42,8 +53,17 @@ impl Config {
         if let Some(s) = self.spin {
             b.spin_before_park(s);
         }
-        if let Some(s) = self.slack {
-            b.default_slack(s);
+        match self.slack {
+            Some(Slack::Fixed(s)) => {
+                b.default_slack(s);
+            }
+            Some(Slack::Proportional(divisor, max)) => {
+                b.default_slack_proportional(divisor, max);
+            }
+            Some(Slack::Growing(knee, max)) => {
+                b.default_slack_growing(knee, max);
+            }
+            None => {}
         }
         b
     }
