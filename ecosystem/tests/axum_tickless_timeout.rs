@@ -80,3 +80,48 @@ fn tickless_timeout_layer_answers_408_at_its_deadline_and_200_for_the_fast_route
     );
     Ok(())
 }
+
+#[test]
+fn tickless_request_body_timeout_ends_a_stalled_upload_and_not_a_whole_one() -> io::Result<()> {
+    use futures_util::{AsyncReadExt, AsyncWriteExt};
+    use tickless::tower::RequestBodyTimeoutLayer;
+
+    // Real time, not paused: under the paused clock, an answer written on the core at a timer's
+    // deadline was read by a client of the same core only at the next timer's jump (with no
+    // later timer, the test hung), so the clock's jumps would decide what this test sees.
+    let rt = Builder::new().cores(1).build()?;
+    let app = Router::new()
+        .route(
+            "/upload",
+            axum::routing::post(|body: String| async move { format!("got {}", body.len()) }),
+        )
+        .layer(RequestBodyTimeoutLayer::new(Duration::from_millis(100)));
+    let server = serve_tower(&rt, app)?;
+    let addr = server.local_addr();
+    rt.block_on(async {
+        // Raw HTTP/1.1, to stall a body halfway; each connection closed after its answer.
+        let head =
+            "POST /upload HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 10\r\n\r\n";
+        let mut answers = Vec::new();
+        for body in ["0123456789", "012"] {
+            let mut conn = tickless::net::TcpStream::connect(addr).await?;
+            conn.write_all(format!("{head}{body}").as_bytes()).await?;
+            let mut answer = String::new();
+            conn.read_to_string(&mut answer).await?;
+            answers.push(answer);
+        }
+        assert!(answers[0].starts_with("HTTP/1.1 200 OK"), "{}", answers[0]);
+        assert!(answers[0].ends_with("got 10"), "{}", answers[0]);
+        // The stalled body's next frame was late: axum's `String` extractor fails on the body's
+        // error (a 400 with tickless's `TimeoutError` message, as with tower-http's).
+        assert!(answers[1].starts_with("HTTP/1.1 400"), "{}", answers[1]);
+        assert!(
+            answers[1].ends_with("data was not received within the designated timeout"),
+            "{}",
+            answers[1]
+        );
+        assert_eq!(server.stats().total.accepted, 2);
+        server.shutdown(Duration::from_secs(10)).await
+    })?;
+    Ok(())
+}
