@@ -44,12 +44,23 @@ pub use tickless_timer::RearmPolicy;
 /// Pipes, sockets and any other file descriptor, driven by the core's reactor.
 ///
 /// The types implement futures-io's `AsyncRead` and `AsyncWrite`; they belong to the core that
-/// created them.
+/// created them (see [`net`] for what `Send` means for them).
 pub mod io {
     pub use tickless_io::{pipe, AsyncFd, AsyncFdReadyGuard, PipeReader, PipeWriter};
 }
 
 /// TCP, UDP and Unix sockets, name lookups, and servers on every core.
+///
+/// # Threads
+///
+/// The sockets (and the pipes of [`io`]) are `Send` and `Sync`, as tokio's are, so they fit in
+/// `Send` futures, `tokio::sync` channels and libraries' connection pools (hyper-util's
+/// `Client`, hyper's upgrades). Each is driven by the core that created it, though, and must be
+/// used there: [`spawn`](crate::spawn) and [`spawn_local`](crate::spawn_local) keep a task on
+/// the current core, so a stream handed to a task spawned where it was made just works. Used on
+/// any other thread (a tokio thread, a `Handle::spawn` onto another core), it panics with a
+/// message saying so. Dropped on any other thread, it is closed and leaves the core's epoll set
+/// at once; the core frees the rest at its next turn.
 ///
 /// # Examples
 ///
@@ -64,7 +75,7 @@ pub mod io {
 /// let reply = rt.block_on(async {
 ///     let listener = TcpListener::bind("127.0.0.1:0").await?;
 ///     let port = listener.local_addr()?.port();
-///     let server = tickless::task::spawn_local(async move { // streams stay on their core
+///     let server = tickless::spawn(async move { // runs on this core, where the listener is
 ///         let (mut conn, _peer) = listener.accept().await?;
 ///         let mut buf = [0u8; 4];
 ///         conn.read_exact(&mut buf).await?;

@@ -80,6 +80,16 @@ impl Reactor {
             .flatten()
             .ok_or_else(|| io::Error::other(NO_RUNTIME))
     }
+
+    /// Runs `f` with the reactor current on this thread; `None` if none is (or the thread is
+    /// exiting). The thread's slot is not borrowed while `f` runs.
+    pub(crate) fn with_current<R>(f: impl FnOnce(&Rc<Reactor>) -> R) -> Option<R> {
+        let reactor = CURRENT
+            .try_with(|c| c.borrow().as_ref().map(|c| Rc::clone(&c.reactor)))
+            .ok()
+            .flatten()?;
+        Some(f(&reactor))
+    }
 }
 
 /// Runs `f` with the owner of this thread's current reactor, if it is a `T`; `None` when no

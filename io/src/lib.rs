@@ -6,6 +6,7 @@ compile_error!("tickless-io supports Linux only: it is built on epoll, timerfd a
 
 mod async_fd;
 pub mod context;
+mod home;
 mod net;
 mod pipe;
 mod reactor;

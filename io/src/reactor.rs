@@ -4,10 +4,12 @@
 use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::io;
+use std::marker::PhantomData;
 use std::mem;
 use std::os::fd::RawFd;
 use std::panic::{self, AssertUnwindSafe};
 use std::rc::Rc;
+use std::sync::Arc;
 use std::task::Waker;
 use std::time::Duration;
 
@@ -15,6 +17,7 @@ use mio::unix::SourceFd;
 use mio::{Events, Interest, Token};
 use slab::Slab;
 
+use crate::home::Home;
 use crate::net::addr::Resolve;
 use crate::ready::Ready;
 use crate::registration::ScheduledIo;
@@ -48,7 +51,7 @@ fn token(key: usize, generation: usize) -> Token {
 /// One slab entry.
 struct Slot {
     /// Readiness and wakers, shared with the [`Registration`](crate::Registration).
-    io: Rc<ScheduledIo>,
+    io: Arc<ScheduledIo>,
     /// Must match the token's generation for an event to reach this slot.
     generation: usize,
 }
@@ -81,6 +84,8 @@ struct Counters {
     wakes: Counter,
     /// Wakers that panicked.
     waker_panics: Counter,
+    /// Registrations dropped on another thread whose slots this reactor freed.
+    orphans: Counter,
 }
 
 /// A core's I/O driver: an epoll instance, its registrations, the events of its timerfd and its
@@ -119,10 +124,15 @@ pub struct Reactor {
     wake_list: RefCell<Vec<Waker>>,
     /// The core's cross-thread wakeup, registered under [`UNPARK_TOKEN`].
     unparker: Unparker,
+    /// What registrations reach from other threads: the owner's identity, the orphan list.
+    home: Arc<Home>,
     /// How host names are looked up for this reactor's connects (`None`: a blocking lookup).
     resolver: Cell<Option<Resolve>>,
     /// Counters reported by `stats`.
     counters: Counters,
+    /// Keeps the reactor `!Send`: its registrations check they run on the thread it was
+    /// created on, which only holds if it stays there.
+    _not_send: PhantomData<*const ()>,
 }
 
 impl Reactor {
@@ -146,7 +156,9 @@ impl Reactor {
             UNPARK_TOKEN,
             Interest::READABLE,
         )?;
+        let home = Arc::new(Home::new(&poll, unparker.clone())?);
         Ok(Rc::new(Reactor {
+            home,
             poll: RefCell::new(poll),
             events: RefCell::new(Events::with_capacity(EVENTS_CAPACITY)),
             registrations: RefCell::new(Slab::new()),
@@ -155,6 +167,7 @@ impl Reactor {
             unparker,
             resolver: Cell::new(None),
             counters: Counters::default(),
+            _not_send: PhantomData,
         }))
     }
 
@@ -168,6 +181,11 @@ impl Reactor {
     /// The resolver set with [`set_resolver`](Self::set_resolver).
     pub fn resolver(&self) -> Option<Resolve> {
         self.resolver.get()
+    }
+
+    /// The cross-thread part its registrations hold.
+    pub(crate) fn home(&self) -> &Arc<Home> {
+        &self.home
     }
 
     /// A handle that wakes this reactor's blocking [`poll`](Self::poll) from any thread.
@@ -254,6 +272,7 @@ impl Reactor {
         if polled.unparked {
             self.counters.unparks.incr();
         }
+        self.free_orphans();
         if polled.timer_event {
             self.counters.timer_events.incr();
         }
@@ -261,6 +280,25 @@ impl Reactor {
         // Give the (now empty) list back to keep its allocation for the next poll.
         *self.wake_list.borrow_mut() = wake;
         Ok(polled)
+    }
+
+    /// Frees the slots of registrations dropped away from this thread (see [`Home`]); they
+    /// left the epoll set already. One relaxed load when there are none.
+    fn free_orphans(&self) {
+        let orphans = self.home.take_orphans();
+        if orphans.is_empty() {
+            return;
+        }
+        // Bind the slots so they (and any wakers they hold) drop after the slab borrow ends.
+        let slots: Vec<Slot> = {
+            let mut registrations = self.registrations.borrow_mut();
+            orphans
+                .into_iter()
+                .filter_map(|key| registrations.try_remove(key))
+                .collect()
+        };
+        self.counters.orphans.add(slots.len() as u64);
+        drop(slots);
     }
 
     /// Wakes and empties `wake`, each wake isolated by `catch_unwind`.
@@ -282,6 +320,7 @@ impl Reactor {
             unparks_received: self.counters.unparks.get(),
             wakes: self.counters.wakes.get(),
             waker_panics: self.counters.waker_panics.get(),
+            orphans_freed: self.counters.orphans.get(),
             registrations: self.registrations.borrow().len() as u64,
         }
     }
@@ -291,7 +330,7 @@ impl Reactor {
         &self,
         fd: RawFd,
         interest: Interest,
-    ) -> io::Result<(usize, Rc<ScheduledIo>)> {
+    ) -> io::Result<(usize, Arc<ScheduledIo>)> {
         let mut registrations = self.registrations.borrow_mut();
         let entry = registrations.vacant_entry();
         let key = entry.key();
@@ -307,9 +346,9 @@ impl Reactor {
             token(key, generation),
             interest,
         )?;
-        let io = Rc::new(ScheduledIo::new());
+        let io = Arc::new(ScheduledIo::new());
         entry.insert(Slot {
-            io: Rc::clone(&io),
+            io: Arc::clone(&io),
             generation,
         });
         Ok((key, io))

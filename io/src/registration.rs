@@ -6,8 +6,10 @@ use std::fmt;
 use std::io;
 use std::os::fd::RawFd;
 use std::rc::Rc;
+use std::sync::Arc;
 use std::task::{ready, Context, Poll, Waker};
 
+use crate::home::Home;
 use crate::reactor::Reactor;
 use crate::ready::{Direction, Ready, ReadyEvent};
 
@@ -15,6 +17,10 @@ use crate::ready::{Direction, Ready, ReadyEvent};
 ///
 /// The reactor writes it while dispatching events; the I/O type reads and clears it while a
 /// task polls. Both happen on the core's one thread, never at the same time.
+///
+/// It is shared through an `Arc` only so that a [`Registration`] can be sent to, and dropped
+/// on, another thread; its cells are touched on the reactor's thread alone (see the `Send`
+/// and `Sync` impls below).
 pub(crate) struct ScheduledIo {
     /// Readiness reported by epoll and not yet disproved by a `WouldBlock`.
     ///
@@ -28,6 +34,15 @@ pub(crate) struct ScheduledIo {
     /// Tasks waiting to write; all are woken, and the list emptied, by write readiness.
     writers: RefCell<Vec<Waker>>,
 }
+
+// SAFETY: the cells and the waker lists are only read or written on the reactor's thread: by
+// the reactor, which is `!Send`, and through a `Registration`, whose every access goes through
+// `Registration::io`, which asserts it runs on the reactor's thread (`Home`). From any other
+// thread the value can only be dropped, as the last `Arc`, and then nothing else can touch it;
+// what its drop releases (wakers) is itself `Send`.
+unsafe impl Send for ScheduledIo {}
+// SAFETY: as above: a shared reference is used on the reactor's thread only.
+unsafe impl Sync for ScheduledIo {}
 
 impl ScheduledIo {
     /// A fresh, optimistically ready registration state.
@@ -113,16 +128,24 @@ impl ScheduledIo {
 /// does all of that, retrying `Interrupted`; the I/O types of this crate are thin wrappers
 /// around it.
 ///
+/// # Threads
+///
+/// A registration is `Send` and `Sync`, so that the types built on it can live in `Send`
+/// futures, but it belongs to the thread of its reactor: using it anywhere else panics with a
+/// message saying so. It may be dropped anywhere: away from its reactor's thread the
+/// descriptor leaves the epoll set at once and the reactor frees the rest at its next poll.
+///
 /// # Invariant
 ///
 /// The descriptor stays open, and keeps its number, until the registration is dropped: the drop
 /// deregisters it by number. [`AsyncFd`](crate::AsyncFd) upholds this by dropping its
 /// registration before the value that owns the descriptor.
 pub struct Registration {
-    /// The reactor the descriptor is registered with, kept alive by every registration.
-    reactor: Rc<Reactor>,
-    /// Readiness and wakers, shared with the reactor's slab.
-    io: Rc<ScheduledIo>,
+    /// The reactor's cross-thread part: its thread, and where a drop elsewhere goes.
+    home: Arc<Home>,
+    /// Readiness and wakers, shared with the reactor's slab. Reached through
+    /// [`io`](Self::io) only, which checks the thread.
+    io: Arc<ScheduledIo>,
     /// This registration's key in the reactor's slab.
     key: usize,
     /// The registered descriptor (see the invariant above).
@@ -152,38 +175,64 @@ impl Registration {
     ) -> io::Result<Registration> {
         let (key, io) = reactor.register(fd, interest)?;
         Ok(Registration {
-            reactor: Rc::clone(reactor),
+            home: Arc::clone(reactor.home()),
             io,
             key,
             fd,
         })
     }
 
-    /// The reactor this registration belongs to.
-    pub fn reactor(&self) -> &Rc<Reactor> {
-        &self.reactor
+    /// The shared state, after checking that this is the reactor's thread.
+    ///
+    /// # Panics
+    ///
+    /// On any other thread, with a message naming the descriptor.
+    #[inline]
+    #[track_caller]
+    fn io(&self) -> &ScheduledIo {
+        self.home.assert_current_thread(self.fd);
+        &self.io
+    }
+
+    /// The reactor this registration belongs to, for registering a descriptor it produced
+    /// (an accepted connection) with the same one.
+    ///
+    /// # Errors
+    ///
+    /// This thread's current reactor is not the registration's (or none is current).
+    pub fn reactor(&self) -> io::Result<Rc<Reactor>> {
+        match Reactor::current() {
+            Ok(reactor) if Arc::ptr_eq(reactor.home(), &self.home) => Ok(reactor),
+            _ => Err(io::Error::other(
+                "this registration's reactor is not current on this thread",
+            )),
+        }
     }
 
     /// The readiness recorded right now (all directions).
+    ///
+    /// # Panics
+    ///
+    /// Away from the reactor's thread, as every method that looks at readiness.
     pub fn readiness(&self) -> Ready {
-        self.io.readiness.get()
+        self.io().readiness.get()
     }
 
     /// Ready once `dir` has readiness; otherwise registers the task's waker.
     ///
     /// Every task that polls while not ready is woken by the next event in that direction.
     pub fn poll_ready(&self, cx: &mut Context<'_>, dir: Direction) -> Poll<ReadyEvent> {
-        self.io.poll_ready(cx, dir)
+        self.io().poll_ready(cx, dir)
     }
 
     /// [`poll_ready`](Self::poll_ready) for [`Direction::Read`].
     pub fn poll_read_ready(&self, cx: &mut Context<'_>) -> Poll<ReadyEvent> {
-        self.io.poll_ready(cx, Direction::Read)
+        self.io().poll_ready(cx, Direction::Read)
     }
 
     /// [`poll_ready`](Self::poll_ready) for [`Direction::Write`].
     pub fn poll_write_ready(&self, cx: &mut Context<'_>) -> Poll<ReadyEvent> {
-        self.io.poll_ready(cx, Direction::Write)
+        self.io().poll_ready(cx, Direction::Write)
     }
 
     /// Clears the readiness `event` observed, unless an event has arrived since.
@@ -192,13 +241,13 @@ impl Registration {
     /// the next read must still run (and return end of file) instead of waiting for an edge that
     /// will never come. Call this after a syscall returned `WouldBlock`.
     pub fn clear_readiness(&self, event: ReadyEvent) {
-        self.io.clear(event, Ready::ALL_CLOSED);
+        self.io().clear(event, Ready::ALL_CLOSED);
     }
 
     /// Clears every bit `event` observed, closed ones included, unless an event has arrived
     /// since: what a `WouldBlock` proves.
     pub(crate) fn clear_would_block(&self, event: ReadyEvent) {
-        self.io.clear(event, Ready::EMPTY);
+        self.io().clear(event, Ready::EMPTY);
     }
 
     /// Clears read readiness (except the closed bit) whatever arrived since.
@@ -207,14 +256,14 @@ impl Registration {
     /// reactor cannot have run in between; otherwise use
     /// [`clear_readiness`](Self::clear_readiness).
     pub fn clear_read_ready(&self) {
-        self.io.clear_direction(Direction::Read);
+        self.io().clear_direction(Direction::Read);
     }
 
     /// Clears write readiness (except the closed bit) whatever arrived since.
     ///
     /// The same caveat as [`clear_read_ready`](Self::clear_read_ready) applies.
     pub fn clear_write_ready(&self) {
-        self.io.clear_direction(Direction::Write);
+        self.io().clear_direction(Direction::Write);
     }
 
     /// Runs the syscall `f` once `dir` is ready, until it does not say `WouldBlock`.
@@ -276,7 +325,7 @@ impl Registration {
     /// any other error of `f`. `Interrupted` is retried.
     pub fn try_io<R>(&self, dir: Direction, mut f: impl FnMut() -> io::Result<R>) -> io::Result<R> {
         loop {
-            let Some(event) = self.io.ready_now(dir) else {
+            let Some(event) = self.io().ready_now(dir) else {
                 return Err(io::ErrorKind::WouldBlock.into());
             };
             match f() {
@@ -293,16 +342,32 @@ impl Registration {
 
 impl Drop for Registration {
     fn drop(&mut self) {
-        self.reactor.deregister(self.key, self.fd);
+        if self.home.is_current_thread() {
+            let home = &self.home;
+            let removed = Reactor::with_current(|r| {
+                let ours = Arc::ptr_eq(r.home(), home);
+                if ours {
+                    r.deregister(self.key, self.fd);
+                }
+                ours
+            });
+            if removed == Some(true) {
+                return;
+            }
+        }
+        // Another thread, or the reactor is no longer current here (a thread-local destructor,
+        // after the runtime's loop): leave the slot to the reactor.
+        self.home.orphan(self.key, self.fd);
     }
 }
 
 impl fmt::Debug for Registration {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Registration")
-            .field("fd", &self.fd)
-            .field("key", &self.key)
-            .field("readiness", &self.io.readiness.get())
-            .finish()
+        let mut d = f.debug_struct("Registration");
+        d.field("fd", &self.fd).field("key", &self.key);
+        if self.home.is_current_thread() {
+            d.field("readiness", &self.io.readiness.get());
+        }
+        d.finish_non_exhaustive()
     }
 }

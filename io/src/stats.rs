@@ -22,6 +22,9 @@ pub struct IoStats {
     pub wakes: u64,
     /// Wakers that panicked while being woken (the panic was caught).
     pub waker_panics: u64,
+    /// Registrations dropped on another thread (or after the reactor stopped being current on
+    /// its own) whose slots this reactor then freed.
+    pub orphans_freed: u64,
     /// Descriptors registered right now, the timerfd and the unparker not included.
     pub registrations: u64,
 }
@@ -43,6 +46,7 @@ impl AddAssign for IoStats {
         self.unparks_received += rhs.unparks_received;
         self.wakes += rhs.wakes;
         self.waker_panics += rhs.waker_panics;
+        self.orphans_freed += rhs.orphans_freed;
         self.registrations += rhs.registrations;
     }
 }

@@ -22,7 +22,7 @@ pub enum Addrs {
 }
 
 /// The future a [`Resolve`] hook returns.
-pub type Resolving = Pin<Box<dyn Future<Output = io::Result<Vec<SocketAddr>>>>>;
+pub type Resolving = Pin<Box<dyn Future<Output = io::Result<Vec<SocketAddr>>> + Send>>;
 
 /// A reactor's name resolver: takes `host:port`, gives its addresses.
 pub type Resolve = fn(String) -> Resolving;

@@ -108,9 +108,12 @@ impl TcpListener {
     /// As [`accept`](Self::accept).
     pub fn poll_accept(&self, cx: &mut Context<'_>) -> Poll<io::Result<(TcpStream, SocketAddr)>> {
         let registration = self.io.registration();
+        // Before accepting, so that a connection is never taken and then dropped for want of
+        // a reactor to register it with.
+        let reactor = registration.reactor()?;
         let (socket, addr) =
             ready!(registration.poll_io(cx, Direction::Read, || self.io.get_ref().accept()))?;
-        Poll::Ready(TcpStream::from_mio(registration.reactor(), socket).map(|s| (s, addr)))
+        Poll::Ready(TcpStream::from_mio(&reactor, socket).map(|s| (s, addr)))
     }
 
     /// The address the listener is bound to (with the real port after binding port 0).

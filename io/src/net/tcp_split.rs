@@ -5,7 +5,7 @@ use std::fmt;
 use std::io;
 use std::net::{Shutdown, SocketAddr};
 use std::pin::Pin;
-use std::rc::Rc;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use futures_io::{AsyncRead, AsyncWrite};
@@ -17,7 +17,7 @@ use crate::net::{close_write, poll_read, poll_write};
 #[derive(Debug)]
 pub struct OwnedReadHalf {
     /// The stream, shared with the write half.
-    inner: Rc<TcpStream>,
+    inner: Arc<TcpStream>,
 }
 
 /// The write half of a [`TcpStream`], from [`TcpStream::into_split`].
@@ -27,7 +27,7 @@ pub struct OwnedReadHalf {
 #[derive(Debug)]
 pub struct OwnedWriteHalf {
     /// The stream, shared with the read half.
-    inner: Rc<TcpStream>,
+    inner: Arc<TcpStream>,
     /// Whether dropping shuts down the write side; false once reunited.
     shutdown_on_drop: bool,
 }
@@ -39,7 +39,7 @@ pub struct ReuniteError(pub OwnedReadHalf, pub OwnedWriteHalf);
 
 impl OwnedReadHalf {
     /// Wraps the shared stream.
-    pub(crate) fn new(inner: Rc<TcpStream>) -> OwnedReadHalf {
+    pub(crate) fn new(inner: Arc<TcpStream>) -> OwnedReadHalf {
         OwnedReadHalf { inner }
     }
 
@@ -49,12 +49,12 @@ impl OwnedReadHalf {
     ///
     /// [`ReuniteError`] if the halves come from different streams.
     pub fn reunite(self, mut write: OwnedWriteHalf) -> Result<TcpStream, ReuniteError> {
-        if !Rc::ptr_eq(&self.inner, &write.inner) {
+        if !Arc::ptr_eq(&self.inner, &write.inner) {
             return Err(ReuniteError(self, write));
         }
         write.shutdown_on_drop = false;
         drop(write);
-        match Rc::try_unwrap(self.inner) {
+        match Arc::try_unwrap(self.inner) {
             Ok(stream) => Ok(stream),
             Err(_) => unreachable!("a TcpStream is shared by exactly its two halves"),
         }
@@ -81,7 +81,7 @@ impl OwnedReadHalf {
 
 impl OwnedWriteHalf {
     /// Wraps the shared stream.
-    pub(crate) fn new(inner: Rc<TcpStream>) -> OwnedWriteHalf {
+    pub(crate) fn new(inner: Arc<TcpStream>) -> OwnedWriteHalf {
         OwnedWriteHalf {
             inner,
             shutdown_on_drop: true,

@@ -6,6 +6,7 @@ use std::io;
 use std::net::{Shutdown, SocketAddr};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::rc::Rc;
+use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 
 use mio::Interest;
@@ -25,6 +26,10 @@ use crate::sys;
 /// [`poll_close`](futures_io::AsyncWrite::poll_close) shuts down the write side. Writes use
 /// `MSG_NOSIGNAL`: a reset peer gives `BrokenPipe` or `ConnectionReset`, never `SIGPIPE`.
 /// Dropping the stream deregisters and closes it.
+///
+/// It is `Send` and `Sync`, but driven by its reactor's thread only: used on another thread it
+/// panics, saying so; dropped on another thread it is closed and leaves the epoll set at once,
+/// and the reactor frees its slot at its next poll.
 ///
 /// # Examples
 ///
@@ -247,9 +252,9 @@ impl TcpStream {
     /// of this core. Dropping the write half shuts down the write side; see
     /// [`OwnedWriteHalf`].
     pub fn into_split(self) -> (OwnedReadHalf, OwnedWriteHalf) {
-        let shared = Rc::new(self);
+        let shared = Arc::new(self);
         (
-            OwnedReadHalf::new(Rc::clone(&shared)),
+            OwnedReadHalf::new(Arc::clone(&shared)),
             OwnedWriteHalf::new(shared),
         )
     }

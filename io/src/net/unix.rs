@@ -74,9 +74,12 @@ impl UnixListener {
     /// As [`accept`](Self::accept).
     pub fn poll_accept(&self, cx: &mut Context<'_>) -> Poll<io::Result<(UnixStream, SocketAddr)>> {
         let registration = self.io.registration();
+        // Before accepting, so that a connection is never taken and then dropped for want of
+        // a reactor to register it with.
+        let reactor = registration.reactor()?;
         let (socket, addr) =
             ready!(registration.poll_io(cx, Direction::Read, || self.io.get_ref().accept()))?;
-        Poll::Ready(UnixStream::from_mio(registration.reactor(), socket).map(|s| (s, addr)))
+        Poll::Ready(UnixStream::from_mio(&reactor, socket).map(|s| (s, addr)))
     }
 
     /// The address the listener is bound to.
