@@ -70,7 +70,6 @@ where
 /// # Errors
 ///
 /// Binding the listeners failed.
-#[cfg(feature = "send-streams")]
 pub fn serve_tower_with_upgrades<S, B>(rt: &Runtime, service: S) -> io::Result<Server>
 where
     S: tower::Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
@@ -197,11 +196,9 @@ impl hyper::rt::Write for ClientStream {
 ///
 /// Both libraries require the stream and the connect future to be `Send`, so this needs
 /// tickless's `Send` streams.
-#[cfg(feature = "send-streams")]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TicklessConnector;
 
-#[cfg(feature = "send-streams")]
 impl tower::Service<http::Uri> for TicklessConnector {
     type Response = ClientStream;
     type Error = io::Error;

@@ -131,7 +131,6 @@ fn hyper_util_client_with_its_tokio_connector_under_the_tokio_context() -> io::R
     Ok(())
 }
 
-#[cfg(feature = "send-streams")]
 #[test]
 fn hyper_util_client_with_a_tickless_connector_needs_no_tokio_context() -> io::Result<()> {
     use tickless::hyper_rt::TicklessTimer;
