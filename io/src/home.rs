@@ -22,11 +22,12 @@ use std::cell::Cell;
 use std::fmt;
 use std::io;
 use std::mem;
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::AtomicU64;
 
 use mio::unix::SourceFd;
 
+use crate::stats::SharedCounters;
 use crate::unparker::Unparker;
 
 #[cfg(loom)]
@@ -79,6 +80,8 @@ pub(crate) struct Home {
     pending: AtomicBool,
     /// Wakes the reactor so that it frees the orphans' slots.
     unparker: Unparker,
+    /// Counters the reactor and its registrations advance on the reactor's thread.
+    pub(crate) counters: SharedCounters,
 }
 
 impl Home {
@@ -90,7 +93,15 @@ impl Home {
             orphans: Mutex::new(Vec::new()),
             pending: AtomicBool::new(false),
             unparker,
+            counters: SharedCounters::default(),
         })
+    }
+
+    /// The epoll instance (this home's duplicate of its descriptor, open as long as the home):
+    /// where the reactor's thread changes a level-triggered registration's interest.
+    #[inline]
+    pub(crate) fn epoll_fd(&self) -> RawFd {
+        self.registry.as_raw_fd()
     }
 
     /// Whether this thread is the reactor's.
@@ -119,14 +130,16 @@ impl Home {
         self.unparker.unpark();
     }
 
-    /// The keys orphaned since the last call; the reactor frees their slots. Costs one
-    /// relaxed load when there are none, so the reactor calls it on every poll.
+    /// Whether a registration was orphaned since the last [`take_orphans`](Self::take_orphans):
+    /// one relaxed load, so the reactor asks on every poll.
     #[inline]
+    pub(crate) fn has_orphans(&self) -> bool {
+        self.pending.load(Ordering::Relaxed)
+    }
+
+    /// The keys orphaned since the last call; the reactor frees their slots.
     pub(crate) fn take_orphans(&self) -> Vec<usize> {
-        if !self.pending.load(Ordering::Relaxed) {
-            return Vec::new();
-        }
-        // Clear the flag before taking the list: a key pushed after the take raises it again.
+        // Lower the flag before taking the list: a key pushed after the take raises it again.
         self.pending.store(false, Ordering::Relaxed);
         mem::take(&mut *lock(&self.orphans))
     }

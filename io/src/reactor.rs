@@ -272,7 +272,9 @@ impl Reactor {
         if polled.unparked {
             self.counters.unparks.incr();
         }
-        self.free_orphans();
+        if self.home.has_orphans() {
+            self.free_orphans();
+        }
         if polled.timer_event {
             self.counters.timer_events.incr();
         }
@@ -283,12 +285,11 @@ impl Reactor {
     }
 
     /// Frees the slots of registrations dropped away from this thread (see [`Home`]); they
-    /// left the epoll set already. One relaxed load when there are none.
+    /// left the epoll set already. Called when [`Home::has_orphans`] says so.
+    #[cold]
+    #[inline(never)]
     fn free_orphans(&self) {
         let orphans = self.home.take_orphans();
-        if orphans.is_empty() {
-            return;
-        }
         // Bind the slots so they (and any wakers they hold) drop after the slab borrow ends.
         let slots: Vec<Slot> = {
             let mut registrations = self.registrations.borrow_mut();

@@ -182,7 +182,8 @@ impl Registration {
         })
     }
 
-    /// The shared state, after checking that this is the reactor's thread.
+    /// The shared state, after checking that this is the reactor's thread (once per call of
+    /// the public methods: the loops below hold on to it).
     ///
     /// # Panics
     ///
@@ -277,11 +278,12 @@ impl Registration {
         dir: Direction,
         mut f: impl FnMut() -> io::Result<R>,
     ) -> Poll<io::Result<R>> {
+        let io = self.io();
         loop {
-            let event = ready!(self.poll_ready(cx, dir));
+            let event = ready!(io.poll_ready(cx, dir));
             match f() {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    self.clear_would_block(event);
+                    io.clear(event, Ready::EMPTY);
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 result => return Poll::Ready(result),
@@ -301,15 +303,16 @@ impl Registration {
         len: usize,
         mut f: impl FnMut() -> io::Result<usize>,
     ) -> Poll<io::Result<usize>> {
+        let io = self.io();
         loop {
-            let event = ready!(self.poll_ready(cx, Direction::Read));
+            let event = ready!(io.poll_ready(cx, Direction::Read));
             match f() {
                 Ok(n) if n > 0 && n < len => {
-                    self.clear_readiness(event);
+                    io.clear(event, Ready::ALL_CLOSED);
                     return Poll::Ready(Ok(n));
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    self.clear_would_block(event);
+                    io.clear(event, Ready::EMPTY);
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 result => return Poll::Ready(result),
@@ -324,13 +327,14 @@ impl Registration {
     /// `WouldBlock` if `dir` is not ready or `f` said so (the readiness is then cleared), or
     /// any other error of `f`. `Interrupted` is retried.
     pub fn try_io<R>(&self, dir: Direction, mut f: impl FnMut() -> io::Result<R>) -> io::Result<R> {
+        let io = self.io();
         loop {
-            let Some(event) = self.io().ready_now(dir) else {
+            let Some(event) = io.ready_now(dir) else {
                 return Err(io::ErrorKind::WouldBlock.into());
             };
             match f() {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    self.clear_would_block(event);
+                    io.clear(event, Ready::EMPTY);
                     return Err(e);
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
