@@ -3,11 +3,10 @@
 //! wheel, [`TicklessExecutor`] spawns hyper's background tasks (HTTP/2 streams and the
 //! connection's driver) on the current core, and [`TicklessIo`] gives hyper a tickless stream.
 //!
-//! Two ways to hand hyper a [`TcpStream`](crate::net::TcpStream): [`TicklessIo`] (hyper's
-//! `Read`/`Write` straight on the stream's futures-io impls), or hyper-util's `TokioIo` with
-//! the `tokio-io` feature, as for any tokio-io library. They behave
-//! the same; `TicklessIo` saves the zeroing of hyper's whole read buffer before each read that
-//! going through tokio's `ReadBuf` costs.
+//! Two ways to hand hyper a [`TcpStream`](crate::net::TcpStream): [`TicklessIo`], which needs
+//! no hyper-util, or hyper-util's `TokioIo` with the `tokio-io` feature, as for any tokio-io
+//! library. They behave the same and cost the same: both let the stream read straight into
+//! hyper's uninitialised buffer, with no zeroing and no copy.
 //!
 //! # Examples
 //!
@@ -49,14 +48,13 @@
 //! # std::io::Result::Ok(())
 //! ```
 
-use std::cell::RefCell;
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 use std::time::{Duration, Instant};
 
-use futures_io::{AsyncRead, AsyncWrite};
+use futures_io::AsyncWrite;
 
 use crate::time::{self, Sleep};
 
@@ -129,25 +127,15 @@ impl Future for TicklessSleep {
 
 impl hyper::rt::Sleep for TicklessSleep {}
 
-/// Bytes one [`TicklessIo`] read may take: a read fills at most this much of hyper's buffer.
-const SCRATCH_LEN: usize = 64 * 1024;
-
-thread_local! {
-    /// Where [`TicklessIo`] reads land before they are copied into hyper's buffer: one per
-    /// core thread, zeroed once, shared by every connection of the core (a read never waits
-    /// while holding it).
-    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
-}
-
-/// A futures-io stream (a [`TcpStream`](crate::net::TcpStream), its halves, a `UnixStream`) as
-/// hyper's [`Read`](hyper::rt::Read) and [`Write`](hyper::rt::Write): what hyper-util's
-/// `TokioIo` is for tokio streams.
+/// A tickless stream (a [`TcpStream`](crate::net::TcpStream), its read half, a `UnixStream`, a
+/// pipe) as hyper's [`Read`](hyper::rt::Read) and [`Write`](hyper::rt::Write): what
+/// hyper-util's `TokioIo` is for tokio streams.
 ///
-/// hyper reads into memory it has not initialised. Safe code must initialise memory before a
-/// read fills it: going through tokio's `ReadBuf` zeroes the whole free part of hyper's buffer
-/// (8 KiB or more) before every read, whatever arrives. `TicklessIo` reads instead into a
-/// per-thread scratch buffer zeroed once, and copies into hyper's buffer only the bytes that
-/// arrived. Writes go straight through.
+/// hyper reads into memory it has not initialised. `TicklessIo` hands that memory to the
+/// stream's tokio [`AsyncRead`](tokio::io::AsyncRead) as an uninitialised `ReadBuf`, and the
+/// stream's `read(2)` writes into it directly: nothing is zeroed, nothing is copied, and hyper
+/// learns exactly how many bytes arrived. Reads take any tokio `AsyncRead`; writes go straight
+/// through the stream's futures-io `AsyncWrite`.
 ///
 /// # Examples
 ///
@@ -190,35 +178,32 @@ impl<T> TicklessIo<T> {
     }
 }
 
-impl<T: AsyncRead + Unpin> hyper::rt::Read for TicklessIo<T> {
+impl<T: tokio::io::AsyncRead + Unpin> hyper::rt::Read for TicklessIo<T> {
     fn poll_read(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         mut buf: hyper::rt::ReadBufCursor<'_>,
     ) -> Poll<io::Result<()>> {
-        let want = buf.remaining().min(SCRATCH_LEN);
         let inner = Pin::new(&mut self.get_mut().inner);
-        SCRATCH.with(|scratch| {
-            let mut local;
-            let mut borrowed = scratch.try_borrow_mut();
-            let space: &mut [u8] = match &mut borrowed {
-                Ok(scratch) => {
-                    if scratch.len() < SCRATCH_LEN {
-                        scratch.resize(SCRATCH_LEN, 0);
-                    }
-                    &mut scratch[..want]
-                }
-                // Only when the inner stream is itself read through a `TicklessIo` on this
-                // thread, which holds the scratch buffer: use a buffer of our own.
-                Err(_) => {
-                    local = vec![0u8; want];
-                    &mut local
-                }
-            };
-            let n = ready!(inner.poll_read(cx, space))?;
-            buf.put_slice(&space[..n]);
-            Poll::Ready(Ok(()))
-        })
+        // SAFETY: `as_mut` requires that no byte hyper counts as initialised be de-initialised
+        // through the slice. The slice goes only into a tokio `ReadBuf`, whose safe interface,
+        // all `poll_read` can use, writes initialised bytes only.
+        let space = unsafe { buf.as_mut() };
+        let start = space.as_ptr().cast::<u8>();
+        let mut read = tokio::io::ReadBuf::uninit(space);
+        ready!(tokio::io::AsyncRead::poll_read(inner, cx, &mut read))?;
+        // `poll_read` has a `&mut ReadBuf` and could have swapped in one over other memory;
+        // then its filled length would say nothing about hyper's buffer.
+        assert!(
+            std::ptr::eq(read.filled().as_ptr(), start),
+            "TicklessIo: the reader replaced the ReadBuf it was given"
+        );
+        let n = read.filled().len();
+        // SAFETY: `read` is a `ReadBuf` over the start of the cursor's unfilled part (checked
+        // above), and a `ReadBuf`'s filled part is always initialised: the first `n` bytes of
+        // the cursor are.
+        unsafe { buf.advance(n) };
+        Poll::Ready(Ok(()))
     }
 }
 

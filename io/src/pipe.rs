@@ -34,7 +34,7 @@ pub fn pipe() -> io::Result<(PipeWriter, PipeReader)> {
 #[derive(Debug)]
 pub struct PipeReader {
     /// The read end, registered for reading.
-    io: AsyncFd<File>,
+    pub(crate) io: AsyncFd<File>,
 }
 
 impl PipeReader {

@@ -17,7 +17,7 @@ use crate::net::{close_write, poll_read, poll_write};
 #[derive(Debug)]
 pub struct OwnedReadHalf {
     /// The stream, shared with the write half.
-    inner: Arc<TcpStream>,
+    pub(crate) inner: Arc<TcpStream>,
 }
 
 /// The write half of a [`TcpStream`], from [`TcpStream::into_split`].
