@@ -664,3 +664,29 @@ fn a_sleep_moved_to_another_task_wakes_that_task() -> std::io::Result<()> {
     });
     Ok(())
 }
+
+/// I/O made ready at a paused instant reaches the `block_on` future before the clock jumps on:
+/// a task writes at 200 ms, the main future reads under a 5 s timeout and gets the bytes at
+/// 200 ms, not when the timeout's jump comes (the idle sequence once looked only at the task
+/// queue after polling I/O, and missed a wake of the main future).
+#[test]
+fn io_ready_at_a_paused_instant_wakes_the_main_future_before_the_next_jump() -> io::Result<()> {
+    use futures_lite::{AsyncReadExt, AsyncWriteExt};
+    let rt = paused()?;
+    rt.block_on(async {
+        let (mut server, mut client) = tickless::net::UnixStream::pair()?;
+        let start = Instant::now();
+        let writer = spawn_local(async move {
+            sleep(ms(200)).await;
+            server.write_all(b"ok").await
+        });
+        let mut buf = [0u8; 2];
+        timeout(Duration::from_secs(5), client.read_exact(&mut buf))
+            .await
+            .expect("the read completes before its timeout")?;
+        assert_eq!(&buf, b"ok");
+        assert_eq!(start.elapsed(), ms(200), "read at the write's instant");
+        writer.await.expect("writer")?;
+        io::Result::Ok(())
+    })
+}

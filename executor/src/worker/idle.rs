@@ -94,12 +94,13 @@ impl Core {
         !self.queue.borrow().is_empty() || self.shared.handover.is_dirty()
     }
 
-    /// Paused time: poll I/O without blocking; if nothing happened, jump to the next timer. A
-    /// timer beyond the paused clock's range never fires: the core then waits as if it had no
-    /// timer (for I/O or another thread), which keeps "never early".
+    /// Paused time: poll I/O without blocking; if no event came and nothing is runnable, jump
+    /// to the next timer. A timer beyond the paused clock's range never fires: the core then
+    /// waits as if it had no timer (for I/O or another thread), which keeps "never early".
     fn idle_paused(&self) {
-        self.poll_io(Some(Duration::ZERO));
-        if self.has_work() {
+        // Any event may have woken the `block_on` future, which is not in the task queue: let
+        // the loop take another turn rather than jump past it.
+        if self.poll_io(Some(Duration::ZERO)) || self.has_work() {
             return;
         }
         let next = self.timers.next_expiration();
