@@ -2,22 +2,27 @@
 # HTTP load on loopback: the hyper "Hello, world!" service on tickless (`hello_http`: one
 # SO_REUSEPORT listener per core) and the same service with the same hyper settings on tokio's
 # multi-thread runtime (`hello_http_tokio`), one after the other, with the same wrk settings.
+# With `--app axum`: the axum app of the ecosystem crate instead, on tickless
+# (`ecosystem/examples/axum.rs`, tickless's TimeoutLayer) and on tokio with `axum::serve`
+# (`axum_tokio.rs`, tower-http's TimeoutLayer), loaded on its JSON route, `/json`.
 #
-#   benches/scripts/http_load.sh [--threads N] [--connections N] [--duration 5s] [--rounds N]
+#   benches/scripts/http_load.sh [--app hello|axum] [--threads N] [--connections N]
+#                                [--duration 5s] [--rounds N]
 #
 # Defaults: wrk -t2 -c64 -d5s, 3 rounds, alternating tickless and tokio (so a slow minute of
 # the machine hurts both), each run after a 1 s warm-up on a fresh server process. Bounded: at
 # most rounds x 2 x (duration + warm-up) of load, and `--connections` sockets, all on 127.0.0.1.
 #
 # Prints one line per run and, per runtime, the median over the rounds, in `compare`'s format:
-#   workload=http_hello runtime=<tickless|tokio> rps=<requests/s> p50_us=... p75_us=...
+#   workload=<http_hello|http_axum> runtime=<tickless|tokio> rps=<requests/s> p50_us=... p75_us=...
 #     p90_us=... p99_us=... cpu_us_per_req=<server CPU time (user+system) per request> ...
 # then the ratios tickless/tokio against the targets (rps >= 1.2x, p99 <= 1.0x, CPU per
 # request <= 0.8x). wrk runs on the same cores as the servers, so requests per second and
 # latency measure the pair; CPU per request (from /proc/<pid>/stat) is the server's own cost.
 #
 # Installs wrk from the OS packages (apt-get) if it is missing. Builds both examples in release
-# mode (CARGO_TARGET_DIR is honoured).
+# mode (CARGO_TARGET_DIR is honoured; the axum examples default to target/eco, where the
+# ecosystem crate is built).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -25,13 +30,15 @@ threads=2
 connections=64
 duration=5s
 rounds=3
+app=hello
 while [ $# -gt 0 ]; do
     case "$1" in
+        --app) app=$2; shift 2 ;;
         --threads) threads=$2; shift 2 ;;
         --connections) connections=$2; shift 2 ;;
         --duration) duration=$2; shift 2 ;;
         --rounds) rounds=$2; shift 2 ;;
-        -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
         *) echo "unknown argument: $1 (try --help)" >&2; exit 2 ;;
     esac
 done
@@ -44,9 +51,21 @@ if ! command -v wrk >/dev/null 2>&1; then
         { $sudo apt-get update >/dev/null && $sudo apt-get install -y wrk >/dev/null; }
 fi
 
-target_dir=${CARGO_TARGET_DIR:-target}
+case "$app" in
+    hello)
+        workload=http_hello path=/
+        tickless_bin=hello_http tokio_bin=hello_http_tokio
+        target_dir=${CARGO_TARGET_DIR:-target}
+        build=(-p tickless --example hello_http --example hello_http_tokio) ;;
+    axum)
+        workload=http_axum path=/json
+        tickless_bin=axum tokio_bin=axum_tokio
+        target_dir=${CARGO_TARGET_DIR:-target/eco}
+        build=(-p tickless-ecosystem-tests --example axum --example axum_tokio) ;;
+    *) echo "unknown app: $app (hello or axum)" >&2; exit 2 ;;
+esac
 echo "# building the servers (release)" >&2
-cargo build --release -q -p tickless --example hello_http --example hello_http_tokio
+CARGO_TARGET_DIR=$target_dir cargo build --release -q "${build[@]}"
 bin_dir="$target_dir/release/examples"
 
 work=$(mktemp -d)
@@ -84,15 +103,19 @@ busy_percent() {
 }
 
 # Waits (at most 2 minutes) until something else's load has passed: the figures are only
-# worth comparing on an otherwise idle machine.
+# worth comparing on an otherwise idle machine. Says on stdout (a comment line, kept in the raw
+# output) how busy the machine was in the last second before the run.
 wait_quiet() {
     local busy
     for _ in $(seq 1 120); do
         busy=$(busy_percent)
-        [ "$busy" -le 10 ] && return 0
+        if [ "$busy" -le 10 ]; then
+            echo "# machine ${busy}% busy before the run"
+            return 0
+        fi
         echo "# the machine is ${busy}% busy: waiting for it to be idle" >&2
     done
-    echo "# WARNING: the machine stayed busy (${busy}%): figures are disturbed" >&2
+    echo "# WARNING: the machine stayed busy (${busy}%): figures are disturbed" | tee /dev/stderr
 }
 
 # Runs one server under load; prints its result line.
@@ -108,10 +131,10 @@ run_one() {
         sleep 0.1
     done
     [ -n "$url" ] || { echo "$binary did not start: $(cat "$work/err")" >&2; exit 1; }
-    wrk -t"$threads" -c"$connections" -d1s "$url/" >/dev/null
+    wrk -t"$threads" -c"$connections" -d1s "$url$path" >/dev/null
     local cpu0 cpu1
     cpu0=$(cpu_ticks "$server_pid")
-    wrk -t"$threads" -c"$connections" -d"$duration" --latency "$url/" >"$work/wrk"
+    wrk -t"$threads" -c"$connections" -d"$duration" --latency "$url$path" >"$work/wrk"
     cpu1=$(cpu_ticks "$server_pid")
     kill -TERM "$server_pid"
     wait "$server_pid" || true
@@ -129,15 +152,15 @@ run_one() {
     local cpu_us
     cpu_us=$(awk -v t=$((cpu1 - cpu0)) -v hz="$clk_tck" -v n="$requests" \
         'BEGIN { printf "%.2f", t * 1000000 / hz / n }')
-    echo "workload=http_hello runtime=$runtime rps=$rps p50_us=$p50 p75_us=$p75 p90_us=$p90" \
+    echo "workload=$workload runtime=$runtime rps=$rps p50_us=$p50 p75_us=$p75 p90_us=$p90" \
         "p99_us=$p99 cpu_us_per_req=$cpu_us requests=$requests errors=$errors"
 }
 
 echo "# $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')), $(rustc --version)"
-echo "# wrk -t$threads -c$connections -d$duration --latency, $rounds rounds, servers on all CPUs"
+echo "# wrk -t$threads -c$connections -d$duration --latency, GET $path, $rounds rounds, servers on all CPUs"
 : >"$work/results"
 for round in $(seq 1 "$rounds"); do
-    for pair in tickless:hello_http tokio:hello_http_tokio; do
+    for pair in "tickless:$tickless_bin" "tokio:$tokio_bin"; do
         echo "# round $round: ${pair%%:*}" >&2
         run_one "${pair%%:*}" "${pair#*:}" | tee -a "$work/results"
     done
@@ -151,7 +174,7 @@ median() {
 }
 echo "# medians over $rounds rounds"
 for runtime in tickless tokio; do
-    line="workload=http_hello runtime=$runtime"
+    line="workload=$workload runtime=$runtime"
     for metric in rps p50_us p75_us p90_us p99_us cpu_us_per_req; do
         line="$line $metric=$(median "$runtime" "$metric")"
     done
@@ -165,6 +188,6 @@ cpu_ratio=$(ratio "$(median tickless cpu_us_per_req)" "$(median tokio cpu_us_per
 verdict() { awk -v r="$1" -v t="$2" -v dir="$3" 'BEGIN {
     ok = (dir == "ge") ? (r >= t) : (r <= t); print ok ? "met" : "missed" }'; }
 echo "# tickless / tokio"
-echo "ratio workload=http_hello rps=$rps_ratio (target >= 1.20: $(verdict "$rps_ratio" 1.2 ge))" \
+echo "ratio workload=$workload rps=$rps_ratio (target >= 1.20: $(verdict "$rps_ratio" 1.2 ge))" \
     "p99=$p99_ratio (target <= 1.00: $(verdict "$p99_ratio" 1.0 le))" \
     "cpu_per_req=$cpu_ratio (target <= 0.80: $(verdict "$cpu_ratio" 0.8 le))"

@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
 """Runs the HTTP load comparison and writes its figures into README.md.
 
-    python3 benches/scripts/http_readme.py [--rounds N]   # run http_load.sh, update README.md
-    python3 benches/scripts/http_readme.py --no-run       # re-read benches/results/http_load.txt
+    python3 benches/scripts/http_readme.py [--app axum] [--rounds N]  # run http_load.sh, update README.md
+    python3 benches/scripts/http_readme.py [--app axum] --no-run      # re-read the raw output
 
-The raw output is kept in benches/results/http_load.txt; the README block between
-`<!-- http-figures:begin -->` and `<!-- http-figures:end -->` is replaced, nothing else.
+The hello servers (default): raw output in benches/results/http_load.txt, README block between
+`<!-- http-figures:begin -->` and `<!-- http-figures:end -->`. `--app axum` (the axum app of
+`ecosystem/examples/`, `http_load.sh --app axum`): benches/results/http_load_axum.txt and the
+block between `<!-- http-axum-figures:begin -->` and `<!-- http-axum-figures:end -->`. Only that
+block is replaced.
 """
 import datetime
 import os
@@ -14,7 +17,15 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-RAW = os.path.join(ROOT, "benches", "results", "http_load.txt")
+
+# Per app: raw output file, README marker, workload name, the two servers' names in the table.
+APPS = {
+    "hello": ("http_load.txt", "http-figures", "http_hello",
+              "tickless (`hello_http`)", "tokio multi-thread (`hello_http_tokio`)"),
+    "axum": ("http_load_axum.txt", "http-axum-figures", "http_axum",
+             "axum on tickless (`axum`: `tickless_ecosystem_tests::serve`, tickless `TimeoutLayer`)",
+             "axum on tokio multi-thread (`axum_tokio`: `axum::serve`, tower-http `TimeoutLayer`)"),
+}
 
 
 def fields(line):
@@ -25,22 +36,30 @@ def main():
     rounds = "5"
     if "--rounds" in sys.argv:
         rounds = sys.argv[sys.argv.index("--rounds") + 1]
+    app = "hello"
+    if "--app" in sys.argv:
+        app = sys.argv[sys.argv.index("--app") + 1]
+    if app not in APPS:
+        sys.exit(f"unknown app {app!r}: one of {', '.join(APPS)}")
+    raw_name, marker, workload, tickless_name, tokio_name = APPS[app]
+    raw = os.path.join(ROOT, "benches", "results", raw_name)
     if "--no-run" not in sys.argv:
         out = subprocess.run(
-            ["bash", os.path.join(ROOT, "benches", "scripts", "http_load.sh"), "--rounds", rounds],
+            ["bash", os.path.join(ROOT, "benches", "scripts", "http_load.sh"),
+             "--app", app, "--rounds", rounds],
             cwd=ROOT, check=True, capture_output=True, text=True,
         ).stdout
-        os.makedirs(os.path.dirname(RAW), exist_ok=True)
-        with open(RAW, "w") as f:
+        os.makedirs(os.path.dirname(raw), exist_ok=True)
+        with open(raw, "w") as f:
             f.write(out)
-    with open(RAW) as f:
+    with open(raw) as f:
         text = f.read()
     medians = text.split("# medians over", 1)[1]
     header = [l[2:] for l in text.splitlines() if l.startswith("# ") and "CPUs" in l][:1]
     setup = [l[2:] for l in text.splitlines() if l.startswith("# wrk")][:1]
     rows = {}
     for line in medians.splitlines():
-        if line.startswith("workload=http_hello"):
+        if line.startswith(f"workload={workload} "):
             f = fields(line)
             rows[f["runtime"]] = f
     ratio_line = next(l for l in medians.splitlines() if l.startswith("ratio "))
@@ -49,17 +68,34 @@ def main():
     def r(m):
         return float(t[m]) / float(k[m])
 
-    lines = [
-        "<!-- http-figures:begin -->",
+    # How busy the machine was before each run (http_load.sh waits for it to be quiet).
+    quiet = [int(m) for m in re.findall(r"^# machine (\d+)% busy before the run", text, re.M)]
+    busy = [int(m) for m in re.findall(r"^# WARNING: the machine stayed busy \((\d+)%\)", text, re.M)]
+    noise = ""
+    if quiet or busy:
+        noise = f"; {len(quiet)} of {len(quiet) + len(busy)} runs started on a machine at most 10% busy"
+        if busy:
+            noise += f", {len(busy)} on one still {min(busy)}-{max(busy)}% busy after 2 minutes of waiting"
+    app_flag = "" if app == "hello" else f"--app {app} "
+    lines = [f"<!-- {marker}:begin -->"]
+    if app == "axum":
+        lines += [
+            "The same comparison for an axum 0.8 app (`ecosystem/examples/axum.rs` and "
+            "`axum_tokio.rs`: a `Router` with a JSON route on shared state, a slow route and a "
+            "10 s `TimeoutLayer`), loaded on `GET /json`; `tickless_ecosystem_tests::serve` against "
+            "`axum::serve`.",
+            "",
+        ]
+    lines += [
         f"Measured {datetime.date.today().isoformat()} on {' '.join(header)}, by "
-        f"`python3 benches/scripts/http_readme.py --rounds {rounds}` (medians over the rounds of "
-        f"{' '.join(setup)}; raw output in `benches/results/http_load.txt`; wrk shares the CPUs "
-        "with the server):",
+        f"`python3 benches/scripts/http_readme.py {app_flag}--rounds {rounds}` (medians over the "
+        f"rounds of {' '.join(setup)}; raw output in `benches/results/{raw_name}`; wrk shares "
+        f"the CPUs with the server{noise}):",
         "",
         "| runtime | requests/s | p50 µs | p90 µs | p99 µs | server CPU µs per request |",
         "|---|---:|---:|---:|---:|---:|",
     ]
-    for name, f in (("tickless (`hello_http`)", t), ("tokio multi-thread (`hello_http_tokio`)", k)):
+    for name, f in ((tickless_name, t), (tokio_name, k)):
         lines.append(
             f"| {name} | {float(f['rps']):,.0f} | {f['p50_us']} | {f['p90_us']} | {f['p99_us']} "
             f"| {f['cpu_us_per_req']} |"
@@ -68,15 +104,14 @@ def main():
         f"| tickless / tokio | {r('rps'):.2f}x | {r('p50_us'):.2f}x | {r('p90_us'):.2f}x "
         f"| {r('p99_us'):.2f}x | {r('cpu_us_per_req'):.2f}x |"
     )
-    lines += ["", "Targets: `" + ratio_line.split(" ", 2)[2] + "`", "<!-- http-figures:end -->"]
+    lines += ["", "Targets: `" + ratio_line.split(" ", 2)[2] + "`", f"<!-- {marker}:end -->"]
     readme = os.path.join(ROOT, "README.md")
     with open(readme) as f:
         content = f.read()
-    new, n = re.subn(
-        r"<!-- http-figures:begin -->.*?<!-- http-figures:end -->", "\n".join(lines), content, flags=re.S
-    )
+    block = re.escape(f"<!-- {marker}:begin -->") + ".*?" + re.escape(f"<!-- {marker}:end -->")
+    new, n = re.subn(block, lambda _: "\n".join(lines), content, flags=re.S)
     if n != 1:
-        sys.exit("README.md has no <!-- http-figures:begin --> ... <!-- http-figures:end --> block")
+        sys.exit(f"README.md has no <!-- {marker}:begin --> ... <!-- {marker}:end --> block")
     with open(readme, "w") as f:
         f.write(new)
     print("\n".join(lines))

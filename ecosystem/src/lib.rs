@@ -1,5 +1,6 @@
-//! What the ecosystem tests share: serving a tower service (an axum `Router`, tonic's `Routes`)
-//! with tickless's own hyper serving, and the adapters the libraries want around tickless
+//! What the ecosystem tests and examples share: serving a tower service (an axum `Router`,
+//! tonic's `Routes`) with tickless's own hyper serving ([`serve`], the `axum::serve` of
+//! tickless, with a graceful shutdown), and the adapters the libraries want around tickless
 //! streams (tonic's [`Connected`], hyper-util's client `Connection`).
 //!
 //! The tests themselves are in `tests/`, one file per library; this crate is not published.
@@ -16,7 +17,7 @@ use hyper::{Request, Response};
 use hyper_util::server::conn::auto;
 use hyper_util::service::TowerToHyperService;
 use tickless::hyper_rt::{TicklessExecutor, TicklessIo, TicklessTimer};
-use tickless::net::{serve_per_core, Server, TcpStream};
+use tickless::net::{serve_per_core, ConnInfo, Server, TcpStream};
 use tickless::Runtime;
 use tonic::transport::server::{Connected, TcpConnectInfo};
 
@@ -43,9 +44,49 @@ pub fn http_builder() -> auto::Builder<TicklessExecutor> {
     http
 }
 
-/// Serves a tower service (an axum `Router`, tonic's `Routes`) on every core of `rt` through
-/// tickless's hyper serving: [`serve_per_core`], each connection on the core that accepted it,
-/// read and written through [`TicklessIo`]. No upgrades (those need `Send` streams).
+/// Serves a tower service (an axum `Router`) on every core of `rt`, listening on `addr`: what
+/// `axum::serve(listener, app)` is on tokio, in one call.
+///
+/// Each core binds its own `SO_REUSEPORT` listener ([`serve_per_core`]) and serves the
+/// connections it accepts, start to end, with hyper-util's `auto` builder (HTTP/1.1, and HTTP/2
+/// with prior knowledge) over [`TicklessIo`], hyper's timers on the core's wheel
+/// ([`http_builder`]). Every connection runs through [`ConnInfo::graceful`]: when
+/// [`Server::shutdown`] begins, hyper's `graceful_shutdown` lets a request in flight finish and
+/// closes an idle keep-alive connection at once, so the shutdown ends when the last request
+/// does, not at the end of its grace period. No upgrades (axum's `on_upgrade` needs a tokio
+/// runtime: see [`serve_tower_with_upgrades`]).
+///
+/// ```no_run
+/// # fn app() -> axum::Router { axum::Router::new() }
+/// let rt = tickless::Runtime::new()?; // one core per CPU
+/// let server = tickless_ecosystem_tests::serve(&rt, "127.0.0.1:3000".parse().unwrap(), app())?;
+/// rt.block_on(async {
+///     tickless::signal::ctrl_c().await?;
+///     server.shutdown(std::time::Duration::from_secs(10)).await
+/// })?;
+/// # std::io::Result::Ok(())
+/// ```
+///
+/// # Errors
+///
+/// Binding the listeners failed.
+pub fn serve<S, B>(rt: &Runtime, addr: SocketAddr, service: S) -> io::Result<Server>
+where
+    S: tower::Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
+    S::Future: 'static,
+    S::Error: Into<BoxError>,
+    B: Body + 'static,
+    B::Error: Into<BoxError>,
+{
+    serve_each(rt, addr, service, |http, io, service, conn| async move {
+        let served = http.serve_connection(io, service);
+        // A client that resets or goes away is an ordinary end of a connection here.
+        let _ordinary_end = conn.graceful(served, |c| c.graceful_shutdown()).await;
+    })
+}
+
+/// [`serve`] on `127.0.0.1`, on a port the kernel picks ([`Server::local_addr`] says which),
+/// for the tests: a tower service (an axum `Router`, tonic's `Routes`) on every core of `rt`.
 ///
 /// # Errors
 ///
@@ -58,10 +99,7 @@ where
     B: Body + 'static,
     B::Error: Into<BoxError>,
 {
-    serve_each(rt, service, |http, io, service| async move {
-        // A client that resets or goes away is an ordinary end of a connection here.
-        let _ordinary_end = http.serve_connection(io, service).await;
-    })
+    serve(rt, localhost(), service)
 }
 
 /// [`serve_tower`] with HTTP upgrades (`serve_connection_with_upgrades`: WebSockets), which
@@ -78,27 +116,40 @@ where
     B: Body + 'static,
     B::Error: Into<BoxError>,
 {
-    serve_each(rt, service, |http, io, service| async move {
-        let _ordinary_end = http.serve_connection_with_upgrades(io, service).await;
-    })
+    serve_each(
+        rt,
+        localhost(),
+        service,
+        |http, io, service, conn| async move {
+            let served = http.serve_connection_with_upgrades(io, service);
+            let _ordinary_end = conn.graceful(served, |c| c.graceful_shutdown()).await;
+        },
+    )
 }
 
-/// [`serve_per_core`] with `serve(builder, stream, service)` for each connection.
-fn serve_each<S, F, Fut>(rt: &Runtime, service: S, serve: F) -> io::Result<Server>
+/// [`serve_per_core`] on `addr` with `serve(builder, stream, service, conn)` for each
+/// connection.
+fn serve_each<S, F, Fut>(rt: &Runtime, addr: SocketAddr, service: S, serve: F) -> io::Result<Server>
 where
     S: Clone + Send + 'static,
-    F: Fn(auto::Builder<TicklessExecutor>, TicklessIo<TcpStream>, TowerToHyperService<S>) -> Fut
+    F: Fn(
+            auto::Builder<TicklessExecutor>,
+            TicklessIo<TcpStream>,
+            TowerToHyperService<S>,
+            ConnInfo,
+        ) -> Fut
         + Clone
         + Send
         + 'static,
     Fut: std::future::Future<Output = ()> + 'static,
 {
     let http = http_builder();
-    serve_per_core(rt, localhost(), move |stream, _conn| {
+    serve_per_core(rt, addr, move |stream, conn| {
         serve(
             http.clone(),
             TicklessIo::new(stream),
             TowerToHyperService::new(service.clone()),
+            conn,
         )
     })
 }

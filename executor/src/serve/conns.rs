@@ -236,6 +236,64 @@ impl ConnInfo {
             key: None,
         }
     }
+
+    /// Runs `conn` to its end, and when [`Server::shutdown`](super::Server::shutdown) begins
+    /// calls `graceful_shutdown` on it, once, and goes on polling it: for a hyper connection,
+    /// `|c| c.graceful_shutdown()`, which lets the request in flight finish and then closes the
+    /// connection, and closes an idle keep-alive connection at once, so that the shutdown does
+    /// not wait for it until the end of the grace period (and then abort it).
+    ///
+    /// It works with every hyper server connection (`http1`, `http2`, hyper-util's `auto`,
+    /// with or without upgrades) and with any future that has a way to be asked to finish.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use hyper::service::service_fn;
+    /// use hyper_util::server::conn::auto;
+    /// use tickless::hyper_rt::{TicklessExecutor, TicklessIo, TicklessTimer};
+    /// # async fn hello(_: hyper::Request<hyper::body::Incoming>)
+    /// #     -> Result<hyper::Response<String>, std::convert::Infallible> { todo!() }
+    ///
+    /// let rt = tickless::Runtime::new()?;
+    /// let mut http = auto::Builder::new(TicklessExecutor);
+    /// http.http1().timer(TicklessTimer);
+    /// let addr = "127.0.0.1:3000".parse().unwrap();
+    /// let server = tickless::net::serve_per_core(&rt, addr, move |stream, conn| {
+    ///     let http = http.clone();
+    ///     async move {
+    ///         let served = http.serve_connection(TicklessIo::new(stream), service_fn(hello));
+    ///         let _ordinary_end = conn.graceful(served, |c| c.graceful_shutdown()).await;
+    ///     }
+    /// })?;
+    /// rt.block_on(async {
+    ///     tickless::signal::ctrl_c().await?;
+    ///     // Idle keep-alive connections close at once; requests in flight get 10 s.
+    ///     server.shutdown(Duration::from_secs(10)).await
+    /// })?;
+    /// # std::io::Result::Ok(())
+    /// ```
+    pub fn graceful<C, G>(&self, conn: C, graceful_shutdown: G) -> impl Future<Output = C::Output>
+    where
+        C: Future,
+        G: FnOnce(Pin<&mut C>),
+    {
+        let mut stopping = self.shutdown_requested();
+        async move {
+            let mut conn = std::pin::pin!(conn);
+            let mut graceful_shutdown = Some(graceful_shutdown);
+            std::future::poll_fn(move |cx| {
+                if graceful_shutdown.is_some() && Pin::new(&mut stopping).poll(cx).is_ready() {
+                    if let Some(shut_down) = graceful_shutdown.take() {
+                        shut_down(conn.as_mut());
+                    }
+                }
+                conn.as_mut().poll(cx)
+            })
+            .await
+        }
+    }
 }
 
 impl fmt::Debug for ConnInfo {

@@ -325,6 +325,10 @@ impl Server {
     /// until `grace` has passed, and those still open then are aborted. Completes when every
     /// core's loop and connection tasks are done.
     ///
+    /// A connection ends early only if its handler acts on the request: an HTTP keep-alive
+    /// connection waiting for its next request would otherwise hold the shutdown for the whole
+    /// grace period. [`ConnInfo::graceful`] runs a hyper connection so that it does not.
+    ///
     /// # Errors
     ///
     /// A core's loop could not start (registering its listener failed) or panicked.
