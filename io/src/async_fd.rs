@@ -83,6 +83,20 @@ impl<T: AsRawFd> AsyncFd<T> {
         })
     }
 
+    /// Registers the byte stream `inner` with `reactor` level-triggered (the crate's pipes and
+    /// stream sockets; see [`Registration::poll_read_io`]).
+    pub(crate) fn new_stream_in(
+        reactor: &Rc<Reactor>,
+        inner: T,
+        interest: Interest,
+    ) -> io::Result<Self> {
+        let registration = Registration::new_stream_in(reactor, inner.as_raw_fd(), interest)?;
+        Ok(AsyncFd {
+            registration,
+            inner,
+        })
+    }
+
     /// The wrapped value.
     pub fn get_ref(&self) -> &T {
         &self.inner

@@ -10,6 +10,7 @@ use futures_io::{AsyncRead, AsyncWrite};
 use mio::Interest;
 
 use crate::async_fd::AsyncFd;
+use crate::reactor::Reactor;
 use crate::ready::Direction;
 use crate::sys;
 
@@ -51,7 +52,7 @@ impl PipeReader {
 
     /// Registers a descriptor already non-blocking.
     fn register(fd: OwnedFd) -> io::Result<PipeReader> {
-        let io = AsyncFd::with_interest(File::from(fd), Interest::READABLE)?;
+        let io = AsyncFd::new_stream_in(&Reactor::current()?, File::from(fd), Interest::READABLE)?;
         Ok(PipeReader { io })
     }
 }
@@ -107,7 +108,7 @@ impl PipeWriter {
 
     /// Registers a descriptor already non-blocking.
     fn register(fd: OwnedFd) -> io::Result<PipeWriter> {
-        let io = AsyncFd::with_interest(File::from(fd), Interest::WRITABLE)?;
+        let io = AsyncFd::new_stream_in(&Reactor::current()?, File::from(fd), Interest::WRITABLE)?;
         Ok(PipeWriter { io: Some(io) })
     }
 

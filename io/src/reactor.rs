@@ -6,7 +6,7 @@ use std::fmt;
 use std::io;
 use std::marker::PhantomData;
 use std::mem;
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, RawFd};
 use std::panic::{self, AssertUnwindSafe};
 use std::rc::Rc;
 use std::sync::Arc;
@@ -20,7 +20,7 @@ use slab::Slab;
 use crate::home::Home;
 use crate::net::addr::Resolve;
 use crate::ready::Ready;
-use crate::registration::ScheduledIo;
+use crate::registration::{Level, ScheduledIo};
 use crate::stats::{Counter, IoStats};
 use crate::sys;
 use crate::timerfd::TimerFd;
@@ -107,8 +107,10 @@ struct Counters {
 ///
 /// # Implementation
 ///
-/// Descriptors are registered edge-triggered, each under a token holding its slab key and a
-/// generation. [`poll`](Self::poll) is one `epoll_wait`; it ORs each event's readiness into the
+/// Descriptors are registered under a token holding their slab key and a generation:
+/// edge-triggered through mio, except the byte streams (pipes, TCP and Unix streams), which are
+/// level-triggered with their interest kept to what tasks wait for (see [`Level`]), so that a
+/// read that filled its buffer needs no second read to learn that the stream is drained. [`poll`](Self::poll) is one `epoll_wait`; it ORs each event's readiness into the
 /// registration, collects the wakers concerned, and wakes them only after releasing every
 /// borrow, so a waker may freely create or drop I/O objects on this reactor.
 pub struct Reactor {
@@ -262,7 +264,8 @@ impl Reactor {
                     Token(token) => {
                         let slot = registrations.get(token & KEY_MASK);
                         if let Some(slot) = slot.filter(|s| s.generation == token >> KEY_BITS) {
-                            slot.io.dispatch(Ready::from_event(event), &mut wake);
+                            slot.io
+                                .dispatch(Ready::from_event(event), &mut wake, &self.home);
                         }
                     }
                 }
@@ -323,14 +326,20 @@ impl Reactor {
             waker_panics: self.counters.waker_panics.get(),
             orphans_freed: self.counters.orphans.get(),
             registrations: self.registrations.borrow().len() as u64,
+            epoll_ctls: self.home.counters.epoll_ctls.get(),
+            read_would_blocks: self.home.counters.read_would_blocks.get(),
+            write_would_blocks: self.home.counters.write_would_blocks.get(),
         }
     }
 
-    /// Registers `fd` edge-triggered for `interest`; returns its slab key and shared state.
+    /// Registers `fd` for `interest`, edge-triggered through mio, or level-triggered if
+    /// `level` (read interest armed, write interest armed only while a task waits to write; see
+    /// [`Level`]); returns its slab key and shared state.
     pub(crate) fn register(
         &self,
         fd: RawFd,
         interest: Interest,
+        level: bool,
     ) -> io::Result<(usize, Arc<ScheduledIo>)> {
         let mut registrations = self.registrations.borrow_mut();
         let entry = registrations.vacant_entry();
@@ -342,12 +351,19 @@ impl Reactor {
         }
         let generation = self.next_generation.get() & GENERATION_MASK;
         self.next_generation.set(generation.wrapping_add(1));
-        self.poll.borrow().registry().register(
-            &mut SourceFd(&fd),
-            token(key, generation),
-            interest,
-        )?;
-        let io = Arc::new(ScheduledIo::new());
+        let token = token(key, generation);
+        self.home.counters.epoll_ctls.incr();
+        let level = if level {
+            let epfd = self.poll.borrow().as_raw_fd();
+            Some(Level::add(epfd, fd, token.0 as u64, interest)?)
+        } else {
+            self.poll
+                .borrow()
+                .registry()
+                .register(&mut SourceFd(&fd), token, interest)?;
+            None
+        };
+        let io = Arc::new(ScheduledIo::new(level));
         entry.insert(Slot {
             io: Arc::clone(&io),
             generation,
@@ -355,8 +371,20 @@ impl Reactor {
         Ok((key, io))
     }
 
-    /// Removes `fd` from the epoll set and its slot from the slab.
+    /// Removes `fd` from the epoll set (unless a level-triggered registration has left it
+    /// already) and its slot from the slab.
     pub(crate) fn deregister(&self, key: usize, fd: RawFd) {
+        let in_set = self
+            .registrations
+            .borrow()
+            .get(key)
+            .is_none_or(|slot| slot.io.in_epoll_set());
+        if !in_set {
+            let slot = self.registrations.borrow_mut().try_remove(key);
+            drop(slot);
+            return;
+        }
+        self.home.counters.epoll_ctls.incr();
         let result = self.poll.borrow().registry().deregister(&mut SourceFd(&fd));
         // It can only fail if the descriptor was closed before its registration was dropped,
         // breaking `Registration`'s invariant; the kernel has then dropped it from the epoll

@@ -33,6 +33,169 @@ pub(crate) struct ScheduledIo {
     readers: RefCell<Vec<Waker>>,
     /// Tasks waiting to write; all are woken, and the list emptied, by write readiness.
     writers: RefCell<Vec<Waker>>,
+    /// A level-triggered registration's interest (`None`: edge-triggered, registered by mio).
+    level: Option<Level>,
+}
+
+/// The interest a level-triggered registration has in the epoll set, changed only when a task
+/// waits in a direction that is not armed, or an event finds nobody waiting in an armed one.
+///
+/// Level-triggered, epoll reports a readable descriptor at every `epoll_wait` until it is
+/// drained, so a read that filled its buffer can clear read readiness and let the next wait
+/// say whether more is there, instead of paying a read that returns `WouldBlock`. The price is
+/// that a direction nobody waits in would be reported at every poll: the reactor disarms it
+/// when an event finds no waiter (libuv's approach), and the next wait arms it again. A
+/// descriptor with nothing armed leaves the epoll set, because hang-ups and errors are reported
+/// whatever the interest.
+pub(crate) struct Level {
+    /// The registered descriptor.
+    fd: RawFd,
+    /// The epoll token (the reactor's slab key and generation).
+    data: u64,
+    /// The directions registered for ([`Ready::READABLE`], [`Ready::WRITABLE`]).
+    interest: Ready,
+    /// The directions armed in the epoll set now.
+    armed: Cell<Ready>,
+    /// Whether the descriptor is in the epoll set at all.
+    in_set: Cell<bool>,
+}
+
+impl Level {
+    /// Adds `fd` to the epoll set `epfd` level-triggered under token `data`, for `interest`:
+    /// read interest armed at once, write interest only once a task waits to write (a
+    /// writable descriptor would otherwise be reported at every poll).
+    pub(crate) fn add(
+        epfd: RawFd,
+        fd: RawFd,
+        data: u64,
+        interest: mio::Interest,
+    ) -> io::Result<Level> {
+        let mut wanted = Ready::EMPTY;
+        if interest.is_readable() {
+            wanted |= Ready::READABLE;
+        }
+        if interest.is_writable() {
+            wanted |= Ready::WRITABLE;
+        }
+        let armed = wanted.intersection(Ready::READABLE);
+        epoll_ctl(
+            epfd,
+            libc::EPOLL_CTL_ADD,
+            fd,
+            Level::epoll_events(armed),
+            data,
+        )?;
+        Ok(Level {
+            fd,
+            data,
+            interest: wanted,
+            armed: Cell::new(armed),
+            in_set: Cell::new(true),
+        })
+    }
+
+    /// The epoll event mask that arms `dirs`, level-triggered.
+    fn epoll_events(dirs: Ready) -> u32 {
+        let mut events = 0;
+        if dirs.is_readable() {
+            events |= (libc::EPOLLIN | libc::EPOLLRDHUP) as u32;
+        }
+        if dirs.is_writable() {
+            events |= libc::EPOLLOUT as u32;
+        }
+        events
+    }
+
+    /// The readiness bit naming `dir` in `interest` and `armed`.
+    fn bit(dir: Direction) -> Ready {
+        match dir {
+            Direction::Read => Ready::READABLE,
+            Direction::Write => Ready::WRITABLE,
+        }
+    }
+
+    /// Makes sure an event will come for a task waiting in `dir`: arms `dir` (if it is in the
+    /// interest) and puts the descriptor back in the set if it left it. One `epoll_ctl` when
+    /// something changes, none otherwise. False if epoll refused (no event will come).
+    fn arm(&self, dir: Direction, home: &Home) -> bool {
+        let armed = self.armed.get();
+        let want = armed | Level::bit(dir).intersection(self.interest);
+        if want == armed && self.in_set.get() {
+            return true;
+        }
+        let op = if self.in_set.get() {
+            libc::EPOLL_CTL_MOD
+        } else {
+            libc::EPOLL_CTL_ADD
+        };
+        home.counters.epoll_ctls.incr();
+        match epoll_ctl(
+            home.epoll_fd(),
+            op,
+            self.fd,
+            Level::epoll_events(want),
+            self.data,
+        ) {
+            Ok(()) => {
+                self.armed.set(want);
+                self.in_set.set(true);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// After an event reporting `ready`: disarms the directions it concerns that nobody waits
+    /// in (`waiting`: the directions with waiters), so that they stop coming at every poll,
+    /// and takes the descriptor out of the set once nothing is armed. An event whose bits name
+    /// no direction counts for both.
+    ///
+    /// Errors are ignored: they can only mean the descriptor has left the set already (its
+    /// registration was dropped on another thread, which removed it; the reactor frees the slot
+    /// at this poll or the next).
+    fn settle(&self, ready: Ready, waiting: Ready, home: &Home) {
+        let mut idle = Ready::EMPTY;
+        for dir in [Direction::Read, Direction::Write] {
+            let concerned = ready.is_empty() || !ready.intersection(dir.mask()).is_empty();
+            if concerned && !waiting.contains(Level::bit(dir)) {
+                idle |= Level::bit(dir);
+            }
+        }
+        let armed = self.armed.get();
+        let keep = armed.difference(idle);
+        if !self.in_set.get() || (keep == armed && !keep.is_empty()) {
+            return;
+        }
+        home.counters.epoll_ctls.incr();
+        if keep.is_empty() {
+            let _gone = epoll_ctl(home.epoll_fd(), libc::EPOLL_CTL_DEL, self.fd, 0, 0);
+            self.in_set.set(false);
+        } else {
+            let _gone = epoll_ctl(
+                home.epoll_fd(),
+                libc::EPOLL_CTL_MOD,
+                self.fd,
+                Level::epoll_events(keep),
+                self.data,
+            );
+        }
+        self.armed.set(keep);
+    }
+}
+
+/// One `epoll_ctl(epfd, op, fd, {events, data})`.
+fn epoll_ctl(epfd: RawFd, op: libc::c_int, fd: RawFd, events: u32, data: u64) -> io::Result<()> {
+    let mut event = libc::epoll_event { events, u64: data };
+    // SAFETY: `event` is an initialised `epoll_event` that lives across the call, and the
+    // kernel only reads it (`EPOLL_CTL_DEL` ignores it). The descriptors are plain integers to
+    // the kernel: a closed or foreign one makes the call fail with `EBADF`/`ENOENT`, which the
+    // callers handle; no memory is shared with the kernel beyond the call.
+    let rc = unsafe { libc::epoll_ctl(epfd, op, fd, &mut event) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
 }
 
 // SAFETY: the cells and the waker lists are only read or written on the reactor's thread: by
@@ -45,21 +208,40 @@ unsafe impl Send for ScheduledIo {}
 unsafe impl Sync for ScheduledIo {}
 
 impl ScheduledIo {
-    /// A fresh, optimistically ready registration state.
-    pub(crate) fn new() -> ScheduledIo {
+    /// A fresh, optimistically ready registration state; `level` for a level-triggered
+    /// registration, `None` for an edge-triggered one.
+    pub(crate) fn new(level: Option<Level>) -> ScheduledIo {
         ScheduledIo {
             readiness: Cell::new(Ready::READABLE | Ready::WRITABLE),
             tick: Cell::new(0),
             readers: RefCell::new(Vec::new()),
             writers: RefCell::new(Vec::new()),
+            level,
         }
     }
 
-    /// Records an event and moves the wakers it concerns into `wake`.
+    /// Whether the descriptor is in the epoll set (an edge-triggered one always is; a
+    /// level-triggered one leaves it while nothing is armed).
+    pub(crate) fn in_epoll_set(&self) -> bool {
+        self.level.as_ref().is_none_or(|l| l.in_set.get())
+    }
+
+    /// Records an event and moves the wakers it concerns into `wake`; for a level-triggered
+    /// registration, first disarms what nobody waits for ([`Level::settle`]).
     ///
     /// Waking happens later, outside every reactor borrow: a waker may run arbitrary code,
     /// including code that registers or drops I/O on this reactor.
-    pub(crate) fn dispatch(&self, ready: Ready, wake: &mut Vec<Waker>) {
+    pub(crate) fn dispatch(&self, ready: Ready, wake: &mut Vec<Waker>, home: &Home) {
+        if let Some(level) = &self.level {
+            let mut waiting = Ready::EMPTY;
+            if !self.readers.borrow().is_empty() {
+                waiting |= Ready::READABLE;
+            }
+            if !self.writers.borrow().is_empty() {
+                waiting |= Ready::WRITABLE;
+            }
+            level.settle(ready, waiting, home);
+        }
         if ready.is_empty() {
             return;
         }
@@ -89,16 +271,26 @@ impl ScheduledIo {
         })
     }
 
-    /// Ready if `dir` has readiness; otherwise stores the task's waker and returns pending.
-    fn poll_ready(&self, cx: &mut Context<'_>, dir: Direction) -> Poll<ReadyEvent> {
+    /// Ready if `dir` has readiness; otherwise stores the task's waker and returns pending,
+    /// arming `dir` first if the registration is level-triggered and it is not armed.
+    fn poll_ready(&self, cx: &mut Context<'_>, dir: Direction, home: &Home) -> Poll<ReadyEvent> {
         if let Some(event) = self.ready_now(dir) {
             return Poll::Ready(event);
         }
         // No event can be dispatched between the check above and this push: the reactor runs
         // on this thread, and not while a task is being polled.
-        let mut waiters = self.waiters(dir).borrow_mut();
-        if !waiters.iter().any(|w| w.will_wake(cx.waker())) {
-            waiters.push(cx.waker().clone());
+        {
+            let mut waiters = self.waiters(dir).borrow_mut();
+            if !waiters.iter().any(|w| w.will_wake(cx.waker())) {
+                waiters.push(cx.waker().clone());
+            }
+        }
+        if let Some(level) = &self.level {
+            if !level.arm(dir, home) {
+                // epoll refused (out of memory or watches): no event will come, so the task
+                // retries through its scheduler rather than waiting for ever.
+                cx.waker().wake_by_ref();
+            }
         }
         Poll::Pending
     }
@@ -173,7 +365,28 @@ impl Registration {
         fd: RawFd,
         interest: mio::Interest,
     ) -> io::Result<Registration> {
-        let (key, io) = reactor.register(fd, interest)?;
+        Registration::with_trigger(reactor, fd, interest, false)
+    }
+
+    /// Registers the byte stream `fd` with `reactor` level-triggered (see [`Level`]): reads
+    /// through [`poll_read_io`](Self::poll_read_io) then never pay a read that says
+    /// `WouldBlock` after one that filled the buffer.
+    pub(crate) fn new_stream_in(
+        reactor: &Rc<Reactor>,
+        fd: RawFd,
+        interest: mio::Interest,
+    ) -> io::Result<Registration> {
+        Registration::with_trigger(reactor, fd, interest, true)
+    }
+
+    /// Registers `fd` with `reactor`, level-triggered if `level`.
+    fn with_trigger(
+        reactor: &Rc<Reactor>,
+        fd: RawFd,
+        interest: mio::Interest,
+        level: bool,
+    ) -> io::Result<Registration> {
+        let (key, io) = reactor.register(fd, interest, level)?;
         Ok(Registration {
             home: Arc::clone(reactor.home()),
             io,
@@ -223,17 +436,27 @@ impl Registration {
     ///
     /// Every task that polls while not ready is woken by the next event in that direction.
     pub fn poll_ready(&self, cx: &mut Context<'_>, dir: Direction) -> Poll<ReadyEvent> {
-        self.io().poll_ready(cx, dir)
+        self.io().poll_ready(cx, dir, &self.home)
     }
 
     /// [`poll_ready`](Self::poll_ready) for [`Direction::Read`].
     pub fn poll_read_ready(&self, cx: &mut Context<'_>) -> Poll<ReadyEvent> {
-        self.io().poll_ready(cx, Direction::Read)
+        self.io().poll_ready(cx, Direction::Read, &self.home)
     }
 
     /// [`poll_ready`](Self::poll_ready) for [`Direction::Write`].
     pub fn poll_write_ready(&self, cx: &mut Context<'_>) -> Poll<ReadyEvent> {
-        self.io().poll_ready(cx, Direction::Write)
+        self.io().poll_ready(cx, Direction::Write, &self.home)
+    }
+
+    /// Counts a `WouldBlock` in `dir` (see [`IoStats`](crate::IoStats)).
+    #[inline]
+    fn count_would_block(&self, dir: Direction) {
+        let counters = &self.home.counters;
+        match dir {
+            Direction::Read => counters.read_would_blocks.incr(),
+            Direction::Write => counters.write_would_blocks.incr(),
+        }
     }
 
     /// Clears the readiness `event` observed, unless an event has arrived since.
@@ -280,9 +503,10 @@ impl Registration {
     ) -> Poll<io::Result<R>> {
         let io = self.io();
         loop {
-            let event = ready!(io.poll_ready(cx, dir));
+            let event = ready!(io.poll_ready(cx, dir, &self.home));
             match f() {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.count_would_block(dir);
                     io.clear(event, Ready::EMPTY);
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -295,8 +519,11 @@ impl Registration {
     ///
     /// A short read (`0 < n < len`) means the stream's buffer was drained, so read readiness is
     /// cleared as well and the next read waits for an edge instead of paying a syscall that
-    /// would say `WouldBlock`. Not for datagram sockets, where a short read says nothing about
-    /// the queue.
+    /// would say `WouldBlock`. On a level-triggered registration (the crate's streams) any read
+    /// that returned data clears it: a read that filled the buffer exactly cannot tell
+    /// "drained" from "more to read", and the next `epoll_wait` can, at no cost when the loop
+    /// goes there anyway. Not for datagram sockets, where a short read says nothing about the
+    /// queue.
     pub fn poll_read_io(
         &self,
         cx: &mut Context<'_>,
@@ -305,13 +532,14 @@ impl Registration {
     ) -> Poll<io::Result<usize>> {
         let io = self.io();
         loop {
-            let event = ready!(io.poll_ready(cx, Direction::Read));
+            let event = ready!(io.poll_ready(cx, Direction::Read, &self.home));
             match f() {
-                Ok(n) if n > 0 && n < len => {
+                Ok(n) if n > 0 && (n < len || io.level.is_some()) => {
                     io.clear(event, Ready::ALL_CLOSED);
                     return Poll::Ready(Ok(n));
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.count_would_block(Direction::Read);
                     io.clear(event, Ready::EMPTY);
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -334,6 +562,7 @@ impl Registration {
             };
             match f() {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.count_would_block(dir);
                     io.clear(event, Ready::EMPTY);
                     return Err(e);
                 }

@@ -2,6 +2,7 @@
 
 use std::cell::Cell;
 use std::ops::{Add, AddAssign};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// A snapshot of one reactor's counters, from [`Reactor::stats`](crate::Reactor::stats).
 ///
@@ -27,6 +28,16 @@ pub struct IoStats {
     pub orphans_freed: u64,
     /// Descriptors registered right now, the timerfd and the unparker not included.
     pub registrations: u64,
+    /// `epoll_ctl` calls made on the reactor's thread: registering and deregistering, and the
+    /// interest changes of level-triggered streams (arming a direction a task waits in, disarming
+    /// one an event found nobody waiting in). The removal a drop on another thread makes is not
+    /// counted.
+    pub epoll_ctls: u64,
+    /// Reads (and accepts, receives) that returned `WouldBlock` through a registration: the
+    /// system calls a wait cost on top of the `epoll_wait`.
+    pub read_would_blocks: u64,
+    /// Writes (and sends, connects) that returned `WouldBlock` through a registration.
+    pub write_would_blocks: u64,
 }
 
 impl Add for IoStats {
@@ -48,6 +59,9 @@ impl AddAssign for IoStats {
         self.waker_panics += rhs.waker_panics;
         self.orphans_freed += rhs.orphans_freed;
         self.registrations += rhs.registrations;
+        self.epoll_ctls += rhs.epoll_ctls;
+        self.read_would_blocks += rhs.read_would_blocks;
+        self.write_would_blocks += rhs.write_would_blocks;
     }
 }
 
@@ -70,4 +84,37 @@ impl Counter {
     pub(crate) fn get(&self) -> u64 {
         self.0.get()
     }
+}
+
+/// A counter written on its reactor's thread only, but kept where other threads can reach it
+/// (in [`Home`](crate::home::Home), which registrations share): an atomic advanced with a plain
+/// load and store, no read-modify-write, which is exact as long as one thread writes it.
+#[derive(Debug, Default)]
+pub(crate) struct OwnerCounter(AtomicU64);
+
+impl OwnerCounter {
+    /// Adds one; on the reactor's thread only (another writer could lose counts, nothing
+    /// worse).
+    #[inline]
+    pub(crate) fn incr(&self) {
+        let n = self.0.load(Ordering::Relaxed);
+        self.0.store(n.wrapping_add(1), Ordering::Relaxed);
+    }
+
+    /// The current value.
+    pub(crate) fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// The counters of a reactor that its registrations advance as well, shared through
+/// [`Home`](crate::home::Home); see [`IoStats`] for what each means.
+#[derive(Debug, Default)]
+pub(crate) struct SharedCounters {
+    /// `epoll_ctl` calls on the reactor's thread.
+    pub(crate) epoll_ctls: OwnerCounter,
+    /// Reads that returned `WouldBlock`.
+    pub(crate) read_would_blocks: OwnerCounter,
+    /// Writes that returned `WouldBlock`.
+    pub(crate) write_would_blocks: OwnerCounter,
 }

@@ -112,7 +112,7 @@ impl TcpStream {
         reactor: &Rc<Reactor>,
         socket: mio::net::TcpStream,
     ) -> io::Result<TcpStream> {
-        let io = AsyncFd::new_in(reactor, socket, Interest::READABLE | Interest::WRITABLE)?;
+        let io = AsyncFd::new_stream_in(reactor, socket, Interest::READABLE | Interest::WRITABLE)?;
         Ok(TcpStream { io })
     }
 

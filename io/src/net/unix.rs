@@ -166,7 +166,7 @@ impl UnixStream {
 
     /// Registers a non-blocking mio stream with `reactor`.
     fn from_mio(reactor: &Rc<Reactor>, socket: mio::net::UnixStream) -> io::Result<Self> {
-        let io = AsyncFd::new_in(reactor, socket, Interest::READABLE | Interest::WRITABLE)?;
+        let io = AsyncFd::new_stream_in(reactor, socket, Interest::READABLE | Interest::WRITABLE)?;
         Ok(UnixStream { io })
     }
 
