@@ -128,3 +128,31 @@ fn tcp_echo_over_loopback() -> io::Result<()> {
         io::Result::Ok(())
     })
 }
+
+/// A `block_on` future that keeps waking itself (a `yield_now` loop polling a read) still gets
+/// its I/O: the loop polls the reactor every few main-future polls, as it does for tasks.
+/// Counted in iterations, bounded so that a starved read fails instead of hanging.
+#[test]
+fn a_main_future_that_keeps_yielding_still_sees_its_io() -> io::Result<()> {
+    use futures_lite::future::poll_once;
+    let rt = Builder::new().cores(1).build()?;
+    rt.block_on(async {
+        let (mut a, mut b) = tickless::net::UnixStream::pair()?;
+        let mut buf = [0u8; 1];
+        // Nothing to read yet: this read finds `WouldBlock` and waits for readiness.
+        assert!(poll_once(b.read(&mut buf)).await.is_none());
+        a.write_all(b"x").await?;
+        for spins in 0..100_000u32 {
+            if let Some(read) = poll_once(b.read(&mut buf)).await {
+                assert_eq!(read?, 1);
+                assert!(
+                    spins < 1_000,
+                    "the read waited {spins} main polls for its readiness"
+                );
+                return Ok(());
+            }
+            tickless::task::yield_now().await;
+        }
+        panic!("the read never saw its byte: the loop never polled I/O");
+    })
+}

@@ -81,6 +81,9 @@ pub fn run<D: Driver, F: Future>(d: &D, mut main: Option<Pin<&mut F>>) -> Option
         if let Some(main) = main.as_mut() {
             if main_waker.take() {
                 d.count_main_poll();
+                // The main future counts towards I/O fairness as a task does: one that keeps
+                // waking itself (a `yield_now` loop) must not keep I/O from being polled.
+                since_io += 1;
                 if let Poll::Ready(out) = main.as_mut().poll(&mut cx) {
                     d.publish();
                     return Some(out);
