@@ -7,7 +7,10 @@
 # (`axum_tokio.rs`, tower-http's TimeoutLayer), loaded on its JSON route, `/json`.
 #
 #   benches/scripts/http_load.sh [--app hello|axum] [--threads N] [--connections N]
-#                                [--duration 5s] [--rounds N]
+#                                [--duration 5s] [--rounds N] [--split]
+#
+# --split (hello only) pins the server to CPU 0 (one tickless core, one tokio worker) and wrk to
+# CPU 1 (one thread): the two sides never share a CPU.
 #
 # Defaults: wrk -t2 -c64 -d5s, 3 rounds, alternating tickless and tokio (so a slow minute of
 # the machine hurts both), each run after a 1 s warm-up on a fresh server process. Bounded: at
@@ -31,9 +34,11 @@ connections=64
 duration=5s
 rounds=3
 app=hello
+split=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --app) app=$2; shift 2 ;;
+        --split) split=1; shift ;;
         --threads) threads=$2; shift 2 ;;
         --connections) connections=$2; shift 2 ;;
         --duration) duration=$2; shift 2 ;;
@@ -64,6 +69,15 @@ case "$app" in
         build=(-p tickless-ecosystem-tests --example axum --example axum_tokio) ;;
     *) echo "unknown app: $app (hello or axum)" >&2; exit 2 ;;
 esac
+# --split (hello only): the server alone on CPU 0 (one tickless core, one tokio worker), wrk
+# alone on CPU 1 (one thread), so that neither preempts the other: issue 14's "separate CPUs".
+server_cpu=() wrk_cpu=() tickless_args=() tokio_args=() placement="servers on all CPUs"
+if [ "$split" = 1 ]; then
+    [ "$app" = hello ] || { echo "--split is for the hello app" >&2; exit 2; }
+    server_cpu=(taskset -c 0) wrk_cpu=(taskset -c 1) threads=1
+    tickless_args=(--cores 1) tokio_args=(--threads 1)
+    placement="server on CPU 0 (1 core / 1 worker), wrk on CPU 1"
+fi
 echo "# building the servers (release)" >&2
 CARGO_TARGET_DIR=$target_dir cargo build --release -q "${build[@]}"
 bin_dir="$target_dir/release/examples"
@@ -121,8 +135,10 @@ wait_quiet() {
 # Runs one server under load; prints its result line.
 run_one() {
     local runtime=$1 binary=$2
+    local args=()
+    if [ "$runtime" = tickless ]; then args=("${tickless_args[@]}"); else args=("${tokio_args[@]}"); fi
     wait_quiet
-    "$bin_dir/$binary" 0 >"$work/out" 2>"$work/err" &
+    "${server_cpu[@]}" "$bin_dir/$binary" 0 "${args[@]}" >"$work/out" 2>"$work/err" &
     server_pid=$!
     local url=""
     for _ in $(seq 1 100); do
@@ -131,10 +147,10 @@ run_one() {
         sleep 0.1
     done
     [ -n "$url" ] || { echo "$binary did not start: $(cat "$work/err")" >&2; exit 1; }
-    wrk -t"$threads" -c"$connections" -d1s "$url$path" >/dev/null
+    "${wrk_cpu[@]}" wrk -t"$threads" -c"$connections" -d1s "$url$path" >/dev/null
     local cpu0 cpu1
     cpu0=$(cpu_ticks "$server_pid")
-    wrk -t"$threads" -c"$connections" -d"$duration" --latency "$url$path" >"$work/wrk"
+    "${wrk_cpu[@]}" wrk -t"$threads" -c"$connections" -d"$duration" --latency "$url$path" >"$work/wrk"
     cpu1=$(cpu_ticks "$server_pid")
     kill -TERM "$server_pid"
     wait "$server_pid" || true
@@ -157,7 +173,7 @@ run_one() {
 }
 
 echo "# $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')), $(rustc --version)"
-echo "# wrk -t$threads -c$connections -d$duration --latency, GET $path, $rounds rounds, servers on all CPUs"
+echo "# wrk -t$threads -c$connections -d$duration --latency, GET $path, $rounds rounds, $placement"
 : >"$work/results"
 for round in $(seq 1 "$rounds"); do
     for pair in "tickless:$tickless_bin" "tokio:$tokio_bin"; do

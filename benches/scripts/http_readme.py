@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Runs the HTTP load comparison and writes its figures into README.md.
 
-    python3 benches/scripts/http_readme.py [--app axum] [--rounds N]  # run http_load.sh, update README.md
+    python3 benches/scripts/http_readme.py [--app axum|split] [--rounds N]  # run http_load.sh, update README.md
     python3 benches/scripts/http_readme.py [--app axum] --no-run      # re-read the raw output
 
 The hello servers (default): raw output in benches/results/http_load.txt, README block between
@@ -25,6 +25,9 @@ APPS = {
     "axum": ("http_load_axum.txt", "http-axum-figures", "http_axum",
              "axum on tickless (`axum`: `tickless_ecosystem_tests::serve`, tickless `TimeoutLayer`)",
              "axum on tokio multi-thread (`axum_tokio`: `axum::serve`, tower-http `TimeoutLayer`)"),
+    # `http_load.sh --split`: the hello servers alone on CPU 0, wrk alone on CPU 1.
+    "split": ("http_load_split.txt", "http-split-figures", "http_hello",
+              "tickless (`hello_http --cores 1`)", "tokio (`hello_http_tokio --threads 1`)"),
 }
 
 
@@ -46,7 +49,8 @@ def main():
     if "--no-run" not in sys.argv:
         out = subprocess.run(
             ["bash", os.path.join(ROOT, "benches", "scripts", "http_load.sh"),
-             "--app", app, "--rounds", rounds],
+             *(["--app", "hello", "--split"] if app == "split" else ["--app", app]),
+             "--rounds", rounds],
             cwd=ROOT, check=True, capture_output=True, text=True,
         ).stdout
         os.makedirs(os.path.dirname(raw), exist_ok=True)
@@ -89,8 +93,9 @@ def main():
     lines += [
         f"Measured {datetime.date.today().isoformat()} on {' '.join(header)}, by "
         f"`python3 benches/scripts/http_readme.py {app_flag}--rounds {rounds}` (medians over the "
-        f"rounds of {' '.join(setup)}; raw output in `benches/results/{raw_name}`; wrk shares "
-        f"the CPUs with the server{noise}):",
+        f"rounds of {' '.join(setup)}; raw output in `benches/results/{raw_name}`; "
+        + ("wrk on a CPU of its own" if app == "split" else "wrk shares the CPUs with the server")
+        + f"{noise}):",
         "",
         "| runtime | requests/s | p50 µs | p90 µs | p99 µs | server CPU µs per request |",
         "|---|---:|---:|---:|---:|---:|",
