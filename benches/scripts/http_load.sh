@@ -98,6 +98,17 @@ cpu_ticks() {
     sed 's/.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'
 }
 
+# Nanoseconds the process's threads spent runnable but waiting for a CPU (schedstat's second
+# field, summed over threads), and their involuntary context switches: where a tail comes from
+# when the server shares its CPUs.
+run_delay_ns() {
+    cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $2 } END { printf "%d", s }'
+}
+preempted() {
+    cat /proc/"$1"/task/*/status 2>/dev/null |
+        awk '/^nonvoluntary_ctxt_switches/ { s += $2 } END { printf "%d", s }'
+}
+
 # A wrk latency figure ("812.00us", "1.23ms", "2.01s") in microseconds.
 to_us() {
     awk -v v="$1" 'BEGIN {
@@ -148,10 +159,14 @@ run_one() {
     done
     [ -n "$url" ] || { echo "$binary did not start: $(cat "$work/err")" >&2; exit 1; }
     "${wrk_cpu[@]}" wrk -t"$threads" -c"$connections" -d1s "$url$path" >/dev/null
-    local cpu0 cpu1
+    local cpu0 cpu1 delay0 delay1 pre0 pre1
     cpu0=$(cpu_ticks "$server_pid")
+    delay0=$(run_delay_ns "$server_pid")
+    pre0=$(preempted "$server_pid")
     "${wrk_cpu[@]}" wrk -t"$threads" -c"$connections" -d"$duration" --latency "$url$path" >"$work/wrk"
     cpu1=$(cpu_ticks "$server_pid")
+    delay1=$(run_delay_ns "$server_pid")
+    pre1=$(preempted "$server_pid")
     kill -TERM "$server_pid"
     wait "$server_pid" || true
     server_pid=""
@@ -168,8 +183,12 @@ run_one() {
     local cpu_us
     cpu_us=$(awk -v t=$((cpu1 - cpu0)) -v hz="$clk_tck" -v n="$requests" \
         'BEGIN { printf "%.2f", t * 1000000 / hz / n }')
+    local delay_us preempt_k
+    delay_us=$(awk -v d=$((delay1 - delay0)) -v n="$requests" 'BEGIN { printf "%.2f", d / 1000 / n }')
+    preempt_k=$(awk -v p=$((pre1 - pre0)) -v n="$requests" 'BEGIN { printf "%.2f", p * 1000 / n }')
     echo "workload=$workload runtime=$runtime rps=$rps p50_us=$p50 p75_us=$p75 p90_us=$p90" \
-        "p99_us=$p99 cpu_us_per_req=$cpu_us requests=$requests errors=$errors"
+        "p99_us=$p99 cpu_us_per_req=$cpu_us run_delay_us_per_req=$delay_us" \
+        "preempted_per_1k_req=$preempt_k requests=$requests errors=$errors"
 }
 
 echo "# $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')), $(rustc --version)"
@@ -191,7 +210,7 @@ median() {
 echo "# medians over $rounds rounds"
 for runtime in tickless tokio; do
     line="workload=$workload runtime=$runtime"
-    for metric in rps p50_us p75_us p90_us p99_us cpu_us_per_req; do
+    for metric in rps p50_us p75_us p90_us p99_us cpu_us_per_req run_delay_us_per_req preempted_per_1k_req; do
         line="$line $metric=$(median "$runtime" "$metric")"
     done
     echo "$line runs=$rounds"

@@ -97,17 +97,30 @@ def main():
         + ("wrk on a CPU of its own" if app == "split" else "wrk shares the CPUs with the server")
         + f"{noise}):",
         "",
-        "| runtime | requests/s | p50 µs | p90 µs | p99 µs | server CPU µs per request |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| runtime | requests/s | p50 µs | p90 µs | p99 µs | server CPU µs per request "
+        "| server waiting for a CPU, µs per request | server preempted, per 1k requests |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
+
+    def opt(f, m):
+        return f.get(m, "n/a")
+
+    def ropt(m):
+        try:
+            return f"{r(m):.2f}x"
+        except (KeyError, ValueError, ZeroDivisionError):
+            return "n/a"
+
     for name, f in ((tickless_name, t), (tokio_name, k)):
         lines.append(
             f"| {name} | {float(f['rps']):,.0f} | {f['p50_us']} | {f['p90_us']} | {f['p99_us']} "
-            f"| {f['cpu_us_per_req']} |"
+            f"| {f['cpu_us_per_req']} | {opt(f, 'run_delay_us_per_req')} "
+            f"| {opt(f, 'preempted_per_1k_req')} |"
         )
     lines.append(
         f"| tickless / tokio | {r('rps'):.2f}x | {r('p50_us'):.2f}x | {r('p90_us'):.2f}x "
-        f"| {r('p99_us'):.2f}x | {r('cpu_us_per_req'):.2f}x |"
+        f"| {r('p99_us'):.2f}x | {r('cpu_us_per_req'):.2f}x | {ropt('run_delay_us_per_req')} "
+        f"| {ropt('preempted_per_1k_req')} |"
     )
     lines += ["", "Targets: `" + ratio_line.split(" ", 2)[2] + "`", f"<!-- {marker}:end -->"]
     readme = os.path.join(ROOT, "README.md")
