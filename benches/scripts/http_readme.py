@@ -16,7 +16,7 @@ import re
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from readme_block import ROOT, fields, replace_block
 
 # Per app: raw output file, README marker, workload name, the two servers' names in the table.
 APPS = {
@@ -29,10 +29,6 @@ APPS = {
     "split": ("http_load_split.txt", "http-split-figures", "http_hello",
               "tickless (`hello_http --cores 1`)", "tokio (`hello_http_tokio --threads 1`)"),
 }
-
-
-def fields(line):
-    return dict(kv.split("=", 1) for kv in line.split() if "=" in kv)
 
 
 def main():
@@ -58,6 +54,8 @@ def main():
             f.write(out)
     with open(raw) as f:
         text = f.read()
+    # The rounds the raw output holds (with --no-run, not the --rounds default).
+    rounds = re.search(r"^# medians over (\d+) rounds", text, re.M).group(1)
     medians = text.split("# medians over", 1)[1]
     header = [l[2:] for l in text.splitlines() if l.startswith("# ") and "CPUs" in l][:1]
     setup = [l[2:] for l in text.splitlines() if l.startswith("# wrk")][:1]
@@ -123,16 +121,7 @@ def main():
         f"| {ropt('preempted_per_1k_req')} |"
     )
     lines += ["", "Targets: `" + ratio_line.split(" ", 2)[2] + "`", f"<!-- {marker}:end -->"]
-    readme = os.path.join(ROOT, "README.md")
-    with open(readme) as f:
-        content = f.read()
-    block = re.escape(f"<!-- {marker}:begin -->") + ".*?" + re.escape(f"<!-- {marker}:end -->")
-    new, n = re.subn(block, lambda _: "\n".join(lines), content, flags=re.S)
-    if n != 1:
-        sys.exit(f"README.md has no <!-- {marker}:begin --> ... <!-- {marker}:end --> block")
-    with open(readme, "w") as f:
-        f.write(new)
-    print("\n".join(lines))
+    replace_block(marker, lines)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,8 @@ import re
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from readme_block import ROOT, replace_block
+
 CRITERION = os.path.join(ROOT, "target", "criterion", "timers")
 PENDING = ["0", "1000", "1000000"]
 
@@ -58,17 +59,7 @@ def main():
     for p in PENDING:
         lines.append(f"| {int(p):,} | {median('insert_cancel', p)} | {median('insert_fire', p)} |")
     lines.append("<!-- timers:end -->")
-    readme = os.path.join(ROOT, "README.md")
-    with open(readme) as f:
-        text = f.read()
-    new, n = re.subn(
-        r"<!-- timers:begin -->.*?<!-- timers:end -->", "\n".join(lines), text, flags=re.S
-    )
-    if n != 1:
-        sys.exit("README.md has no <!-- timers:begin --> ... <!-- timers:end --> block")
-    with open(readme, "w") as f:
-        f.write(new)
-    print("\n".join(lines))
+    replace_block("timers", lines)
 
 
 if __name__ == "__main__":

@@ -12,12 +12,12 @@ output in benches/results/tokio_context.txt, and replaces the README block betwe
 """
 import datetime
 import os
-import re
 import statistics
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from readme_block import ROOT, fields, replace_block
+
 RAW = os.path.join(ROOT, "benches", "results", "tokio_context.txt")
 CMD = ["cargo", "run", "--release", "-q", "-p", "tickless", "--features",
        "tokio-compat,tokio-io", "--example", "tokio_context_cost"]
@@ -26,10 +26,6 @@ WAYS = [
     ("tokio_streams_in_tokio_context", "tokio's streams through the tokio context"),
     ("plain_tokio_current_thread", "plain tokio, current-thread runtime (for scale)"),
 ]
-
-
-def fields(line):
-    return dict(kv.split("=", 1) for kv in line.split() if "=" in kv)
 
 
 def main():
@@ -67,16 +63,7 @@ def main():
         lines.append(f"| {label} | {statistics.median(ratios):.2f}x "
                      f"[{min(ratios):.2f}-{max(ratios):.2f}] | {wake} |")
     lines.append("<!-- tokio-context:end -->")
-    readme = os.path.join(ROOT, "README.md")
-    with open(readme) as f:
-        content = f.read()
-    new, count = re.subn(r"<!-- tokio-context:begin -->.*?<!-- tokio-context:end -->",
-                         lambda _: "\n".join(lines), content, flags=re.S)
-    if count != 1:
-        sys.exit("README.md has no <!-- tokio-context:begin --> ... <!-- tokio-context:end --> block")
-    with open(readme, "w") as f:
-        f.write(new)
-    print("\n".join(lines))
+    replace_block("tokio-context", lines)
 
 
 if __name__ == "__main__":
