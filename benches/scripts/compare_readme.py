@@ -395,10 +395,9 @@ def tradeoffs(results):
             + (
                 "Eager and OnIdle pay one `timerfd_settime` per message (the syscall table shows it); "
                 if keeps.get("eager", (0, 0))[1] and keeps["eager"][1] >= 0.5
-                else "With the default slack a 1 s timeout may be 1,024 µs late, so the timeouts of a "
-                "millisecond of messages share one grid point and even Eager and OnIdle re-program only "
-                "when the point moves (the figures in brackets); with exact timeouts they re-program once "
-                "per message (the 2013 hrtimer pipe-test regression; `rt_pingpong`'s Eager test). "
+                else "Eager and OnIdle re-program when the end of the earliest timeout's window moves "
+                "(the figures in brackets; once per message is the 2013 hrtimer pipe-test regression, "
+                "`rt_pingpong`'s Eager test). "
             )
             + "Lazy leaves the stale, earlier arming in place and pays one spurious wakeup when it "
             "expires (a second after it was armed; "
@@ -466,10 +465,12 @@ def defaults_block(results):
     sp = lambda r, m: get("sleep_precision", r, m, "sleep=100us")
     lines.append(
         "- **Default slack: a share of a timer's length that grows with it**, `length² / 2 ms`, at most "
-        "1,024 µs, rounded down to 1,024 µs / 2^k so that the grids of different slacks nest "
-        "(`Builder::default_slack_growing`; `DEFAULT_SLACK_KNEE`, `DEFAULT_SLACK_MAX`): a 100 µs sleep "
-        "may be 4 µs late, a 1 ms one 256 µs, anything from 1.43 ms on 1,024 µs. A timer that must be "
-        "exact says `sleep(d).slack(Duration::ZERO)`; a runtime, `Builder::default_slack(Duration::ZERO)`."
+        "1,024 µs, rounded down to 1,024 µs / 2^k (`Builder::default_slack_growing`; "
+        "`DEFAULT_SLACK_KNEE`, `DEFAULT_SLACK_MAX`): a 100 µs sleep may be 4 µs late, a 1 ms one "
+        "256 µs, anything from 1.43 ms on 1,024 µs. A core wakes at the end of the earliest window "
+        "(deadline plus slack) and fires every timer due by then: the fewest wakeups that keep "
+        "each timer within its slack. A timer that must be exact says "
+        "`sleep(d).slack(Duration::ZERO)`; a runtime, `Builder::default_slack(Duration::ZERO)`."
     )
     lines.append(
         f"  - What it costs in precision: `sleep_precision` 100 µs is {fmt(sp('tickless', 'late_p50_us'))} µs "
@@ -489,13 +490,13 @@ def defaults_block(results):
     )
     lines.append(
         "  - Why this shape: the frontier chart and table. What separates the slack settings' CPU per "
-        "fire is their wakeups, and timers share a wakeup only on one grid point, so what decides "
-        "the cost is the share of timers that batch on the millisecond grid. A fixed share of the "
+        "fire is their wakeups, and a wakeup serves the timers whose windows it falls in, so what "
+        "decides the cost is the share of timers with windows of about a millisecond. A fixed share of the "
         f"length (1/16: {fmt(c('tickless_prop16', 'wakeups_per_s'))} wakeups a second, "
         f"{fmt(c('tickless_prop16', 'cpu_us_per_fire'))} µs per fire; 1/4: "
         f"{fmt(c('tickless_prop4', 'wakeups_per_s'))}, {fmt(c('tickless_prop4', 'cpu_us_per_fire'))} µs) "
-        "leaves the timers of a few milliseconds on finer grids of their own; a share that grows "
-        "with the length puts them on the millisecond grid, which comes close to a fixed 1 ms slack "
+        "leaves the timers of a few milliseconds narrow windows of their own; a share that grows "
+        "with the length gives them a millisecond, which comes close to a fixed 1 ms slack "
         f"({fmt(c('tickless_slack1ms', 'wakeups_per_s'))} wakeups a second, "
         f"{fmt(c('tickless_slack1ms', 'cpu_us_per_fire'))} µs per fire), while short sleeps, which a "
         "wakeup serves alone anyway, stay precise. No default slack exceeds 1,024 µs, about what "

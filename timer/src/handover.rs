@@ -121,7 +121,8 @@ impl<T> Handover<T> {
     }
 
     /// Hands an operation to the core (from any thread). An insert wakes the core only if it
-    /// sleeps past the deadline, `Now` only if it sleeps, a cancel never.
+    /// sleeps past the end of the timer's window (its deadline plus its slack; a deferrable
+    /// timer never), `Now` only if it sleeps, a cancel never.
     ///
     /// # Errors
     ///
@@ -129,7 +130,15 @@ impl<T> Handover<T> {
     /// drops it (the core will never look again).
     pub fn push(&self, op: Op<T>) -> Result<Wake, Op<T>> {
         let deadline = match &op {
-            Op::Insert { deadline, .. } => *deadline,
+            Op::Insert {
+                deadline, slack, ..
+            } => match slack {
+                Slack::None => *deadline,
+                Slack::Bounded(d) => {
+                    deadline.saturating_add(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+                }
+                Slack::Unbounded => u64::MAX,
+            },
             Op::Cancel(_) => u64::MAX,
             Op::Now(_) => 0,
         };

@@ -23,12 +23,9 @@ use crate::wheel::Wheel;
 /// spurious wakeup per timeout period on a core that sleeps with a stale arming: one wakeup a
 /// second against a syscall per message.
 ///
-/// That difference shows with exact timers (no slack). With the runtime's default slack (which
-/// grows with a timer's length, see `tickless::Builder::default_slack_growing`) a 1 s timeout
-/// lands on a 1 ms grid, so consecutive per-message timeouts usually share the armed grid point
-/// and `Eager` and `OnIdle` rarely re-program either (about 0.004 times per message in the
-/// policy table): the three policies then keep about the same rate, and `Lazy` stays the default
-/// for the exact timers and for deadlines off the grid.
+/// Slack does not change that: the device is armed for the end of the earliest window
+/// (deadline plus slack), which moves with every message's new timeout, so `Eager` and
+/// `OnIdle` re-program about once per message with or without it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum RearmPolicy {
     /// Re-program whenever the earliest deadline changes, on insert and on cancel: the Linux
@@ -160,8 +157,9 @@ impl<T, D: ClockEventDevice> TimerQueue<T, D> {
         self.armed.map(|t| self.ticks.to_ns(t))
     }
 
-    /// The earliest instant a non-deferrable timer may fire (never later than the true earliest
-    /// deadline; see [`Wheel::next_expiration`]).
+    /// The instant the queue must be advanced by for no timer to be later than its slack
+    /// allows: the smallest deadline plus slack of the non-deferrable timers (never later; see
+    /// [`Wheel::next_expiration`]). The device is armed for it.
     pub fn next_expiration(&mut self) -> Option<u64> {
         self.wheel.next_expiration().map(|t| self.ticks.to_ns(t))
     }
@@ -169,13 +167,21 @@ impl<T, D: ClockEventDevice> TimerQueue<T, D> {
     /// Adds a timer at `deadline` with `slack`; a deadline in the past fires at the next
     /// [`advance`](Self::advance).
     pub fn insert(&mut self, deadline: u64, slack: Slack, value: T) -> TimerHandle {
-        let tick = self.ticks.expiry(deadline, slack);
-        let handle = self.wheel.insert(tick, slack.is_unbounded(), value);
         self.stats.inserts += 1;
-        if !slack.is_unbounded() {
-            self.moved_earlier(tick);
+        match self.ticks.window(deadline, slack) {
+            (tick, Some(slack)) => {
+                // Already due: it waits for the next expiry, not for its slack.
+                let latest = if tick <= self.wheel.elapsed() {
+                    tick
+                } else {
+                    tick.saturating_add(slack)
+                };
+                let handle = self.wheel.insert_within(tick, slack, value);
+                self.moved_earlier(latest);
+                handle
+            }
+            (tick, None) => self.wheel.insert(tick, true, value),
         }
-        handle
     }
 
     /// Cancels a pending timer and returns its value; `None` (and nothing counted) for a handle
@@ -195,11 +201,16 @@ impl<T, D: ClockEventDevice> TimerQueue<T, D> {
     /// Moves a pending timer to a new deadline, keeping its handle. `false` for a stale handle.
     /// A reset is a cancel and an insert for the policies (and is counted as neither).
     pub fn reset(&mut self, handle: TimerHandle, deadline: u64, slack: Slack) -> bool {
-        if !self.wheel.reset(handle, self.ticks.expiry(deadline, slack)) {
-            return false;
+        let reset = match self.ticks.window(deadline, slack) {
+            (tick, Some(slack)) => self.wheel.reset_within(handle, tick, slack),
+            // Kept in its lane: a bounded timer reset as deferrable still wakes the core by its
+            // old slack (earlier than it had to, never early).
+            (tick, None) => self.wheel.reset(handle, tick),
+        };
+        if reset {
+            self.changed();
         }
-        self.changed();
-        true
+        reset
     }
 
     /// The value of a pending timer, to update in place; `None` once it fired or was cancelled.
@@ -213,8 +224,14 @@ impl<T, D: ClockEventDevice> TimerQueue<T, D> {
     }
 
     /// Makes every timer due at `now` ready for [`pop_expired`](Self::pop_expired).
+    ///
+    /// That takes every timer whose deadline has passed, also those whose slack would let them
+    /// wait: the device may then be armed for one of them, which the next idle flush corrects
+    /// (as the policy decides).
     pub fn advance(&mut self, now: u64) {
-        self.wheel.advance(self.ticks.now(now));
+        if self.wheel.advance(self.ticks.now(now)) > 0 {
+            self.dirty = true;
+        }
     }
 
     /// Takes one expired timer. Call it in a loop after [`advance`](Self::advance); timers may be

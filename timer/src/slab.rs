@@ -24,7 +24,7 @@ pub struct TimerHandle {
 
 /// One timer, pending or vacant.
 pub(crate) struct Node<T> {
-    /// Expiry tick, after rounding for slack.
+    /// The tick the timer is due at (its deadline rounded up to the resolution).
     pub(crate) tick: u64,
     /// Next entry in the same list (slot, due list or free list).
     pub(crate) next: u32,
@@ -34,7 +34,7 @@ pub(crate) struct Node<T> {
     pub(crate) generation: u32,
     /// Which list holds the entry: see [`Place`](crate::wheel::Place).
     pub(crate) place: u16,
-    /// 0 for a timer that arms the device, 1 for a deferrable one.
+    /// Its lane: 0 without slack, 1 deferrable, others one slack each (see the wheel).
     pub(crate) lane: u8,
     /// The caller's value; `None` while the entry is vacant.
     pub(crate) value: Option<T>,

@@ -2,8 +2,9 @@
 
 use std::time::Duration;
 
-/// How late a timer may fire. The queue rounds a deadline up to a multiple of the slack, so that
-/// timers with the same slack whose windows overlap share one expiry instant and one wakeup.
+/// How late a timer may fire. The queue arms its device for the earliest instant some timer
+/// must fire by (its deadline plus its slack) and, when the device fires, expires every timer
+/// whose deadline has passed: timers whose windows overlap share one wakeup.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Slack {
     /// May fire up to this much after its deadline (plus the queue's resolution).
@@ -65,24 +66,20 @@ impl Ticks {
         u64::MAX / self.ns
     }
 
-    /// The tick a timer with this deadline and slack expires at: never before the deadline,
-    /// at most one tick plus the slack after it. Clamped to the end of the range.
-    pub(crate) fn expiry(self, deadline: u64, slack: Slack) -> u64 {
+    /// The window of a timer with this deadline and slack: the tick it is due at (never
+    /// before the deadline, at most one tick after it; clamped to the end of the range) and the
+    /// slack in whole ticks (rounded down: never later than asked); `None` for deferrable.
+    pub(crate) fn window(self, deadline: u64, slack: Slack) -> (u64, Option<u64>) {
         let tick = self.div_ceil(deadline).min(self.last());
-        let slack_ns = match slack {
-            Slack::Bounded(d) => u64::try_from(d.as_nanos()).unwrap_or(u64::MAX),
-            Slack::None | Slack::Unbounded => 0,
+        let slack_ticks = match slack {
+            Slack::Bounded(d) => {
+                let ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+                Some(self.div_floor(ns))
+            }
+            Slack::None => Some(0),
+            Slack::Unbounded => None,
         };
-        let slack_ticks = slack_ns / self.ns;
-        if slack_ticks == 0 {
-            return tick;
-        }
-        // Round up to a multiple of the slack: lateness stays below it, and timers with the
-        // same slack (the runtime's default, typically) share grid points, so that all the
-        // timers of one slack-wide window fire on one wakeup. (A power-of-two grid would nest
-        // across slacks, but a 1 ms slack would then mean a 512 µs grid: twice the wakeups.)
-        tick.checked_next_multiple_of(slack_ticks)
-            .map_or(self.last(), |t| t.min(self.last()))
+        (tick, slack_ticks)
     }
 
     /// The tick containing `now` (rounded down: a timer expires once `now` reaches its tick).
@@ -130,25 +127,25 @@ mod tests {
     }
 
     #[test]
-    fn deadlines_round_up_within_slack() {
+    fn windows_start_at_the_deadline_and_end_within_slack() {
         let t = Ticks::new(Duration::from_micros(1));
-        assert_eq!(t.expiry(0, Slack::None), 0);
-        assert_eq!(t.expiry(1, Slack::None), 1);
-        assert_eq!(t.expiry(1_000, Slack::None), 1);
-        assert_eq!(t.expiry(1_001, Slack::None), 2);
-        // 1 ms of slack = 1000 ticks: a 1000-tick grid.
+        assert_eq!(t.window(0, Slack::None), (0, Some(0)));
+        assert_eq!(t.window(1, Slack::None), (1, Some(0)));
+        assert_eq!(t.window(1_000, Slack::None), (1, Some(0)));
+        assert_eq!(t.window(1_001, Slack::None), (2, Some(0)));
+        assert_eq!(t.window(1_001, Slack::Unbounded), (2, None));
         let ms = Slack::Bounded(Duration::from_millis(1));
-        assert_eq!(t.expiry(1_000_000, ms), 1_000);
-        assert_eq!(t.expiry(1_000_001, ms), 2_000);
+        assert_eq!(t.window(1_000_000, ms), (1_000, Some(1_000)));
+        assert_eq!(t.window(1_000_001, ms), (1_001, Some(1_000)));
         assert_eq!(
-            t.expiry(u64::MAX, Slack::Bounded(Duration::MAX)),
-            u64::MAX / 1_000
+            t.window(u64::MAX, Slack::Bounded(Duration::MAX)),
+            (u64::MAX / 1_000, Some(u64::MAX / 1_000))
         );
         for d in [1u64, 999, 123_456_789, u64::MAX / 2] {
             for s in [0u64, 1, 1_000, 7_777, 1_000_000] {
-                let tick = t.expiry(d, Slack::Bounded(Duration::from_nanos(s)));
-                assert!(t.to_ns(tick) >= d);
-                assert!(t.to_ns(tick) < d + t.ns + s);
+                let (tick, slack) = t.window(d, Slack::Bounded(Duration::from_nanos(s)));
+                assert!(t.to_ns(tick) >= d, "never early");
+                assert!(t.to_ns(tick + slack.unwrap()) < d + t.ns + s, "never late");
             }
         }
     }

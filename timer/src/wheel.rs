@@ -18,6 +18,18 @@
 //! to `t`, and empties the slot: timers whose tick is `t` become due, the others are placed
 //! again relative to the new `elapsed`, always at a lower level. Bounds taken are
 //! non-decreasing, so timers become due in tick order.
+//!
+//! # Lanes: timers with slack
+//!
+//! A timer's tick is its deadline; it may fire any time from there to its tick plus its
+//! *slack*. Timers live in lanes, one per slack value (each lane its own levels and bitmaps,
+//! allocated when first used): the earliest instant the wheel *must* be advanced by is then the
+//! smallest of each lane's earliest tick plus that lane's slack, found in O(lanes x levels).
+//! Arming a device there and, when it fires, expiring every timer whose tick has passed is
+//! the greedy answer to "fewest wakeups with no timer later than its slack allows" (stab each
+//! window at its latest instant, earliest-ending first): optimal for one slack, and each
+//! wakeup takes every timer of every lane that is due. Lane 0 has no slack; lane 1 is the
+//! deferrable lane, whose timers never make the wheel need advancing at all.
 
 use crate::slab::{Slab, TimerHandle, NIL};
 
@@ -27,8 +39,14 @@ pub const LEVELS: usize = 11;
 const SLOTS: usize = 64;
 /// Bits of a tick per level.
 const BITS: u32 = 6;
-/// The two lanes: timers that arm the device, and deferrable ones that never do.
-const LANES: usize = 2;
+/// The lane of timers without slack.
+const EXACT: u8 = 0;
+/// The lane of deferrable timers: they never arm the device.
+const DEFERRABLE: u8 = 1;
+/// At most this many lanes: a timer whose slack has no lane of its own once they are all in
+/// use goes to the lane with the largest slack below its own (lane 0 at worst): earlier, never
+/// late. `Place` packs up to 62.
+pub const MAX_LANES: usize = 16;
 /// A slot of at most this many timers gets an exact bound back when its earliest is removed.
 const RESCAN_LIMIT: usize = 8;
 
@@ -51,6 +69,11 @@ impl Place {
         let p = place as usize;
         (p >> 10, (p >> 6) & 15, p & 63)
     }
+}
+
+/// A lane's levels, empty.
+fn new_lane() -> Box<[Level; LEVELS]> {
+    Box::new(std::array::from_fn(|_| Level::new()))
 }
 
 /// The level at which a tick sits relative to `elapsed` (which must be earlier).
@@ -150,11 +173,14 @@ impl Level {
 pub struct Wheel<T> {
     /// Every timer's node.
     slab: Slab<T>,
-    /// `levels[lane][level]`: lane 0 arms the device, lane 1 is deferrable.
-    lanes: Box<[[Level; LEVELS]; LANES]>,
+    /// `lanes[lane][level]`: lane 0 without slack, lane 1 deferrable, the others one slack
+    /// each (see the module docs).
+    lanes: Vec<Box<[Level; LEVELS]>>,
+    /// Each lane's slack in ticks (`u64::MAX` for the deferrable lane).
+    slacks: Vec<u64>,
     /// Bit `level` of `busy[lane]` is set when that level has an occupied slot: finding the
     /// earliest slot visits only the levels in use.
-    busy: [u16; LANES],
+    busy: Vec<u16>,
     /// Timers whose tick has been reached, in tick order, waiting for `pop_due`.
     due: List,
     /// How many of the due timers are not deferrable.
@@ -181,10 +207,9 @@ impl<T> Wheel<T> {
     pub fn with_capacity(capacity: usize) -> Self {
         Wheel {
             slab: Slab::with_capacity(capacity),
-            lanes: Box::new(std::array::from_fn(|_| {
-                std::array::from_fn(|_| Level::new())
-            })),
-            busy: [0; LANES],
+            lanes: vec![new_lane(), new_lane()],
+            slacks: vec![0, u64::MAX],
+            busy: vec![0; 2],
             due: List::EMPTY,
             due_armed: 0,
             deferrable: 0,
@@ -211,10 +236,66 @@ impl<T> Wheel<T> {
     /// once. A `deferrable` timer never counts in [`next_expiration`](Self::next_expiration) but
     /// otherwise expires like any other.
     pub fn insert(&mut self, tick: u64, deferrable: bool, value: T) -> TimerHandle {
-        let (key, handle) = self.slab.insert(tick, deferrable as u8, Place::FREE, value);
-        self.deferrable += deferrable as usize;
+        let lane = if deferrable { DEFERRABLE } else { EXACT };
+        self.insert_in(tick, lane, value)
+    }
+
+    /// Adds a timer due at `tick` that may expire up to `slack` ticks later: the wheel asks
+    /// to be advanced by `tick + slack` at the latest ([`next_expiration`]), and expires it at
+    /// any advance from `tick` on.
+    ///
+    /// [`next_expiration`]: Self::next_expiration
+    ///
+    /// ```
+    /// use tickless_timer::Wheel;
+    ///
+    /// let mut wheel = Wheel::new();
+    /// wheel.insert_within(1_000, 500, "a");
+    /// wheel.insert_within(1_200, 500, "b");
+    /// assert_eq!(wheel.next_expiration(), Some(1_500)); // a's latest instant
+    /// assert_eq!(wheel.advance(1_500), 2); // both are due by then: one wakeup
+    /// ```
+    pub fn insert_within(&mut self, tick: u64, slack: u64, value: T) -> TimerHandle {
+        let lane = self.lane_for(slack);
+        self.insert_in(tick, lane, value)
+    }
+
+    fn insert_in(&mut self, tick: u64, lane: u8, value: T) -> TimerHandle {
+        let (key, handle) = self.slab.insert(tick, lane, Place::FREE, value);
+        self.deferrable += (lane == DEFERRABLE) as usize;
         self.link(key);
         handle
+    }
+
+    /// The lane of timers with `slack` ticks of slack: its own, made if there is room, else the
+    /// one with the largest slack below it.
+    fn lane_for(&mut self, slack: u64) -> u8 {
+        if slack == 0 {
+            return EXACT;
+        }
+        let mut below = EXACT;
+        for (lane, &s) in self.slacks.iter().enumerate().skip(2) {
+            if s == slack {
+                return lane as u8;
+            }
+            if s < slack && s > self.slacks[below as usize] {
+                below = lane as u8;
+            }
+        }
+        if self.lanes.len() == MAX_LANES {
+            return below;
+        }
+        self.lanes.push(new_lane());
+        self.slacks.push(slack);
+        self.busy.push(0);
+        (self.lanes.len() - 1) as u8
+    }
+
+    /// The slack, in ticks, of a pending timer: 0 for one without, `u64::MAX` for a
+    /// deferrable one.
+    pub fn slack_of(&self, handle: TimerHandle) -> Option<u64> {
+        let key = self.slab.key_of(handle)?;
+        Some(self.slacks[self.slab.nodes[key as usize].lane as usize])
     }
 
     /// Whether the handle's timer is still pending (not fired, not removed).
@@ -243,11 +324,12 @@ impl<T> Wheel<T> {
 
     /// Frees an unlinked node, returning its value.
     fn free(&mut self, key: u32) -> T {
-        self.deferrable -= self.slab.nodes[key as usize].lane as usize;
+        self.deferrable -= (self.slab.nodes[key as usize].lane == DEFERRABLE) as usize;
         self.slab.remove(key, Place::FREE)
     }
 
-    /// Moves a pending timer to a new tick, keeping its handle. `false` for a stale handle.
+    /// Moves a pending timer to a new tick, keeping its handle and slack. `false` for a stale
+    /// handle.
     pub fn reset(&mut self, handle: TimerHandle, tick: u64) -> bool {
         let Some(key) = self.slab.key_of(handle) else {
             return false;
@@ -258,9 +340,27 @@ impl<T> Wheel<T> {
         true
     }
 
-    /// The earliest tick at which a non-deferrable timer may expire: exact, or early when the
-    /// earliest timer of a slot of more than eight was removed (see the module docs); never
-    /// late. `Some(elapsed)` while non-deferrable timers are due and not yet popped.
+    /// Moves a pending, not deferrable, timer to a new tick and slack (as
+    /// [`insert_within`](Self::insert_within)), keeping its handle. `false` for a stale handle.
+    pub fn reset_within(&mut self, handle: TimerHandle, tick: u64, slack: u64) -> bool {
+        let Some(key) = self.slab.key_of(handle) else {
+            return false;
+        };
+        let lane = self.lane_for(slack);
+        self.unlink(key);
+        let node = &mut self.slab.nodes[key as usize];
+        self.deferrable -= (node.lane == DEFERRABLE) as usize;
+        node.tick = tick;
+        node.lane = lane;
+        self.link(key);
+        true
+    }
+
+    /// The latest tick by which the wheel must be advanced for no timer to expire later than
+    /// its slack allows: the smallest tick plus slack of the non-deferrable timers (for timers
+    /// without slack, the earliest tick). Exact, or early when the earliest timer of a slot of
+    /// more than eight was removed (see the module docs); never late. `Some(elapsed)` while
+    /// non-deferrable timers are due and not yet popped.
     ///
     /// Takes `&mut self` to make a stale bound exact again where that is cheap: removals only
     /// mark a bound stale, so a cancel costs no scan, and the scan happens here, at most once
@@ -270,10 +370,10 @@ impl<T> Wheel<T> {
             return Some(self.elapsed);
         }
         loop {
-            let (lane, level, slot, bound) = self.earliest_slot(1)?;
+            let (lane, level, slot, latest) = self.earliest_slot(true)?;
             let l = &mut self.lanes[lane][level];
             if l.stale & (1 << slot) == 0 {
-                return Some(bound);
+                return Some(latest);
             }
             l.stale &= !(1 << slot);
             let head = l.slots[slot].list.head;
@@ -281,7 +381,7 @@ impl<T> Wheel<T> {
                 // Exact again: the earliest slot may now be another one.
                 Some(min) => self.lanes[lane][level].slots[slot].bound = min,
                 // Too large to scan: the early bound stands (it costs at most one early wakeup).
-                None => return Some(bound),
+                None => return Some(latest),
             }
         }
     }
@@ -291,7 +391,7 @@ impl<T> Wheel<T> {
     /// Advancing to a tick before `elapsed` does nothing.
     pub fn advance(&mut self, now: u64) -> usize {
         let mut moved = 0;
-        while let Some((lane, level, slot, bound)) = self.earliest_slot(LANES) {
+        while let Some((lane, level, slot, bound)) = self.earliest_slot(false) {
             if bound > now {
                 break;
             }
@@ -339,18 +439,26 @@ impl<T> Wheel<T> {
         self.due.head != NIL
     }
 
-    /// The occupied slot with the smallest bound among the first `lanes` lanes.
-    fn earliest_slot(&self, lanes: usize) -> Option<(usize, usize, usize, u64)> {
+    /// The occupied slot with the smallest bound, over every lane (`latest == false`); or, over
+    /// the non-deferrable lanes, the one with the smallest bound plus its lane's slack, given in
+    /// place of the bound (`latest == true`).
+    fn earliest_slot(&self, latest: bool) -> Option<(usize, usize, usize, u64)> {
         let mut best: Option<(usize, usize, usize, u64)> = None;
-        for lane in 0..lanes {
-            let mut busy = self.busy[lane];
+        for (lane, &busy) in self.busy.iter().enumerate() {
+            let slack = match (latest, lane as u8) {
+                (true, DEFERRABLE) => continue,
+                (true, _) => self.slacks[lane],
+                (false, _) => 0,
+            };
+            let mut busy = busy;
             while busy != 0 {
                 let level = busy.trailing_zeros() as usize;
                 busy &= busy - 1;
                 if let Some((slot, bound)) = self.lanes[lane][level].next_slot(self.elapsed, level)
                 {
-                    if best.is_none_or(|b| bound < b.3) {
-                        best = Some((lane, level, slot, bound));
+                    let key = bound.saturating_add(slack);
+                    if best.is_none_or(|b| key < b.3) {
+                        best = Some((lane, level, slot, key));
                     }
                 }
             }
@@ -403,7 +511,7 @@ impl<T> Wheel<T> {
         node.prev = tail;
         node.next = NIL;
         node.place = place;
-        if place == Place::DUE && node.lane == 0 {
+        if place == Place::DUE && node.lane != DEFERRABLE {
             self.due_armed += 1;
         }
     }
@@ -412,7 +520,7 @@ impl<T> Wheel<T> {
     fn unlink(&mut self, key: u32) {
         let node = &self.slab.nodes[key as usize];
         let (prev, next, place) = (node.prev, node.next, node.place);
-        if place == Place::DUE && node.lane == 0 {
+        if place == Place::DUE && node.lane != DEFERRABLE {
             self.due_armed -= 1;
         }
         if prev != NIL {
@@ -484,7 +592,7 @@ mod tests {
 
     #[test]
     fn place_packs_every_slot() {
-        for lane in 0..LANES {
+        for lane in 0..MAX_LANES {
             for level in 0..LEVELS {
                 for slot in 0..SLOTS {
                     let p = Place::slot(lane, level, slot);
@@ -534,6 +642,26 @@ mod tests {
         let mut sorted = ticks.to_vec();
         sorted.sort();
         assert_eq!(fired, sorted);
+    }
+
+    #[test]
+    fn past_the_last_lane_a_slack_takes_the_largest_one_below() {
+        let mut w = Wheel::new();
+        // Lanes 2 .. MAX_LANES get slacks 10, 20, ...: all in use.
+        for i in 1..=(MAX_LANES as u64 - 2) {
+            let h = w.insert_within(1_000, i * 10, ());
+            assert_eq!(w.slack_of(h), Some(i * 10));
+        }
+        assert_eq!(w.lanes.len(), MAX_LANES);
+        let h = w.insert_within(1_000, 55, ());
+        assert_eq!(w.slack_of(h), Some(50), "earlier than asked, never later");
+        let h = w.insert_within(1_000, 5, ());
+        assert_eq!(w.slack_of(h), Some(0), "below every lane: the exact one");
+        let h = w.insert_within(1_000, 20, ());
+        assert_eq!(w.slack_of(h), Some(20), "an existing slack keeps its lane");
+        assert!(w.reset_within(h, 2_000, 1_000_000));
+        assert_eq!(w.slack_of(h), Some((MAX_LANES as u64 - 2) * 10));
+        assert_eq!(w.lanes.len(), MAX_LANES);
     }
 
     #[test]

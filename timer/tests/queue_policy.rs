@@ -122,15 +122,64 @@ fn deferrable_timers_never_arm() {
 fn slack_puts_many_deadlines_on_one_wakeup() {
     let mut q = queue(RearmPolicy::OnIdle);
     let slack = Slack::Bounded(std::time::Duration::from_millis(1));
-    // 100 deadlines spread over 400 µs within one 1 ms grid cell share its end.
+    // 100 deadlines spread over 400 µs: the device is armed for the first one's latest
+    // instant, by which every one of them is due.
     for i in 0..100 {
         q.insert(1_030 * US + i * 4 * US, slack, "t");
     }
     let armed = q.on_idle().unwrap();
-    assert_eq!(armed, 2_000 * US);
+    assert_eq!(armed, 2_030 * US);
     assert!(q.device_fired(armed));
     assert_eq!(std::iter::from_fn(|| q.pop_expired()).count(), 100);
     assert_eq!(q.device().reprograms(), 1);
+}
+
+#[test]
+fn windows_are_stabbed_at_their_latest_instant_not_on_a_grid() {
+    // Deadlines from 1.9 ms to 2.8 ms with 1 ms of slack: a 1 ms grid would need two wakeups
+    // (2 ms and 3 ms); the first window's end, 2.9 ms, is in every window.
+    let mut q = queue(RearmPolicy::OnIdle);
+    let slack = Slack::Bounded(std::time::Duration::from_millis(1));
+    const NAMES: [&str; 10] = ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9"];
+    for (i, name) in (0..).zip(NAMES) {
+        q.insert(1_900 * US + i * 100 * US, slack, name);
+    }
+    assert_eq!(q.on_idle(), Some(2_900 * US));
+    assert!(q.device_fired(2_900 * US));
+    let fired: Vec<_> = std::iter::from_fn(|| q.pop_expired())
+        .map(|(_, v)| v)
+        .collect();
+    assert_eq!(fired, NAMES, "all, in deadline order");
+    assert_eq!(q.on_idle(), None, "nothing left: one wakeup for all ten");
+}
+
+#[test]
+fn each_slack_bounds_its_own_timers() {
+    // An exact timer inside a slack timer's window decides the wakeup, and takes the slack
+    // timer along; a later exact one is not taken early.
+    let mut q = queue(RearmPolicy::OnIdle);
+    let ms = Slack::Bounded(std::time::Duration::from_millis(1));
+    q.insert(1_000 * US, ms, "lenient");
+    q.insert(1_400 * US, Slack::None, "exact");
+    q.insert(1_600 * US, Slack::None, "later");
+    q.insert(
+        1_500 * US,
+        Slack::Bounded(std::time::Duration::from_micros(50)),
+        "tight",
+    );
+    assert_eq!(q.on_idle(), Some(1_400 * US));
+    assert!(q.device_fired(1_400 * US));
+    let fired: Vec<_> = std::iter::from_fn(|| q.pop_expired())
+        .map(|(_, v)| v)
+        .collect();
+    assert_eq!(fired, ["lenient", "exact"]);
+    assert_eq!(q.on_idle(), Some(1_550 * US), "tight's latest instant");
+    assert!(q.device_fired(1_550 * US));
+    let fired: Vec<_> = std::iter::from_fn(|| q.pop_expired())
+        .map(|(_, v)| v)
+        .collect();
+    assert_eq!(fired, ["tight"]);
+    assert_eq!(q.on_idle(), Some(1_600 * US));
 }
 
 #[test]

@@ -146,18 +146,20 @@ impl Builder {
     /// of it at `knee`. Its length is the duration given to `sleep` or `timeout`; for
     /// `sleep_until` and a reset, the time from the core's last clock reading (recent: the
     /// loop turn that woke the task; else one clock read) to the deadline. The slack is
-    /// rounded down to `max / 2^k`, so that the deadline grids of different slacks nest: a
-    /// wakeup for a timer of a fine grid serves the coarser ones due then.
+    /// rounded down to `max / 2^k`, so that a core's timers have few distinct slacks (the
+    /// wheel keeps one lane per slack). A core wakes at the end of the earliest window
+    /// (deadline plus slack) and fires every timer due by then, of every slack: the fewest
+    /// wakeups that keep each timer within its slack.
     ///
     /// The default is `default_slack_growing(2 ms, 1024 µs)` ([`DEFAULT_SLACK_KNEE`],
-    /// [`DEFAULT_SLACK_MAX`]): a 100 µs sleep may be 4 µs late (5% of it, rounded down to the
-    /// grid), a 1 ms one 256 µs, anything from 1.43 ms on 1,024 µs, which is about as late
-    /// as tokio's millisecond wheel makes every timer. Chosen from the measured frontier of CPU
-    /// per timer fire against lateness (`compare`'s timer_churn, drawn in the README): CPU
-    /// per fire is mostly wakeups, so what decides it is the share of timers that may batch on
-    /// a millisecond grid; a fixed share of the length (see
-    /// [`default_slack_proportional`](Self::default_slack_proportional)) leaves the timers
-    /// of a few milliseconds on grids of their own, and costs wakeups, while short sleeps,
+    /// [`DEFAULT_SLACK_MAX`]): a 100 µs sleep may be 4 µs late (5% of it, rounded down to
+    /// 1,024 µs / 2^8), a 1 ms one 256 µs, anything from 1.43 ms on 1,024 µs, which is about
+    /// as late as tokio's millisecond wheel makes every timer. Chosen from the measured
+    /// frontier of CPU per timer fire against lateness (`compare`'s timer_churn, drawn in the
+    /// README): CPU per fire is mostly wakeups, so what decides it is the share of timers that
+    /// may wait about a millisecond to share one; a fixed share of the length (see
+    /// [`default_slack_proportional`](Self::default_slack_proportional)) gives the timers of
+    /// a few milliseconds narrow windows of their own, and costs wakeups, while short sleeps,
     /// which a wakeup serves alone anyway, keep their precision under either. A timer that
     /// must be exact says so with [`Sleep::slack`](crate::time::Sleep::slack)`(Duration::ZERO)`;
     /// a runtime whose timers must all be exact, with
@@ -176,7 +178,7 @@ impl Builder {
     }
 
     /// Instead of the default: a timer that gives no slack may fire up to `1/divisor` of its
-    /// length late, at most `max` (its length and the grid as for
+    /// length late, at most `max` (its length and the rounding as for
     /// [`default_slack_growing`](Self::default_slack_growing)). `compare` measures it
     /// against the default: the same precision for short sleeps costs more wakeups on
     /// timers of a few milliseconds.

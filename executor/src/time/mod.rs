@@ -36,8 +36,11 @@ use crate::context::{with_current, NO_RUNTIME};
 use crate::worker::clock::nanos;
 
 /// Pauses the current core's clock, as tokio's `time::pause`: from now on it moves only
-/// through [`advance`], or by itself to the next timer when every task of the core waits and
-/// no I/O is ready. Each core has its own clock: the other cores' clocks run on.
+/// through [`advance`], or by itself when every task of the core waits and no I/O is ready: to
+/// the instant a real core would wake at, the end of the earliest timer's window (its
+/// deadline plus its slack: a sleep of an hour with the default slack completes 1,024 µs after
+/// the hour; `Sleep::slack(Duration::ZERO)` for exactly). Each core has its own clock: the
+/// other cores' clocks run on.
 ///
 /// # Panics
 ///
@@ -54,7 +57,7 @@ use crate::worker::clock::nanos;
 ///     pause();
 ///     let start = Instant::now();
 ///     sleep(Duration::from_secs(3600)).await; // no real hour passes
-///     let slept = start.elapsed(); // an hour, plus the rounding up to the wheel's 1 µs tick
+///     let slept = start.elapsed(); // an hour, plus the default slack of a long sleep
 ///     assert!(slept >= Duration::from_secs(3600) && slept < Duration::from_secs(3601));
 ///     resume();
 ///     sleep(Duration::from_micros(10)).await; // real time again, from where it stood

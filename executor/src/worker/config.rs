@@ -29,7 +29,7 @@ pub(crate) enum DefaultSlack {
     /// The same for every timer (`Builder::default_slack`).
     Fixed(Slack),
     /// A fixed share of the time the timer has left to run, `remaining / divisor`
-    /// (`Builder::default_slack_proportional`), on the grid of [`grid`].
+    /// (`Builder::default_slack_proportional`), rounded as [`grid`] does.
     Proportional {
         /// The share's divisor, at least 1.
         divisor: u64,
@@ -38,7 +38,7 @@ pub(crate) enum DefaultSlack {
     },
     /// A share that grows with the time left: `remaining * (remaining / knee)`, so that a
     /// timer of length `knee` may be all of it late, a tenth of it a tenth (`Builder::
-    /// default_slack_growing`; the default), on the grid of [`grid`].
+    /// default_slack_growing`; the default), rounded as [`grid`] does.
     Growing {
         /// The length whose share is all of it, at least 1 ns.
         knee_ns: u64,
@@ -69,10 +69,9 @@ impl DefaultSlack {
     }
 }
 
-/// `want` nanoseconds of slack, rounded down to `max / 2^k` and at most `max`: the grids of
-/// the slacks this gives nest (each divides the coarser ones, down to `max`'s odd factor), so
-/// that a wakeup for a timer of a fine grid is a point of the coarser grids too and serves
-/// their timers due then.
+/// `want` nanoseconds of slack, rounded down to `max / 2^k` and at most `max`: about 64 distinct
+/// slacks at most, so that the wheel's lanes (one per slack) stay few; the 16 coarsest get
+/// lanes of their own, the finer ones share the exact lane (a few µs or less).
 fn grid(want: u64, max_ns: u64) -> Slack {
     if want >= max_ns {
         return Slack::Bounded(Duration::from_nanos(max_ns));
