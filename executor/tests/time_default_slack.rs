@@ -237,3 +237,45 @@ fn a_sleep_until_woken_by_a_timer_learns_its_length_without_a_clock_read() -> io
     assert!(g <= f + 5, "default {g} clock reads, fixed slack {f}");
     Ok(())
 }
+
+#[test]
+fn churning_timers_stay_within_their_slack_and_share_wakeups() -> io::Result<()> {
+    // 200 tasks each sleep 20 times a pseudo-random 1-100 ms (as `compare`'s timer_churn), on
+    // the paused clock: every sleep completes within its slack (at most 1,024 µs late), and
+    // the distinct instants they complete at, the wakeups, are far fewer than the sleeps.
+    let rt = paused()?;
+    let (fires, late, instants) = rt.block_on(async {
+        let log = Rc::new(RefCell::new(Vec::new()));
+        let tasks: Vec<_> = (0..200u64)
+            .map(|i| {
+                let log = log.clone();
+                spawn_local(async move {
+                    let mut x = i.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+                    for _ in 0..20 {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        let deadline = Instant::now() + us(1_000 + x % 99_001);
+                        sleep_until(deadline).await;
+                        let now = Instant::now();
+                        log.borrow_mut().push((now - deadline, now));
+                    }
+                })
+            })
+            .collect();
+        for t in tasks {
+            t.await.unwrap();
+        }
+        let log = log.take();
+        let instants: BTreeSet<Instant> = log.iter().map(|&(_, at)| at).collect();
+        let late = log.iter().map(|&(l, _)| l).max().unwrap();
+        (log.len(), late, instants.len())
+    });
+    assert_eq!(fires, 4_000);
+    assert!(late <= DEFAULT_SLACK_MAX, "{late:?}");
+    // 4,000 deadlines over about a second. Waking at the end of the earliest window takes 917
+    // wakeups here; rounding deadlines up to a 1,024 µs grid took 1,127 (one per grid point
+    // that any deadline fell before).
+    assert!(instants < 1_000, "{instants} wakeups for {fires} sleeps");
+    Ok(())
+}
