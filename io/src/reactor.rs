@@ -5,7 +5,6 @@ use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::io;
 use std::marker::PhantomData;
-use std::mem;
 use std::os::fd::{AsRawFd, RawFd};
 use std::panic::{self, AssertUnwindSafe};
 use std::rc::Rc;
@@ -122,8 +121,9 @@ pub struct Reactor {
     registrations: RefCell<Slab<Slot>>,
     /// The generation the next registration gets.
     next_generation: Cell<usize>,
-    /// Wakers collected during dispatch, woken after; kept to reuse its allocation.
-    wake_list: RefCell<Vec<Waker>>,
+    /// Wakers collected during dispatch, woken after; kept to reuse its allocation (taken
+    /// out while a poll uses it, so a waker that polls re-entrantly finds an empty one).
+    wake_list: Cell<Vec<Waker>>,
     /// The core's cross-thread wakeup, registered under [`UNPARK_TOKEN`].
     unparker: Unparker,
     /// What registrations reach from other threads: the owner's identity, the orphan list.
@@ -165,7 +165,7 @@ impl Reactor {
             events: RefCell::new(Events::with_capacity(EVENTS_CAPACITY)),
             registrations: RefCell::new(Slab::new()),
             next_generation: Cell::new(0),
-            wake_list: RefCell::new(Vec::new()),
+            wake_list: Cell::new(Vec::new()),
             unparker,
             resolver: Cell::new(None),
             counters: Counters::default(),
@@ -254,7 +254,7 @@ impl Reactor {
                 Err(e) => return Err(e),
             }
             // Take the list out, so a waker that polls this reactor re-entrantly finds it free.
-            wake = mem::take(&mut *self.wake_list.borrow_mut());
+            wake = self.wake_list.take();
             let registrations = self.registrations.borrow();
             for event in events.iter() {
                 polled.events += 1;
@@ -283,7 +283,7 @@ impl Reactor {
         }
         self.wake_all(&mut wake);
         // Give the (now empty) list back to keep its allocation for the next poll.
-        *self.wake_list.borrow_mut() = wake;
+        self.wake_list.set(wake);
         Ok(polled)
     }
 
@@ -305,9 +305,11 @@ impl Reactor {
         drop(slots);
     }
 
-    /// Wakes and empties `wake`, each wake isolated by `catch_unwind`.
+    /// Wakes and empties `wake`, in order, each wake isolated by `catch_unwind`.
     fn wake_all(&self, wake: &mut Vec<Waker>) {
-        for waker in wake.drain(..) {
+        // `pop` takes the last first: reversed, the list is woken in the order it was filled.
+        wake.reverse();
+        while let Some(waker) = wake.pop() {
             self.counters.wakes.incr();
             if panic::catch_unwind(AssertUnwindSafe(|| waker.wake())).is_err() {
                 self.counters.waker_panics.incr();
