@@ -29,12 +29,65 @@ pub(crate) struct ScheduledIo {
     readiness: Cell<Ready>,
     /// Bumped on every event dispatched here; a clear applies only if it has not moved.
     tick: Cell<u32>,
-    /// Tasks waiting to read; all are woken, and the list emptied, by read readiness.
-    readers: RefCell<Vec<Waker>>,
-    /// Tasks waiting to write; all are woken, and the list emptied, by write readiness.
-    writers: RefCell<Vec<Waker>>,
+    /// Tasks waiting to read (index 0) and to write (index 1, see [`Waiters::of`]); all the
+    /// tasks of a direction are woken, and its list emptied, by readiness in that direction.
+    /// One cell for both, so that an event borrows once.
+    waiters: RefCell<[Waiters; 2]>,
     /// A level-triggered registration's interest (`None`: edge-triggered, registered by mio).
     level: Option<Level>,
+}
+
+/// The tasks waiting in one direction: the first in a slot of its own, so that the usual lone
+/// waiter costs no list; any others (tasks sharing a stream) in a list after it, in the order
+/// they came. `more` is empty whenever `first` is.
+#[derive(Default)]
+struct Waiters {
+    /// The first task to wait.
+    first: Option<Waker>,
+    /// The tasks that waited after it.
+    more: Vec<Waker>,
+}
+
+impl Waiters {
+    /// The index of `dir`'s waiters in [`ScheduledIo::waiters`].
+    #[inline]
+    fn of(dir: Direction) -> usize {
+        match dir {
+            Direction::Read => 0,
+            Direction::Write => 1,
+        }
+    }
+
+    /// Whether no task waits.
+    #[inline]
+    fn is_empty(&self) -> bool {
+        self.first.is_none()
+    }
+
+    /// Adds the task of `waker`, unless a waker that wakes it is stored already.
+    #[inline]
+    fn add(&mut self, waker: &Waker) {
+        match &self.first {
+            None => self.first = Some(waker.clone()),
+            Some(first) if first.will_wake(waker) => {}
+            Some(_) => {
+                if !self.more.iter().any(|w| w.will_wake(waker)) {
+                    self.more.push(waker.clone());
+                }
+            }
+        }
+    }
+
+    /// Moves every waker into `wake`, in the order the tasks waited.
+    #[inline]
+    fn move_into(&mut self, wake: &mut Vec<Waker>) {
+        if let Some(first) = self.first.take() {
+            wake.push(first);
+            if !self.more.is_empty() {
+                wake.append(&mut self.more);
+            }
+        }
+    }
 }
 
 /// The interest a level-triggered registration has in the epoll set, changed only when a task
@@ -214,8 +267,7 @@ impl ScheduledIo {
         ScheduledIo {
             readiness: Cell::new(Ready::READABLE | Ready::WRITABLE),
             tick: Cell::new(0),
-            readers: RefCell::new(Vec::new()),
-            writers: RefCell::new(Vec::new()),
+            waiters: RefCell::new([Waiters::default(), Waiters::default()]),
             level,
         }
     }
@@ -232,12 +284,13 @@ impl ScheduledIo {
     /// Waking happens later, outside every reactor borrow: a waker may run arbitrary code,
     /// including code that registers or drops I/O on this reactor.
     pub(crate) fn dispatch(&self, ready: Ready, wake: &mut Vec<Waker>, home: &Home) {
+        let mut waiters = self.waiters.borrow_mut();
         if let Some(level) = &self.level {
             let mut waiting = Ready::EMPTY;
-            if !self.readers.borrow().is_empty() {
+            if !waiters[Waiters::of(Direction::Read)].is_empty() {
                 waiting |= Ready::READABLE;
             }
-            if !self.writers.borrow().is_empty() {
+            if !waiters[Waiters::of(Direction::Write)].is_empty() {
                 waiting |= Ready::WRITABLE;
             }
             level.settle(ready, waiting, home);
@@ -249,16 +302,8 @@ impl ScheduledIo {
         self.tick.set(self.tick.get().wrapping_add(1));
         for dir in [Direction::Read, Direction::Write] {
             if !ready.intersection(dir.mask()).is_empty() {
-                wake.append(&mut self.waiters(dir).borrow_mut());
+                waiters[Waiters::of(dir)].move_into(wake);
             }
-        }
-    }
-
-    /// The waker list of one direction.
-    fn waiters(&self, dir: Direction) -> &RefCell<Vec<Waker>> {
-        match dir {
-            Direction::Read => &self.readers,
-            Direction::Write => &self.writers,
         }
     }
 
@@ -273,18 +318,26 @@ impl ScheduledIo {
 
     /// Ready if `dir` has readiness; otherwise stores the task's waker and returns pending,
     /// arming `dir` first if the registration is level-triggered and it is not armed.
+    ///
+    /// Inlined, so that the ready case costs its callers a load and a test; the wait is a call.
+    #[inline]
     fn poll_ready(&self, cx: &mut Context<'_>, dir: Direction, home: &Home) -> Poll<ReadyEvent> {
-        if let Some(event) = self.ready_now(dir) {
-            return Poll::Ready(event);
-        }
-        // No event can be dispatched between the check above and this push: the reactor runs
-        // on this thread, and not while a task is being polled.
-        {
-            let mut waiters = self.waiters(dir).borrow_mut();
-            if !waiters.iter().any(|w| w.will_wake(cx.waker())) {
-                waiters.push(cx.waker().clone());
+        match self.ready_now(dir) {
+            Some(event) => Poll::Ready(event),
+            None => {
+                self.wait(cx, dir, home);
+                Poll::Pending
             }
         }
+    }
+
+    /// The pending half of [`poll_ready`](Self::poll_ready): stores the task's waker, and arms
+    /// `dir` if the registration is level-triggered.
+    #[inline(never)]
+    fn wait(&self, cx: &mut Context<'_>, dir: Direction, home: &Home) {
+        // No event can be dispatched between the readiness check and this push: the reactor
+        // runs on this thread, and not while a task is being polled.
+        self.waiters.borrow_mut()[Waiters::of(dir)].add(cx.waker());
         if let Some(level) = &self.level {
             if !level.arm(dir, home) {
                 // epoll refused (out of memory or watches): no event will come, so the task
@@ -292,7 +345,6 @@ impl ScheduledIo {
                 cx.waker().wake_by_ref();
             }
         }
-        Poll::Pending
     }
 
     /// Clears the bits of `event` except `keep`, unless an event arrived since it was taken.

@@ -122,3 +122,51 @@ fn current_follows_enter_and_its_guards() -> io::Result<()> {
     assert!(Reactor::current().is_err());
     Ok(())
 }
+
+/// A waker that notes its name in a shared log when woken.
+struct Logging {
+    name: &'static str,
+    log: Arc<std::sync::Mutex<Vec<&'static str>>>,
+}
+
+impl Wake for Logging {
+    fn wake(self: Arc<Self>) {
+        self.log.lock().unwrap().push(self.name);
+    }
+}
+
+#[test]
+fn every_task_waiting_in_a_direction_is_woken_once_in_the_order_they_waited() -> io::Result<()> {
+    let reactor = Reactor::new()?;
+    let _guard = reactor.enter();
+    let (mut w, mut r) = pipe()?;
+    let log = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let wakers: Vec<Waker> = ["first", "second", "third"]
+        .into_iter()
+        .map(|name| {
+            Waker::from(Arc::new(Logging {
+                name,
+                log: Arc::clone(&log),
+            }))
+        })
+        .collect();
+    let mut buf = [0u8; 4];
+    // The second task polls twice: it is stored once.
+    for waker in [&wakers[0], &wakers[1], &wakers[1], &wakers[2]] {
+        let pending =
+            std::pin::Pin::new(&mut r).poll_read(&mut Context::from_waker(waker), &mut buf);
+        assert!(matches!(pending, Poll::Pending));
+    }
+    common::block_on(&reactor, async { w.write_all(b"a").await })?;
+    while log.lock().unwrap().len() < 3 {
+        reactor.poll(None)?;
+    }
+    assert_eq!(*log.lock().unwrap(), ["first", "second", "third"]);
+    // Woken once each: the list was emptied, and the byte is still there to read.
+    assert!(!reactor.poll(Some(Duration::ZERO))?.timer_event);
+    assert_eq!(log.lock().unwrap().len(), 3);
+    let waker = &wakers[0];
+    let read = std::pin::Pin::new(&mut r).poll_read(&mut Context::from_waker(waker), &mut buf);
+    assert!(matches!(read, Poll::Ready(Ok(1))));
+    Ok(())
+}
