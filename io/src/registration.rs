@@ -547,6 +547,7 @@ impl Registration {
     /// `WouldBlock` clears the readiness the attempt was based on (every bit, closed ones
     /// included: the syscall has just shown that this direction cannot make progress) and
     /// waits for the next event; `Interrupted` retries at once. Any other result is returned.
+    #[inline]
     pub fn poll_io<R>(
         &self,
         cx: &mut Context<'_>,
@@ -576,6 +577,7 @@ impl Registration {
     /// "drained" from "more to read", and the next `epoll_wait` can, at no cost when the loop
     /// goes there anyway. Not for datagram sockets, where a short read says nothing about the
     /// queue.
+    #[inline]
     pub fn poll_read_io(
         &self,
         cx: &mut Context<'_>,
