@@ -2,6 +2,7 @@
 //! the unparker.
 
 use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
 use std::fmt;
 use std::io;
 use std::marker::PhantomData;
@@ -113,17 +114,18 @@ struct Counters {
 /// registration, collects the wakers concerned, and wakes them only after releasing every
 /// borrow, so a waker may freely create or drop I/O objects on this reactor.
 pub struct Reactor {
-    /// The epoll instance. Borrowed mutably only inside `poll`, and never while a waker runs.
-    poll: RefCell<mio::Poll>,
-    /// Buffer for the events of one `epoll_wait`.
-    events: RefCell<Events>,
+    /// The epoll instance and the buffer for the events of one `epoll_wait`, in one cell so
+    /// that a poll borrows once. Borrowed mutably only inside `poll`, and never while a waker
+    /// runs.
+    poll: RefCell<(mio::Poll, Events)>,
     /// Live registrations, keyed by the low bits of their token.
     registrations: RefCell<Slab<Slot>>,
     /// The generation the next registration gets.
     next_generation: Cell<usize>,
-    /// Wakers collected during dispatch, woken after; kept to reuse its allocation (taken
-    /// out while a poll uses it, so a waker that polls re-entrantly finds an empty one).
-    wake_list: Cell<Vec<Waker>>,
+    /// Wakers collected during dispatch, woken after, first in first out; kept to reuse its
+    /// allocation. Borrowed during dispatch and for each `pop_front`, never while a waker
+    /// runs, so a waker that polls this reactor re-entrantly adds to it and wakes what is left.
+    wake_list: RefCell<VecDeque<Waker>>,
     /// The core's cross-thread wakeup, registered under [`UNPARK_TOKEN`].
     unparker: Unparker,
     /// What registrations reach from other threads: the owner's identity, the orphan list.
@@ -161,11 +163,10 @@ impl Reactor {
         let home = Arc::new(Home::new(&poll, unparker.clone())?);
         Ok(Rc::new(Reactor {
             home,
-            poll: RefCell::new(poll),
-            events: RefCell::new(Events::with_capacity(EVENTS_CAPACITY)),
+            poll: RefCell::new((poll, Events::with_capacity(EVENTS_CAPACITY))),
             registrations: RefCell::new(Slab::new()),
             next_generation: Cell::new(0),
-            wake_list: Cell::new(Vec::new()),
+            wake_list: RefCell::new(VecDeque::new()),
             unparker,
             resolver: Cell::new(None),
             counters: Counters::default(),
@@ -217,7 +218,7 @@ impl Reactor {
     pub fn with_timer() -> io::Result<(Rc<Reactor>, TimerFd)> {
         let reactor = Reactor::new()?;
         let timer = TimerFd::new()?;
-        reactor.poll.borrow().registry().register(
+        reactor.poll.borrow().0.registry().register(
             &mut SourceFd(&timer.raw_fd()),
             TIMER_TOKEN,
             Interest::READABLE,
@@ -243,18 +244,15 @@ impl Reactor {
     /// descriptor itself is broken.
     pub fn poll(&self, timeout: Option<Duration>) -> io::Result<Polled> {
         let mut polled = Polled::default();
-        let mut wake;
         {
-            let mut poll = self.poll.borrow_mut();
-            let mut events = self.events.borrow_mut();
+            let (poll, events) = &mut *self.poll.borrow_mut();
             self.counters.polls.incr();
-            match poll.poll(&mut events, timeout) {
+            match poll.poll(events, timeout) {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => return Ok(polled),
                 Err(e) => return Err(e),
             }
-            // Take the list out, so a waker that polls this reactor re-entrantly finds it free.
-            wake = self.wake_list.take();
+            let mut wake = self.wake_list.borrow_mut();
             let registrations = self.registrations.borrow();
             for event in events.iter() {
                 polled.events += 1;
@@ -281,9 +279,7 @@ impl Reactor {
         if polled.timer_event {
             self.counters.timer_events.incr();
         }
-        self.wake_all(&mut wake);
-        // Give the (now empty) list back to keep its allocation for the next poll.
-        self.wake_list.set(wake);
+        self.wake_all();
         Ok(polled)
     }
 
@@ -305,11 +301,12 @@ impl Reactor {
         drop(slots);
     }
 
-    /// Wakes and empties `wake`, in order, each wake isolated by `catch_unwind`.
-    fn wake_all(&self, wake: &mut Vec<Waker>) {
-        // `pop` takes the last first: reversed, the list is woken in the order it was filled.
-        wake.reverse();
-        while let Some(waker) = wake.pop() {
+    /// Wakes and empties the wake list, in order, each wake isolated by `catch_unwind`.
+    fn wake_all(&self) {
+        loop {
+            // A statement of its own: the borrow must end before the waker runs.
+            let next = self.wake_list.borrow_mut().pop_front();
+            let Some(waker) = next else { break };
             self.counters.wakes.incr();
             if panic::catch_unwind(AssertUnwindSafe(|| waker.wake())).is_err() {
                 self.counters.waker_panics.incr();
@@ -356,11 +353,12 @@ impl Reactor {
         let token = token(key, generation);
         self.home.counters.epoll_ctls.incr();
         let level = if level {
-            let epfd = self.poll.borrow().as_raw_fd();
+            let epfd = self.poll.borrow().0.as_raw_fd();
             Some(Level::add(epfd, fd, token.0 as u64, interest)?)
         } else {
             self.poll
                 .borrow()
+                .0
                 .registry()
                 .register(&mut SourceFd(&fd), token, interest)?;
             None
@@ -387,7 +385,12 @@ impl Reactor {
             return;
         }
         self.home.counters.epoll_ctls.incr();
-        let result = self.poll.borrow().registry().deregister(&mut SourceFd(&fd));
+        let result = self
+            .poll
+            .borrow()
+            .0
+            .registry()
+            .deregister(&mut SourceFd(&fd));
         // It can only fail if the descriptor was closed before its registration was dropped,
         // breaking `Registration`'s invariant; the kernel has then dropped it from the epoll
         // set already, so there is nothing left to undo, and a drop cannot report an error.

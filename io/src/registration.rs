@@ -2,6 +2,7 @@
 //! every I/O type follows.
 
 use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
 use std::fmt;
 use std::io;
 use std::os::fd::RawFd;
@@ -80,11 +81,11 @@ impl Waiters {
 
     /// Moves every waker into `wake`, in the order the tasks waited.
     #[inline]
-    fn move_into(&mut self, wake: &mut Vec<Waker>) {
+    fn move_into(&mut self, wake: &mut VecDeque<Waker>) {
         if let Some(first) = self.first.take() {
-            wake.push(first);
+            wake.push_back(first);
             if !self.more.is_empty() {
-                wake.append(&mut self.more);
+                wake.extend(self.more.drain(..));
             }
         }
     }
@@ -283,7 +284,7 @@ impl ScheduledIo {
     ///
     /// Waking happens later, outside every reactor borrow: a waker may run arbitrary code,
     /// including code that registers or drops I/O on this reactor.
-    pub(crate) fn dispatch(&self, ready: Ready, wake: &mut Vec<Waker>, home: &Home) {
+    pub(crate) fn dispatch(&self, ready: Ready, wake: &mut VecDeque<Waker>, home: &Home) {
         let mut waiters = self.waiters.borrow_mut();
         if let Some(level) = &self.level {
             let mut waiting = Ready::EMPTY;

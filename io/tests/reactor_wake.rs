@@ -170,3 +170,58 @@ fn every_task_waiting_in_a_direction_is_woken_once_in_the_order_they_waited() ->
     assert!(matches!(read, Poll::Ready(Ok(1))));
     Ok(())
 }
+
+std::thread_local! {
+    /// The reactor a [`Reentrant`] waker polls.
+    static REENTER: std::cell::RefCell<Option<Rc<Reactor>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// A waker that polls this thread's [`REENTER`] reactor from inside its wake, then logs.
+struct Reentrant {
+    log: Arc<std::sync::Mutex<Vec<&'static str>>>,
+}
+
+impl Wake for Reentrant {
+    fn wake(self: Arc<Self>) {
+        REENTER.with(|r| {
+            let reactor = r.borrow().clone().expect("the test sets the reactor");
+            reactor.poll(Some(Duration::ZERO)).expect("re-entrant poll");
+        });
+        self.log.lock().unwrap().push("reentrant");
+    }
+}
+
+#[test]
+fn a_waker_may_poll_the_reactor_and_every_waker_still_runs_once() -> io::Result<()> {
+    let reactor = Reactor::new()?;
+    let _guard = reactor.enter();
+    REENTER.with(|r| *r.borrow_mut() = Some(Rc::clone(&reactor)));
+    let (mut w1, mut r1) = pipe()?;
+    let (mut w2, mut r2) = pipe()?;
+    let log = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let reentrant = Waker::from(Arc::new(Reentrant {
+        log: Arc::clone(&log),
+    }));
+    let logging = Waker::from(Arc::new(Logging {
+        name: "logging",
+        log: Arc::clone(&log),
+    }));
+    let mut buf = [0u8; 4];
+    for (r, waker) in [(&mut r1, &reentrant), (&mut r2, &logging)] {
+        let pending = std::pin::Pin::new(r).poll_read(&mut Context::from_waker(waker), &mut buf);
+        assert!(matches!(pending, Poll::Pending));
+    }
+    common::block_on(&reactor, async {
+        w1.write_all(b"a").await?;
+        w2.write_all(b"b").await
+    })?;
+    while log.lock().unwrap().len() < 2 {
+        reactor.poll(None)?;
+    }
+    reactor.poll(Some(Duration::ZERO))?;
+    let mut woken = log.lock().unwrap().clone();
+    woken.sort_unstable();
+    assert_eq!(woken, ["logging", "reentrant"], "each waker once");
+    REENTER.with(|r| r.borrow_mut().take());
+    Ok(())
+}
