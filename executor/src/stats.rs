@@ -54,6 +54,10 @@ counters! {
     timer_inserts,
     /// Pending timers cancelled.
     timer_cancels,
+    /// Of those, timers cancelled before they entered the wheel: made while the timerfd was
+    /// armed no later than the end of their window (deadline plus slack), and cancelled before
+    /// it fired, as a request's timeout usually is. They touch no wheel list and re-arm nothing.
+    timer_cancels_detached,
     /// Timers that fired.
     timer_fires,
     /// `timerfd_settime` calls: each re-programming of the core's timerfd.

@@ -134,9 +134,7 @@ impl<T> Handover<T> {
                 deadline, slack, ..
             } => match slack {
                 Slack::None => *deadline,
-                Slack::Bounded(d) => {
-                    deadline.saturating_add(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
-                }
+                Slack::Bounded(d) => deadline.saturating_add(crate::nanos(*d)),
                 Slack::Unbounded => u64::MAX,
             },
             Op::Cancel(_) => u64::MAX,

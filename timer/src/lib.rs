@@ -40,6 +40,6 @@ pub use device::{ClockEventDevice, FakeDevice};
 pub use handover::{Handover, Op, Wake, NO_DEADLINE};
 pub use queue::{Config, RearmPolicy, TimerQueue};
 pub use slab::TimerHandle;
-pub use slack::Slack;
+pub use slack::{nanos, Slack};
 pub use stats::TimerStats;
-pub use wheel::{Wheel, LEVELS};
+pub use wheel::{Lane, Wheel, LEVELS, MAX_LANES};

@@ -98,9 +98,21 @@ pub struct TimerQueue<T, D> {
     /// A timer was inserted before the armed deadline and the device does not know yet: until
     /// the next idle flush, only reading the clock can tell whether it is due.
     unarmed: bool,
+    /// Timers inserted while the device was armed no later than the end of their window, kept
+    /// out of the wheel ([`Wheel::insert_detached`]): a timeout
+    /// cancelled before the device fires never touches a wheel list. Placed in the wheel
+    /// before anything reads it for expiry or arming (see [`attach_detached`]), and when
+    /// more than half of [`DETACHED_MAX`] entries are still pending (the handles of cancelled
+    /// ones are dropped when the list is full).
+    ///
+    /// [`attach_detached`]: Self::attach_detached
+    detached: Vec<TimerHandle>,
     /// Counters.
     stats: TimerStats,
 }
+
+/// The most timers kept out of the wheel at once (see `TimerQueue::detached`).
+const DETACHED_MAX: usize = 64;
 
 impl<T, D: ClockEventDevice> TimerQueue<T, D> {
     /// An empty queue over a disarmed device.
@@ -113,6 +125,7 @@ impl<T, D: ClockEventDevice> TimerQueue<T, D> {
             armed: None,
             dirty: false,
             unarmed: false,
+            detached: Vec::new(),
             stats: TimerStats::default(),
         }
     }
@@ -161,6 +174,7 @@ impl<T, D: ClockEventDevice> TimerQueue<T, D> {
     /// allows: the smallest deadline plus slack of the non-deferrable timers (never later; see
     /// [`Wheel::next_expiration`]). The device is armed for it.
     pub fn next_expiration(&mut self) -> Option<u64> {
+        self.attach_detached();
         self.wheel.next_expiration().map(|t| self.ticks.to_ns(t))
     }
 
@@ -170,13 +184,25 @@ impl<T, D: ClockEventDevice> TimerQueue<T, D> {
         self.stats.inserts += 1;
         match self.ticks.window(deadline, slack) {
             (tick, Some(slack)) => {
+                // The slack its lane gives (less than asked once every lane is taken).
+                let (lane, slack) = self.wheel.lane(slack);
                 // Already due: it waits for the next expiry, not for its slack.
                 let latest = if tick <= self.wheel.elapsed() {
                     tick
                 } else {
                     tick.saturating_add(slack)
                 };
-                let handle = self.wheel.insert_within(tick, slack, value);
+                if self.armed.is_some_and(|a| a <= latest) && latest > tick {
+                    // The device fires first: the queue looks again then, and a timer cancelled
+                    // before that costs no wheel list (a request's timeout, typically).
+                    if self.detached.len() == DETACHED_MAX {
+                        self.compact_detached();
+                    }
+                    let handle = self.wheel.insert_detached(tick, lane, value);
+                    self.detached.push(handle);
+                    return handle;
+                }
+                let handle = self.wheel.insert_in_lane(tick, lane, value);
                 self.moved_earlier(latest);
                 handle
             }
@@ -187,8 +213,14 @@ impl<T, D: ClockEventDevice> TimerQueue<T, D> {
     /// Cancels a pending timer and returns its value; `None` (and nothing counted) for a handle
     /// that already fired or was cancelled.
     pub fn cancel(&mut self, handle: TimerHandle) -> Option<T> {
+        let detached = !self.detached.is_empty() && self.wheel.is_detached(handle);
         let value = self.wheel.remove(handle)?;
         self.stats.cancels += 1;
+        if detached {
+            // Never in the wheel: the arming was decided without it.
+            self.stats.cancels_detached += 1;
+            return Some(value);
+        }
         match self.policy {
             RearmPolicy::Eager => self.sync_eagerly(),
             RearmPolicy::OnIdle => self.dirty = true,
@@ -229,6 +261,7 @@ impl<T, D: ClockEventDevice> TimerQueue<T, D> {
     /// wait: the device may then be armed for one of them, which the next idle flush corrects
     /// (as the policy decides).
     pub fn advance(&mut self, now: u64) {
+        self.attach_detached();
         if self.wheel.advance(self.ticks.now(now)) > 0 {
             self.dirty = true;
         }
@@ -255,6 +288,7 @@ impl<T, D: ClockEventDevice> TimerQueue<T, D> {
     /// nothing (for a driver that shuts down and must drop them in a context of its choosing).
     /// The device is left as it is.
     pub fn drain(&mut self) -> Vec<T> {
+        self.attach_detached();
         let mut old = std::mem::take(&mut self.wheel);
         old.advance(u64::MAX);
         std::iter::from_fn(|| old.pop_due().map(|(_, v)| v)).collect()
@@ -301,6 +335,7 @@ impl<T, D: ClockEventDevice> TimerQueue<T, D> {
             // After the flush the device fires no later than the earliest timer, whatever the
             // policy.
             self.unarmed = false;
+            self.attach_detached();
             let earliest = self.wheel.next_expiration();
             let reprogram = match self.policy {
                 RearmPolicy::Eager | RearmPolicy::OnIdle => earliest != self.armed,
@@ -338,7 +373,28 @@ impl<T, D: ClockEventDevice> TimerQueue<T, D> {
         }
     }
 
+    /// Places the detached timers in the wheel: before an expiry or anything that decides the
+    /// arming from the wheel (while they are detached, the armed instant is no later than any
+    /// of their windows' ends, which is what lets them wait).
+    fn attach_detached(&mut self) {
+        for handle in self.detached.drain(..) {
+            // Stale (cancelled or fired since) or placed by a reset: nothing to do.
+            self.wheel.attach(handle);
+        }
+    }
+
+    /// Makes room among the detached timers: forgets the stale handles (cancelled ones, mostly)
+    /// and, if more than half are still pending, places them all.
+    fn compact_detached(&mut self) {
+        let wheel = &self.wheel;
+        self.detached.retain(|&h| wheel.is_detached(h));
+        if self.detached.len() > DETACHED_MAX / 2 {
+            self.attach_detached();
+        }
+    }
+
     fn sync_eagerly(&mut self) {
+        self.attach_detached();
         let earliest = self.wheel.next_expiration();
         if earliest != self.armed {
             self.program(earliest);

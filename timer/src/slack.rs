@@ -24,6 +24,22 @@ impl Slack {
     }
 }
 
+/// Nanoseconds in a duration, saturating at `u64::MAX` (584 years): the queue's unit. In
+/// 64-bit arithmetic (`Duration::as_nanos` is a 128-bit multiply, on the insert path).
+///
+/// ```
+/// use std::time::Duration;
+///
+/// assert_eq!(tickless_timer::nanos(Duration::from_micros(1_500)), 1_500_000);
+/// assert_eq!(tickless_timer::nanos(Duration::MAX), u64::MAX);
+/// ```
+pub fn nanos(d: Duration) -> u64 {
+    d.as_secs()
+        .checked_mul(1_000_000_000)
+        .and_then(|ns| ns.checked_add(u64::from(d.subsec_nanos())))
+        .unwrap_or(u64::MAX)
+}
+
 /// Converts nanosecond deadlines to ticks of a resolution and back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Ticks {
@@ -72,10 +88,7 @@ impl Ticks {
     pub(crate) fn window(self, deadline: u64, slack: Slack) -> (u64, Option<u64>) {
         let tick = self.div_ceil(deadline).min(self.last());
         let slack_ticks = match slack {
-            Slack::Bounded(d) => {
-                let ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
-                Some(self.div_floor(ns))
-            }
+            Slack::Bounded(d) => Some(self.div_floor(nanos(d))),
             Slack::None => Some(0),
             Slack::Unbounded => None,
         };

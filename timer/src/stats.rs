@@ -9,6 +9,10 @@ pub struct TimerStats {
     pub inserts: u64,
     /// Pending timers cancelled (cancels of stale handles are not counted).
     pub cancels: u64,
+    /// Of those, timers cancelled before the queue ever placed them in the wheel: inserted
+    /// while the device was armed no later than the end of their window, and cancelled before
+    /// it fired (a request's timeout, typically). They cost no wheel list and no re-arm.
+    pub cancels_detached: u64,
     /// Timers that expired and were handed back.
     pub fires: u64,
     /// Times the clock event device was re-programmed (armed or disarmed).
@@ -28,6 +32,7 @@ impl Add for TimerStats {
         TimerStats {
             inserts: self.inserts + o.inserts,
             cancels: self.cancels + o.cancels,
+            cancels_detached: self.cancels_detached + o.cancels_detached,
             fires: self.fires + o.fires,
             rearms: self.rearms + o.rearms,
             spurious: self.spurious + o.spurious,

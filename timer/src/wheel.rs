@@ -56,6 +56,8 @@ const RESCAN_LIMIT: usize = 8;
 pub(crate) struct Place;
 
 impl Place {
+    /// Held outside every list: [`Wheel::insert_detached`].
+    const DETACHED: u16 = u16::MAX - 2;
     /// The due list.
     const DUE: u16 = u16::MAX - 1;
     /// Vacant entry.
@@ -70,6 +72,10 @@ impl Place {
         (p >> 10, (p >> 6) & 15, p & 63)
     }
 }
+
+/// A lane of the wheel: the timers of one slack (see the module docs), from [`Wheel::lane`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lane(u8);
 
 /// A lane's levels, empty.
 fn new_lane() -> Box<[Level; LEVELS]> {
@@ -178,6 +184,8 @@ pub struct Wheel<T> {
     lanes: Vec<Box<[Level; LEVELS]>>,
     /// Each lane's slack in ticks (`u64::MAX` for the deferrable lane).
     slacks: Vec<u64>,
+    /// The last slack asked for and its lane (timers of a core mostly share a few slacks).
+    recent: (u64, u8),
     /// Bit `level` of `busy[lane]` is set when that level has an occupied slot: finding the
     /// earliest slot visits only the levels in use.
     busy: Vec<u16>,
@@ -209,6 +217,7 @@ impl<T> Wheel<T> {
             slab: Slab::with_capacity(capacity),
             lanes: vec![new_lane(), new_lane()],
             slacks: vec![0, u64::MAX],
+            recent: (0, EXACT),
             busy: vec![0; 2],
             due: List::EMPTY,
             due_armed: 0,
@@ -260,6 +269,50 @@ impl<T> Wheel<T> {
         self.insert_in(tick, lane, value)
     }
 
+    /// The lane timers with `slack` ticks of slack go to, and the slack they get there (no more
+    /// than asked: see [`MAX_LANES`]), for [`insert_in_lane`](Self::insert_in_lane) and
+    /// [`insert_detached`](Self::insert_detached).
+    pub fn lane(&mut self, slack: u64) -> (Lane, u64) {
+        let lane = self.lane_for(slack);
+        (Lane(lane), self.slacks[lane as usize])
+    }
+
+    /// [`insert_within`](Self::insert_within) with the lane already chosen.
+    pub fn insert_in_lane(&mut self, tick: u64, lane: Lane, value: T) -> TimerHandle {
+        self.insert_in(tick, lane.0, value)
+    }
+
+    /// Stores a timer due at `tick` without placing it: it is pending (its handle works for
+    /// [`remove`](Self::remove), [`get_mut`](Self::get_mut), [`reset`](Self::reset)), but no
+    /// advance expires it and [`next_expiration`](Self::next_expiration) ignores it until
+    /// [`attach`](Self::attach) places it. For a caller that knows something else will make it
+    /// look again before the timer could be due (a device armed earlier), and that expects many
+    /// such timers to be removed before then: a removal of a detached timer touches no list.
+    pub fn insert_detached(&mut self, tick: u64, lane: Lane, value: T) -> TimerHandle {
+        self.slab.insert(tick, lane.0, Place::DETACHED, value).1
+    }
+
+    /// Whether the handle's timer is pending and detached (not placed yet).
+    pub fn is_detached(&self, handle: TimerHandle) -> bool {
+        self.slab
+            .key_of(handle)
+            .is_some_and(|key| self.slab.nodes[key as usize].place == Place::DETACHED)
+    }
+
+    /// Places a timer stored by [`insert_detached`](Self::insert_detached) in its lane.
+    /// `false`, doing nothing, for a stale handle or one already placed (removed, reset or
+    /// attached since).
+    pub fn attach(&mut self, handle: TimerHandle) -> bool {
+        let Some(key) = self.slab.key_of(handle) else {
+            return false;
+        };
+        if self.slab.nodes[key as usize].place != Place::DETACHED {
+            return false;
+        }
+        self.link(key);
+        true
+    }
+
     fn insert_in(&mut self, tick: u64, lane: u8, value: T) -> TimerHandle {
         let (key, handle) = self.slab.insert(tick, lane, Place::FREE, value);
         self.deferrable += (lane == DEFERRABLE) as usize;
@@ -273,6 +326,15 @@ impl<T> Wheel<T> {
         if slack == 0 {
             return EXACT;
         }
+        if self.recent.0 == slack {
+            return self.recent.1;
+        }
+        let lane = self.find_lane(slack);
+        self.recent = (slack, lane);
+        lane
+    }
+
+    fn find_lane(&mut self, slack: u64) -> u8 {
         let mut below = EXACT;
         for (lane, &s) in self.slacks.iter().enumerate().skip(2) {
             if s == slack {
@@ -520,6 +582,10 @@ impl<T> Wheel<T> {
     fn unlink(&mut self, key: u32) {
         let node = &self.slab.nodes[key as usize];
         let (prev, next, place) = (node.prev, node.next, node.place);
+        if place == Place::DETACHED {
+            self.slab.nodes[key as usize].place = Place::FREE;
+            return;
+        }
         if place == Place::DUE && node.lane != DEFERRABLE {
             self.due_armed -= 1;
         }
@@ -596,7 +662,7 @@ mod tests {
             for level in 0..LEVELS {
                 for slot in 0..SLOTS {
                     let p = Place::slot(lane, level, slot);
-                    assert!(p < Place::DUE);
+                    assert!(p < Place::DETACHED);
                     assert_eq!(Place::unpack(p), (lane, level, slot));
                 }
             }

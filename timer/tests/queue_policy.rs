@@ -268,3 +268,38 @@ fn a_lost_device_is_programmed_afresh_at_the_next_idle() {
         );
     }
 }
+
+#[test]
+fn timeouts_cancelled_before_the_device_fires_never_enter_the_wheel() {
+    // A request's timeout: each message inserts a 1 s timer with 1 ms of slack and cancels it
+    // before the next. Once the device is armed (for the first), every later one ends its
+    // window after the armed instant, so it waits outside the wheel and its cancel is free:
+    // no re-arm under any policy, and the device still fires no later than any window's end.
+    for policy in [RearmPolicy::Eager, RearmPolicy::OnIdle, RearmPolicy::Lazy] {
+        let mut q = queue(policy);
+        let slack = Slack::Bounded(std::time::Duration::from_millis(1));
+        let first = q.insert(1_000_000 * US, slack, "first");
+        q.on_idle();
+        let armed = q.armed().unwrap();
+        let rearms = q.device().reprograms();
+        for i in 1..=1_000 {
+            let t = q.insert(1_000_000 * US + i * 10 * US, slack, "message");
+            assert!(q.on_idle().is_some_and(|a| a <= armed), "{policy:?}");
+            assert_eq!(q.cancel(t), Some("message"));
+        }
+        let s = q.stats();
+        assert_eq!(
+            (s.cancels, s.cancels_detached),
+            (1_000, 1_000),
+            "{policy:?}"
+        );
+        assert_eq!(q.device().reprograms(), rearms, "{policy:?}: no re-arm");
+        // The detached ones that survive are placed before anything expires.
+        let late = q.insert(1_000_500 * US, slack, "survivor");
+        assert_eq!(q.cancel(first), Some("first"));
+        q.on_idle();
+        assert!(q.armed().is_some_and(|a| a <= 1_001_500 * US), "{policy:?}");
+        q.advance(1_000_500 * US);
+        assert_eq!(q.pop_expired(), Some((late, "survivor")), "{policy:?}");
+    }
+}

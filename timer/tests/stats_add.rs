@@ -8,6 +8,7 @@ fn a() -> TimerStats {
     TimerStats {
         inserts: 30,
         cancels: 31,
+        cancels_detached: 37,
         fires: 32,
         rearms: 33,
         spurious: 34,
@@ -20,6 +21,7 @@ fn b() -> TimerStats {
     TimerStats {
         inserts: 3,
         cancels: 4,
+        cancels_detached: 10,
         fires: 5,
         rearms: 6,
         spurious: 7,
@@ -32,6 +34,7 @@ fn sum() -> TimerStats {
     TimerStats {
         inserts: 33,
         cancels: 35,
+        cancels_detached: 47,
         fires: 37,
         rearms: 39,
         spurious: 41,

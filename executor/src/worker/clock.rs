@@ -4,9 +4,7 @@ use std::cell::Cell;
 use std::time::Duration;
 
 /// Nanoseconds in a `Duration`, saturating at `u64::MAX` (584 years).
-pub(crate) fn nanos(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
-}
+pub(crate) use tickless_timer::nanos;
 
 /// The runtime-wide instant that is 0 ns on every core's clock, and the one conversion between
 /// instants and those nanoseconds.

@@ -55,6 +55,11 @@ impl DefaultSlack {
             DefaultSlack::Proportional { divisor, max_ns } => {
                 grid(remaining / divisor.max(1), max_ns)
             }
+            // At or past both the knee and the cap the share is the cap (the common case: every
+            // timer from 2 ms on, by default), with no wide multiply.
+            DefaultSlack::Growing { knee_ns, max_ns } if remaining >= knee_ns.max(max_ns) => {
+                grid(max_ns, max_ns)
+            }
             DefaultSlack::Growing { knee_ns, max_ns } => {
                 let r = u128::from(remaining);
                 let want = r * r / u128::from(knee_ns.max(1));

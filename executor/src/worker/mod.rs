@@ -237,6 +237,7 @@ impl Core {
             idles: c.idles.get(),
             timer_inserts: t.inserts,
             timer_cancels: t.cancels,
+            timer_cancels_detached: t.cancels_detached,
             timer_fires: t.fires,
             timerfd_rearms: t.rearms,
             timerfd_spurious: t.spurious,
