@@ -158,7 +158,8 @@ impl Level {
 
 /// A hierarchical timing wheel holding values of type `T`, in integer ticks.
 ///
-/// Insert, remove and reset are O(1); [`next_expiration`](Self::next_expiration) is O(levels).
+/// Insert, remove and reset are O(1) (O(lanes) for a slack other than the last one's);
+/// [`next_expiration`](Self::next_expiration) is O(lanes x levels), over those in use.
 /// Ticks are whatever unit the caller chooses; [`TimerQueue`](crate::TimerQueue) uses the
 /// configured resolution. The wheel needs no `unsafe`.
 ///
