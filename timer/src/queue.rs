@@ -187,12 +187,13 @@ impl<T, D: ClockEventDevice> TimerQueue<T, D> {
                 // The slack its lane gives (less than asked once every lane is taken).
                 let (lane, slack) = self.wheel.lane(slack);
                 // Already due: it waits for the next expiry, not for its slack.
-                let latest = if tick <= self.wheel.elapsed() {
+                let due = tick <= self.wheel.elapsed();
+                let latest = if due {
                     tick
                 } else {
                     tick.saturating_add(slack)
                 };
-                if self.armed.is_some_and(|a| a <= latest) && latest > tick {
+                if !due && self.armed.is_some_and(|a| a <= latest) {
                     // The device fires first: the queue looks again then, and a timer cancelled
                     // before that costs no wheel list (a request's timeout, typically).
                     if self.detached.len() == DETACHED_MAX {

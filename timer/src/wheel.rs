@@ -732,6 +732,18 @@ mod tests {
     }
 
     #[test]
+    fn a_deferrable_timer_reset_with_slack_arms_again() {
+        let mut w = Wheel::new();
+        let h = w.insert(10, true, ());
+        assert!(w.has_deferrable());
+        assert_eq!(w.next_expiration(), None);
+        assert!(w.reset_within(h, 20, 5));
+        assert!(!w.has_deferrable());
+        assert_eq!(w.slack_of(h), Some(5));
+        assert_eq!(w.next_expiration(), Some(25));
+    }
+
+    #[test]
     fn deferrable_never_counts_for_arming() {
         let mut w = Wheel::new();
         w.insert(10, true, ());

@@ -275,9 +275,14 @@ fn timeouts_cancelled_before_the_device_fires_never_enter_the_wheel() {
     // before the next. Once the device is armed (for the first), every later one ends its
     // window after the armed instant, so it waits outside the wheel and its cancel is free:
     // no re-arm under any policy, and the device still fires no later than any window's end.
-    for policy in [RearmPolicy::Eager, RearmPolicy::OnIdle, RearmPolicy::Lazy] {
+    let policies = [RearmPolicy::Eager, RearmPolicy::OnIdle, RearmPolicy::Lazy];
+    let ms = Slack::Bounded(std::time::Duration::from_millis(1));
+    // Exact ones too: their window is their deadline, still after the armed instant.
+    for (policy, slack) in policies
+        .into_iter()
+        .flat_map(|p| [(p, ms), (p, Slack::None)])
+    {
         let mut q = queue(policy);
-        let slack = Slack::Bounded(std::time::Duration::from_millis(1));
         let first = q.insert(1_000_000 * US, slack, "first");
         q.on_idle();
         let armed = q.armed().unwrap();
@@ -302,4 +307,37 @@ fn timeouts_cancelled_before_the_device_fires_never_enter_the_wheel() {
         q.advance(1_000_500 * US);
         assert_eq!(q.pop_expired(), Some((late, "survivor")), "{policy:?}");
     }
+}
+
+#[test]
+fn up_to_64_pending_timers_wait_detached_and_more_are_placed() {
+    let mut q = queue(RearmPolicy::Lazy);
+    let ms = Slack::Bounded(std::time::Duration::from_millis(1));
+    q.insert(1_000 * US, Slack::None, "armed");
+    q.on_idle();
+    // 63 pending at once: all detached, all cancelled as such.
+    let batch: Vec<_> = (0..63)
+        .map(|i| q.insert(5_000 * US + i * US, ms, "t"))
+        .collect();
+    for h in batch {
+        q.cancel(h);
+    }
+    assert_eq!(q.stats().cancels_detached, 63);
+    // 64 stale handles and 40 pending: the full list is compacted to the 40, which stay.
+    let batch: Vec<_> = (0..40)
+        .map(|i| q.insert(6_000 * US + i * US, ms, "t"))
+        .collect();
+    for h in batch {
+        q.cancel(h);
+    }
+    assert_eq!(q.stats().cancels_detached, 103);
+    // 80 pending: past half the list, they are placed in the wheel.
+    let batch: Vec<_> = (0..80)
+        .map(|i| q.insert(7_000 * US + i * US, ms, "t"))
+        .collect();
+    for h in batch {
+        q.cancel(h);
+    }
+    let placed = 80 - (q.stats().cancels_detached - 103);
+    assert!(placed > 0 && placed < 80, "{placed} of 80 placed");
 }
