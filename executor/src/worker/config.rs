@@ -29,7 +29,7 @@ pub(crate) enum DefaultSlack {
     /// The same for every timer (`Builder::default_slack`).
     Fixed(Slack),
     /// A fixed share of the time the timer has left to run, `remaining / divisor`
-    /// (`Builder::default_slack_proportional`), rounded as [`grid`] does.
+    /// (`Builder::default_slack_proportional`), rounded as [`power_step`] does.
     Proportional {
         /// The share's divisor, at least 1.
         divisor: u64,
@@ -38,7 +38,7 @@ pub(crate) enum DefaultSlack {
     },
     /// A share that grows with the time left: `remaining * (remaining / knee)`, so that a
     /// timer of length `knee` may be all of it late, a tenth of it a tenth (`Builder::
-    /// default_slack_growing`; the default), rounded as [`grid`] does.
+    /// default_slack_growing`; the default), rounded as [`power_step`] does.
     Growing {
         /// The length whose share is all of it, at least 1 ns.
         knee_ns: u64,
@@ -53,17 +53,17 @@ impl DefaultSlack {
         match self {
             DefaultSlack::Fixed(slack) => slack,
             DefaultSlack::Proportional { divisor, max_ns } => {
-                grid(remaining / divisor.max(1), max_ns)
+                power_step(remaining / divisor.max(1), max_ns)
             }
             // At or past both the knee and the cap the share is the cap (the common case: every
             // timer from 2 ms on, by default), with no wide multiply.
             DefaultSlack::Growing { knee_ns, max_ns } if remaining >= knee_ns.max(max_ns) => {
-                grid(max_ns, max_ns)
+                power_step(max_ns, max_ns)
             }
             DefaultSlack::Growing { knee_ns, max_ns } => {
                 let r = u128::from(remaining);
                 let want = r * r / u128::from(knee_ns.max(1));
-                grid(u64::try_from(want).unwrap_or(u64::MAX), max_ns)
+                power_step(u64::try_from(want).unwrap_or(u64::MAX), max_ns)
             }
         }
     }
@@ -77,7 +77,7 @@ impl DefaultSlack {
 /// `want` nanoseconds of slack, rounded down to `max / 2^k` and at most `max`: about 64 distinct
 /// slacks at most, so that the wheel's lanes (one per slack) stay few; the 16 coarsest get
 /// lanes of their own, the finer ones share the exact lane (a few µs or less).
-fn grid(want: u64, max_ns: u64) -> Slack {
+fn power_step(want: u64, max_ns: u64) -> Slack {
     if want >= max_ns {
         return Slack::Bounded(Duration::from_nanos(max_ns));
     }
@@ -105,7 +105,7 @@ mod tests {
     }
 
     #[test]
-    fn proportional_slack_is_a_share_on_nested_grids() {
+    fn proportional_slack_is_a_share_rounded_down_to_the_cap_over_a_power_of_two() {
         let p = DefaultSlack::Proportional {
             divisor: 16,
             max_ns: 1_024_000,
@@ -132,7 +132,7 @@ mod tests {
                 s <= r / 16 && (s == 1_024_000 || s * 2 > r / 16),
                 "{r}: {s}"
             );
-            // The grids nest down to 125 ns (1,024,000 = 125 x 2^13).
+            // Each is the cap over a power of two, down to 125 ns (1,024,000 = 125 x 2^13).
             if s >= 125 {
                 assert_eq!(1_024_000 % s, 0, "{r}: {s} does not divide the cap");
             }
