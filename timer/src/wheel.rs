@@ -190,6 +190,9 @@ pub struct Wheel<T> {
     /// Bit `level` of `busy[lane]` is set when that level has an occupied slot: finding the
     /// earliest slot visits only the levels in use.
     busy: Vec<u16>,
+    /// Bit `lane` is set when `busy[lane]` is not zero: finding the earliest slot visits only
+    /// the lanes in use.
+    lanes_busy: u32,
     /// Timers whose tick has been reached, in tick order, waiting for `pop_due`.
     due: List,
     /// How many of the due timers are not deferrable.
@@ -223,6 +226,7 @@ impl<T> Wheel<T> {
             slacks: vec![0, u64::MAX],
             recent: (0, EXACT),
             busy: vec![0; 2],
+            lanes_busy: 0,
             due: List::EMPTY,
             due_armed: 0,
             deferrable: 0,
@@ -477,6 +481,9 @@ impl<T> Wheel<T> {
             l.stale &= !(1 << slot);
             if l.occupied == 0 {
                 self.busy[lane] &= !(1 << level);
+                if self.busy[lane] == 0 {
+                    self.lanes_busy &= !(1 << lane);
+                }
             }
             while key != NIL {
                 let node = &self.slab.nodes[key as usize];
@@ -528,13 +535,15 @@ impl<T> Wheel<T> {
     /// place of the bound (`latest == true`).
     fn earliest_slot(&self, latest: bool) -> Option<(usize, usize, usize, u64)> {
         let mut best: Option<(usize, usize, usize, u64)> = None;
-        for (lane, &busy) in self.busy.iter().enumerate() {
-            let slack = match (latest, lane as u8) {
-                (true, DEFERRABLE) => continue,
-                (true, _) => self.slacks[lane],
-                (false, _) => 0,
-            };
-            let mut busy = busy;
+        let mut lanes = self.lanes_busy;
+        if latest {
+            lanes &= !(1 << DEFERRABLE);
+        }
+        while lanes != 0 {
+            let lane = lanes.trailing_zeros() as usize;
+            lanes &= lanes - 1;
+            let slack = if latest { self.slacks[lane] } else { 0 };
+            let mut busy = self.busy[lane];
             while busy != 0 {
                 let level = busy.trailing_zeros() as usize;
                 busy &= busy - 1;
@@ -561,6 +570,7 @@ impl<T> Wheel<T> {
         let level = level_for(self.elapsed, tick);
         let slot = slot_for(tick, level);
         self.busy[lane] |= 1 << level;
+        self.lanes_busy |= 1 << lane;
         let l = &mut self.lanes[lane][level];
         l.occupied |= 1 << slot;
         if tick < l.slots[slot].bound {
@@ -635,6 +645,9 @@ impl<T> Wheel<T> {
                 l.slots[slot].bound = u64::MAX;
                 if l.occupied == 0 {
                     self.busy[lane] &= !(1 << level);
+                    if self.busy[lane] == 0 {
+                        self.lanes_busy &= !(1 << lane);
+                    }
                 }
             } else if tick == l.slots[slot].bound {
                 // The slot's earliest may have gone: `next_expiration` rescans it if asked.
