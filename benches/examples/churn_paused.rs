@@ -10,8 +10,9 @@
 //! # (Collected(30) - Collected(10)) / (1,000 x 20) = instructions per fire
 //! ```
 //!
-//! (tickless only: tokio's paused clock needs its `test-util` feature, which would change the
-//! tokio that `compare` measures.)
+//! The same on tokio's current-thread runtime needs tokio's paused clock, its `test-util`
+//! feature, which `compare`'s tokio must not have: build with `--features tokio-test-util` and
+//! run `churn_paused tokio N`.
 //!
 //! Prints the fires and the paused time they spanned.
 
@@ -34,7 +35,7 @@ fn main() -> std::io::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (runtime, n) = match args.as_slice() {
         [r, n] => (r.as_str(), n.parse().expect("a sleep count")),
-        _ => panic!("usage: churn_paused tickless <sleeps per task>"),
+        _ => panic!("usage: churn_paused <tickless|tokio> <sleeps per task>"),
     };
     let span = match runtime {
         "tickless" => {
@@ -50,6 +51,30 @@ fn main() -> std::io::Result<()> {
                             for d in lengths(i, n) {
                                 let deadline = tickless::time::Instant::now() + d;
                                 tickless::time::sleep_until(deadline).await;
+                            }
+                        })
+                    })
+                    .collect();
+                for t in tasks {
+                    t.await.expect("a churn task");
+                }
+                start.elapsed()
+            })
+        }
+        #[cfg(feature = "tokio-test-util")]
+        "tokio" => {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_time()
+                .start_paused(true)
+                .build()?;
+            rt.block_on(async {
+                let start = tokio::time::Instant::now();
+                let tasks: Vec<_> = (0..TASKS)
+                    .map(|i| {
+                        tokio::spawn(async move {
+                            for d in lengths(i, n) {
+                                let deadline = tokio::time::Instant::now() + d;
+                                tokio::time::sleep_until(deadline).await;
                             }
                         })
                     })
