@@ -99,11 +99,11 @@ pub struct TimerQueue<T, D> {
     /// the next idle flush, only reading the clock can tell whether it is due.
     unarmed: bool,
     /// Timers inserted while the device was armed no later than the end of their window, kept
-    /// out of the wheel ([`Wheel::insert_detached`]): a timeout
-    /// cancelled before the device fires never touches a wheel list. Placed in the wheel
-    /// before anything reads it for expiry or arming (see [`attach_detached`]), and when
-    /// more than half of [`DETACHED_MAX`] entries are still pending (the handles of cancelled
-    /// ones are dropped when the list is full).
+    /// out of the wheel ([`Wheel::insert_detached`]): a timeout cancelled before the device
+    /// fires never touches a wheel list. Placed in the wheel before anything reads it for
+    /// expiry or arming (see [`attach_detached`]), and when more than half of
+    /// [`DETACHED_MAX`] entries are still pending (the handles of cancelled ones are dropped
+    /// when the list is full).
     ///
     /// [`attach_detached`]: Self::attach_detached
     detached: Vec<TimerHandle>,
