@@ -79,7 +79,8 @@ impl Ticks {
 
     /// The last tick whose start is a representable instant: the end of the range.
     pub(crate) fn last(self) -> u64 {
-        u64::MAX / self.ns
+        // `inverse` is that quotient: floor((2^64 - 1) / ns).
+        self.inverse
     }
 
     /// The window of a timer with this deadline and slack: the tick it is due at (never

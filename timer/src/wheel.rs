@@ -78,8 +78,8 @@ impl Place {
 pub struct Lane(u8);
 
 /// A lane's levels, empty.
-fn new_lane() -> Box<[Level; LEVELS]> {
-    Box::new(std::array::from_fn(|_| Level::new()))
+fn new_lane() -> impl Iterator<Item = Level> {
+    (0..LEVELS).map(|_| Level::new())
 }
 
 /// The level at which a tick sits relative to `elapsed` (which must be earlier).
@@ -182,14 +182,16 @@ pub struct Wheel<T> {
     slab: Slab<T>,
     /// `lanes[lane][level]`: lane 0 without slack, lane 1 deferrable, the others one slack
     /// each (see the module docs).
-    lanes: Vec<Box<[Level; LEVELS]>>,
+    levels: Vec<Level>,
     /// Each lane's slack in ticks (`u64::MAX` for the deferrable lane).
-    slacks: Vec<u64>,
+    slacks: [u64; MAX_LANES],
+    /// Lanes in use (allocated in `levels`).
+    lanes: usize,
     /// The last slack asked for and its lane (timers of a core mostly share a few slacks).
     recent: (u64, u8),
     /// Bit `level` of `busy[lane]` is set when that level has an occupied slot: finding the
     /// earliest slot visits only the levels in use.
-    busy: Vec<u16>,
+    busy: [u16; MAX_LANES],
     /// Bit `lane` is set when `busy[lane]` is not zero: finding the earliest slot visits only
     /// the lanes in use.
     lanes_busy: u32,
@@ -222,10 +224,15 @@ impl<T> Wheel<T> {
     pub fn with_capacity(capacity: usize) -> Self {
         Wheel {
             slab: Slab::with_capacity(capacity),
-            lanes: vec![new_lane(), new_lane()],
-            slacks: vec![0, u64::MAX],
+            levels: new_lane().chain(new_lane()).collect(),
+            slacks: {
+                let mut s = [0; MAX_LANES];
+                s[DEFERRABLE as usize] = u64::MAX;
+                s
+            },
+            lanes: 2,
             recent: (0, EXACT),
-            busy: vec![0; 2],
+            busy: [0; MAX_LANES],
             lanes_busy: 0,
             due: List::EMPTY,
             due_armed: 0,
@@ -345,7 +352,7 @@ impl<T> Wheel<T> {
 
     fn find_lane(&mut self, slack: u64) -> u8 {
         let mut below = EXACT;
-        for (lane, &s) in self.slacks.iter().enumerate().skip(2) {
+        for (lane, &s) in self.slacks[..self.lanes].iter().enumerate().skip(2) {
             if s == slack {
                 return lane as u8;
             }
@@ -353,13 +360,13 @@ impl<T> Wheel<T> {
                 below = lane as u8;
             }
         }
-        if self.lanes.len() == MAX_LANES {
+        if self.lanes == MAX_LANES {
             return below;
         }
-        self.lanes.push(new_lane());
-        self.slacks.push(slack);
-        self.busy.push(0);
-        (self.lanes.len() - 1) as u8
+        self.levels.extend(new_lane());
+        self.slacks[self.lanes] = slack;
+        self.lanes += 1;
+        (self.lanes - 1) as u8
     }
 
     /// The slack, in ticks, of a pending timer: 0 for one without, `u64::MAX` for a
@@ -442,7 +449,7 @@ impl<T> Wheel<T> {
         }
         loop {
             let (lane, level, slot, latest) = self.earliest_slot(true)?;
-            let l = &mut self.lanes[lane][level];
+            let l = &mut self.levels[lane * LEVELS + level];
             if l.stale & (1 << slot) == 0 {
                 return Some(latest);
             }
@@ -450,7 +457,7 @@ impl<T> Wheel<T> {
             let head = l.slots[slot].list.head;
             match self.min_tick(head, RESCAN_LIMIT) {
                 // Exact again: the earliest slot may now be another one.
-                Some(min) => self.lanes[lane][level].slots[slot].bound = min,
+                Some(min) => self.levels[lane * LEVELS + level].slots[slot].bound = min,
                 // Too large to scan: the early bound stands (it costs at most one early wakeup).
                 None => return Some(latest),
             }
@@ -470,13 +477,13 @@ impl<T> Wheel<T> {
                 break;
             }
             self.elapsed = self.elapsed.max(bound);
-            let s = &mut self.lanes[lane][level].slots[slot];
+            let s = &mut self.levels[lane * LEVELS + level].slots[slot];
             let mut key = s.list.head;
             *s = Slot {
                 list: List::EMPTY,
                 bound: u64::MAX,
             };
-            let l = &mut self.lanes[lane][level];
+            let l = &mut self.levels[lane * LEVELS + level];
             l.occupied &= !(1 << slot);
             l.stale &= !(1 << slot);
             if l.occupied == 0 {
@@ -547,7 +554,8 @@ impl<T> Wheel<T> {
             while busy != 0 {
                 let level = busy.trailing_zeros() as usize;
                 busy &= busy - 1;
-                if let Some((slot, bound)) = self.lanes[lane][level].next_slot(self.elapsed, level)
+                if let Some((slot, bound)) =
+                    self.levels[lane * LEVELS + level].next_slot(self.elapsed, level)
                 {
                     let key = bound.saturating_add(slack);
                     if best.is_none_or(|b| key < b.3) {
@@ -571,7 +579,7 @@ impl<T> Wheel<T> {
         let slot = slot_for(tick, level);
         self.busy[lane] |= 1 << level;
         self.lanes_busy |= 1 << lane;
-        let l = &mut self.lanes[lane][level];
+        let l = &mut self.levels[lane * LEVELS + level];
         l.occupied |= 1 << slot;
         if tick < l.slots[slot].bound {
             // Below every timer of the slot: the bound is exact again.
@@ -588,7 +596,7 @@ impl<T> Wheel<T> {
             return &mut self.due;
         }
         let (lane, level, slot) = Place::unpack(place);
-        &mut self.lanes[lane][level].slots[slot].list
+        &mut self.levels[lane * LEVELS + level].slots[slot].list
     }
 
     fn push_back(&mut self, key: u32, place: u16) {
@@ -638,7 +646,7 @@ impl<T> Wheel<T> {
         if place != Place::DUE {
             let (lane, level, slot) = Place::unpack(place);
             let tick = self.slab.nodes[key as usize].tick;
-            let l = &mut self.lanes[lane][level];
+            let l = &mut self.levels[lane * LEVELS + level];
             if head == NIL {
                 l.occupied &= !(1 << slot);
                 l.stale &= !(1 << slot);
@@ -753,7 +761,7 @@ mod tests {
             let h = w.insert_within(1_000, i * 10, ());
             assert_eq!(w.slack_of(h), Some(i * 10));
         }
-        assert_eq!(w.lanes.len(), MAX_LANES);
+        assert_eq!(w.lanes, MAX_LANES);
         let h = w.insert_within(1_000, 55, ());
         assert_eq!(w.slack_of(h), Some(50), "earlier than asked, never later");
         let h = w.insert_within(1_000, 5, ());
@@ -762,7 +770,7 @@ mod tests {
         assert_eq!(w.slack_of(h), Some(20), "an existing slack keeps its lane");
         assert!(w.reset_within(h, 2_000, 1_000_000));
         assert_eq!(w.slack_of(h), Some((MAX_LANES as u64 - 2) * 10));
-        assert_eq!(w.lanes.len(), MAX_LANES);
+        assert_eq!(w.lanes, MAX_LANES);
     }
 
     #[test]
