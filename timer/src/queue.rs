@@ -378,6 +378,9 @@ impl<T, D: ClockEventDevice> TimerQueue<T, D> {
     /// arming from the wheel (while they are detached, the armed instant is no later than any
     /// of their windows' ends, which is what lets them wait).
     fn attach_detached(&mut self) {
+        if self.detached.is_empty() {
+            return;
+        }
         for handle in self.detached.drain(..) {
             // Stale (cancelled or fired since) or placed by a reset: nothing to do.
             self.wheel.attach(handle);

@@ -74,9 +74,9 @@ impl DefaultSlack {
     }
 }
 
-/// `want` nanoseconds of slack, rounded down to `max / 2^k` and at most `max`: about 64 distinct
-/// slacks at most, so that the wheel's lanes (one per slack) stay few; the 16 coarsest get
-/// lanes of their own, the finer ones share the exact lane (a few µs or less).
+/// `want` nanoseconds of slack, rounded down to `max / 2^k` and at most `max`: one slack per
+/// power of two, so that the default gives a core's wheel few distinct slacks (it keeps a lane
+/// per slack, at most 16: a slack past those shares the lane of the largest one below it).
 fn power_step(want: u64, max_ns: u64) -> Slack {
     if want >= max_ns {
         return Slack::Bounded(Duration::from_nanos(max_ns));
