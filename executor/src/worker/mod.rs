@@ -25,7 +25,6 @@ pub(crate) mod shared;
 pub(crate) mod shutdown;
 pub(crate) mod timers;
 
-use std::any::Any;
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::io;
@@ -160,11 +159,6 @@ impl Core {
     /// The reactor, for entering it.
     pub(crate) fn reactor(&self) -> &Rc<Reactor> {
         &self.reactor
-    }
-
-    /// This core as the current reactor's owner.
-    pub(crate) fn as_owner(self: &Rc<Self>) -> Rc<dyn Any> {
-        self.clone()
     }
 
     /// Queues a task woken on this thread: no atomic on the queue, no syscall.
