@@ -320,6 +320,10 @@ impl<T, D: ClockEventDevice> TimerQueue<T, D> {
         }
         self.armed = None;
         self.dirty = true;
+        // The arming is spent: until the next idle flush arms it again, nothing announces the
+        // timers still pending, and a core that stays busy until then must read the clock to
+        // expire them.
+        self.unarmed = true;
         self.advance(now);
         let due = self.wheel.has_due();
         if !due {
