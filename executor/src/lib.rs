@@ -40,6 +40,7 @@ pub use stats::{CoreStats, Stats};
 pub use task::{spawn, spawn_local, yield_now, JoinError, JoinHandle};
 pub use tickless_macros::{main, test};
 pub use tickless_timer::RearmPolicy;
+pub use worker::device::ClockDevice;
 
 /// Pipes, sockets and any other file descriptor, driven by the core's reactor.
 ///

@@ -60,9 +60,11 @@ counters! {
     timer_cancels_detached,
     /// Timers that fired.
     timer_fires,
-    /// `timerfd_settime` calls: each re-programming of the core's timerfd.
+    /// `timerfd_settime` calls: each re-programming of the core's timerfd (none with
+    /// [`ClockDevice::Epoll`](crate::ClockDevice::Epoll), which has no timerfd).
     timerfd_rearms,
-    /// timerfd expirations that found no timer due.
+    /// Clock event device expirations (the timerfd's, or the epoll wait's timeout) that found
+    /// no timer due.
     timerfd_spurious,
     /// Hand-overs from other threads that had to wake this core.
     remote_wakes_sent,
@@ -70,7 +72,7 @@ counters! {
     remote_wakes_avoided,
     /// Reads of the monotonic clock by the core.
     clock_reads,
-    /// `epoll_wait` calls, blocking or not.
+    /// `epoll_wait` (or `epoll_pwait2`) calls, blocking or not.
     io_polls,
     /// Events epoll returned.
     io_events,

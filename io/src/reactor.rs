@@ -14,7 +14,7 @@ use std::task::Waker;
 use std::time::Duration;
 
 use mio::unix::SourceFd;
-use mio::{Events, Interest, Token};
+use mio::{Interest, Token};
 use slab::Slab;
 
 use crate::home::Home;
@@ -67,6 +67,8 @@ pub struct Polled {
     pub timer_event: bool,
     /// Another thread unparked this core; the eventfd has been drained.
     pub unparked: bool,
+    /// A signal interrupted the wait (`EINTR`): nothing was seen.
+    pub interrupted: bool,
 }
 
 /// Per-core counters; see [`IoStats`] for what each means.
@@ -118,7 +120,7 @@ pub struct Reactor {
     /// The epoll instance and the buffer for the events of one `epoll_wait`, in one cell so
     /// that a poll borrows once. Borrowed mutably only inside `poll`, and never while a waker
     /// runs.
-    poll: RefCell<(mio::Poll, Events)>,
+    poll: RefCell<(mio::Poll, Box<[libc::epoll_event]>)>,
     /// Live registrations, keyed by the low bits of their token.
     registrations: RefCell<Slab<Slot>>,
     /// The generation the next registration gets.
@@ -164,7 +166,7 @@ impl Reactor {
         let home = Arc::new(Home::new(&poll, unparker.clone())?);
         Ok(Rc::new(Reactor {
             home,
-            poll: RefCell::new((poll, Events::with_capacity(EVENTS_CAPACITY))),
+            poll: RefCell::new((poll, vec![sys::NO_EVENT; EVENTS_CAPACITY].into())),
             registrations: RefCell::new(Slab::new()),
             next_generation: Cell::new(0),
             wake_list: RefCell::new(VecDeque::new()),
@@ -244,27 +246,106 @@ impl Reactor {
     /// `epoll_wait` failed with something other than `EINTR`: only possible if the epoll
     /// descriptor itself is broken.
     pub fn poll(&self, timeout: Option<Duration>) -> io::Result<Polled> {
+        let ms = match timeout {
+            None => -1,
+            // Rounded up, as mio does: a wait never ends before the time asked.
+            Some(d) => {
+                libc::c_int::try_from(d.as_nanos().div_ceil(1_000_000)).unwrap_or(libc::c_int::MAX)
+            }
+        };
+        self.wait(sys::Wait::Millis(ms))
+    }
+
+    /// Waits for events, at most `timeout` (`None`: until one arrives), and dispatches them as
+    /// [`poll`](Self::poll) does, with a timeout of nanosecond precision: the clock event
+    /// device without a timerfd. One `epoll_pwait2` (Linux 5.11). [`Polled::timer_event`]
+    /// says the wait timed out.
+    ///
+    /// The kernel may end the wait up to the thread's timer slack late (`PR_SET_TIMERSLACK`,
+    /// 50 µs by default): see [`precise_timer_slack`](Self::precise_timer_slack).
+    ///
+    /// # Errors
+    ///
+    /// [`Unsupported`](io::ErrorKind::Unsupported) where the kernel has no `epoll_pwait2`
+    /// (`ENOSYS`); otherwise as [`poll`](Self::poll).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tickless_io::{Reactor, TimerFd};
+    ///
+    /// let reactor = Reactor::new()?;
+    /// let start = TimerFd::now_mono_ns();
+    /// match reactor.poll_precise(Some(Duration::from_micros(50))) {
+    ///     Ok(polled) => {
+    ///         assert!(polled.timer_event);
+    ///         assert!(TimerFd::now_mono_ns() >= start + 50_000);
+    ///     }
+    ///     Err(e) => assert_eq!(e.kind(), std::io::ErrorKind::Unsupported),
+    /// }
+    /// # std::io::Result::Ok(())
+    /// ```
+    pub fn poll_precise(&self, timeout: Option<Duration>) -> io::Result<Polled> {
+        let Some(timeout) = timeout else {
+            return self.wait(sys::Wait::Millis(-1));
+        };
+        let ts = libc::timespec {
+            // Saturates where time_t is 32 bits: a wait of 68 years is "no limit" there.
+            tv_sec: libc::time_t::try_from(timeout.as_secs()).unwrap_or(libc::time_t::MAX),
+            // Below one second, so it fits any tv_nsec type.
+            tv_nsec: timeout.subsec_nanos() as _,
+        };
+        let mut polled = self.wait(sys::Wait::Nanos(ts))?;
+        polled.timer_event = polled.events == 0 && !polled.interrupted;
+        if polled.timer_event {
+            self.counters.timer_events.incr();
+        }
+        Ok(polled)
+    }
+
+    /// Lowers the calling thread's kernel timer slack to 1 ns, so that
+    /// [`poll_precise`](Self::poll_precise) wakes at its deadline rather than up to 50 µs after
+    /// it (a timerfd, which the kernel never delays, needs none of this). Returns the slack it
+    /// had, for [`restore_timer_slack`](Self::restore_timer_slack): the setting is the
+    /// thread's, not the reactor's.
+    pub fn precise_timer_slack() -> u64 {
+        sys::set_timer_slack(1)
+    }
+
+    /// Gives the calling thread back the kernel timer slack `ns` that
+    /// [`precise_timer_slack`](Self::precise_timer_slack) returned.
+    pub fn restore_timer_slack(ns: u64) {
+        sys::set_timer_slack(ns);
+    }
+
+    /// One wait and the dispatch of its events.
+    fn wait(&self, wait: sys::Wait) -> io::Result<Polled> {
         let mut polled = Polled::default();
         {
             let (poll, events) = &mut *self.poll.borrow_mut();
             self.counters.polls.incr();
-            match poll.poll(events, timeout) {
-                Ok(()) => {}
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => return Ok(polled),
+            let n = match sys::epoll_wait(poll.as_raw_fd(), events, wait) {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {
+                    polled.interrupted = true;
+                    return Ok(polled);
+                }
                 Err(e) => return Err(e),
-            }
+            };
             let mut wake = self.wake_list.borrow_mut();
             let registrations = self.registrations.borrow();
-            for event in events.iter() {
+            for event in &events[..n] {
                 polled.events += 1;
-                match event.token() {
+                let (bits, data) = (event.events, event.u64);
+                match Token(data as usize) {
                     TIMER_TOKEN => polled.timer_event = true,
                     UNPARK_TOKEN => polled.unparked |= self.unparker.drain(),
                     Token(token) => {
                         let slot = registrations.get(token & KEY_MASK);
                         if let Some(slot) = slot.filter(|s| s.generation == token >> KEY_BITS) {
                             slot.io
-                                .dispatch(Ready::from_event(event), &mut wake, &self.home);
+                                .dispatch(Ready::from_epoll(bits), &mut wake, &self.home);
                         }
                     }
                 }

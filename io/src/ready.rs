@@ -28,21 +28,27 @@ impl Ready {
     pub const ALL_CLOSED: Ready = Ready(Self::READ_CLOSED.0 | Self::WRITE_CLOSED.0);
 
     /// The readiness an epoll event reports.
-    pub(crate) fn from_event(event: &mio::event::Event) -> Ready {
+    pub(crate) fn from_epoll(bits: u32) -> Ready {
+        // The bits as mio reads them (its `Event::is_*`), so that readiness means the same
+        // whichever way it was fetched.
+        let has = |flag: libc::c_int| bits & flag as u32 != 0;
         let mut ready = Ready::EMPTY;
-        if event.is_readable() {
+        if has(libc::EPOLLIN) || has(libc::EPOLLPRI) {
             ready |= Ready::READABLE;
         }
-        if event.is_writable() {
+        if has(libc::EPOLLOUT) {
             ready |= Ready::WRITABLE;
         }
-        if event.is_read_closed() {
+        if has(libc::EPOLLHUP) || (has(libc::EPOLLIN) && has(libc::EPOLLRDHUP)) {
             ready |= Ready::READ_CLOSED;
         }
-        if event.is_write_closed() {
+        if has(libc::EPOLLHUP)
+            || (has(libc::EPOLLOUT) && has(libc::EPOLLERR))
+            || bits == libc::EPOLLERR as u32
+        {
             ready |= Ready::WRITE_CLOSED;
         }
-        if event.is_error() {
+        if has(libc::EPOLLERR) {
             ready |= Ready::ERROR;
         }
         ready

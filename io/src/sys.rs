@@ -253,3 +253,57 @@ pub(crate) fn no_addresses() -> io::Error {
         "could not resolve to any address",
     )
 }
+
+/// An empty epoll event, to size a wait's buffer with.
+pub(crate) const NO_EVENT: libc::epoll_event = libc::epoll_event { events: 0, u64: 0 };
+
+/// How long one epoll wait may block.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Wait {
+    /// `epoll_wait`'s milliseconds (-1: no limit, 0: do not block).
+    Millis(libc::c_int),
+    /// `epoll_pwait2`'s nanoseconds.
+    Nanos(libc::timespec),
+}
+
+/// One `epoll_wait` or `epoll_pwait2` on `epfd` (a reactor's epoll instance, which it keeps
+/// open) into `events`; the number of events written at its front. `epoll_pwait2` fails with
+/// `ENOSYS` before Linux 5.11; a bad `epfd` fails with `EBADF`, it is never unsound.
+pub(crate) fn epoll_wait(
+    epfd: RawFd,
+    events: &mut [libc::epoll_event],
+    wait: Wait,
+) -> io::Result<usize> {
+    // At most `c_int::MAX` events: the buffer is the reactor's fixed-size one.
+    let max = libc::c_int::try_from(events.len()).unwrap_or(libc::c_int::MAX);
+    let n = match wait {
+        // SAFETY: `events` is valid for writes of `max` epoll_events for the call (the kernel
+        // writes no more); the descriptor is only an integer to the kernel.
+        Wait::Millis(ms) => unsafe { libc::epoll_wait(epfd, events.as_mut_ptr(), max, ms) },
+        // SAFETY: as above, and `ts` is a valid timespec for reads during the call; a null
+        // signal mask leaves the mask alone (its size argument is then ignored).
+        Wait::Nanos(ts) => unsafe {
+            libc::syscall(
+                libc::SYS_epoll_pwait2,
+                epfd,
+                events.as_mut_ptr(),
+                max,
+                &ts as *const libc::timespec,
+                ptr::null::<libc::sigset_t>(),
+                0usize,
+            ) as libc::c_int
+        },
+    };
+    // Never more than `max`, and not negative once `cvt` passed it.
+    Ok(cvt(n)? as usize)
+}
+
+/// Sets the calling thread's kernel timer slack (`PR_SET_TIMERSLACK`) and returns the one it
+/// had: an `epoll_pwait2` timeout may otherwise end up to that slack (50 µs by default) late.
+pub(crate) fn set_timer_slack(ns: u64) -> u64 {
+    // SAFETY: prctl with PR_GET_TIMERSLACK / PR_SET_TIMERSLACK takes no pointers.
+    let old = unsafe { libc::prctl(libc::PR_GET_TIMERSLACK, 0, 0, 0, 0) };
+    // SAFETY: as above; the value is an unsigned long.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, ns as libc::c_ulong, 0, 0, 0) };
+    u64::try_from(old).unwrap_or(0)
+}

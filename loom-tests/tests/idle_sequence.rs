@@ -158,7 +158,7 @@ impl Driver for ModelCore {
 
     fn publish(&self) {}
 
-    fn block(&self) {
+    fn block(&self, _armed: Option<u64>) {
         self.blocks.set(self.blocks.get() + 1);
         if self.timer_fires {
             return;

@@ -106,6 +106,22 @@ pub const ALL: &[(&str, Contender)] = &[
             ..tickless::Config::DEFAULT
         }),
     ),
+    // The clock event device without a timerfd: epoll_pwait2's own timeout.
+    (
+        "tickless_epoll",
+        Contender::Tickless(tickless::Config {
+            device: Some(::tickless::ClockDevice::Epoll),
+            ..tickless::Config::DEFAULT
+        }),
+    ),
+    (
+        "tickless_epoll_onidle",
+        Contender::Tickless(tickless::Config {
+            device: Some(::tickless::ClockDevice::Epoll),
+            policy: Some(RearmPolicy::OnIdle),
+            ..tickless::Config::DEFAULT
+        }),
+    ),
     ("tokio", Contender::Tokio),
     ("smol", Contender::Smol),
     ("monoio_legacy", Contender::Monoio(monoio::Driver::Legacy)),

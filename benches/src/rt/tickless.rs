@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use tickless::io::{PipeReader, PipeWriter};
-use tickless::{Builder, CoreStats, RearmPolicy, Runtime};
+use tickless::{Builder, ClockDevice, CoreStats, RearmPolicy, Runtime};
 
 use crate::sys;
 use crate::workload::pingpong::{self, Clock, Mode, Plan, Run, TIMEOUT};
@@ -23,6 +23,8 @@ pub struct Config {
     pub spin: Option<Duration>,
     /// The default slack; `None`: the builder's default (a share of each timer's length).
     pub slack: Option<Slack>,
+    /// The clock event device; `None`: the builder's default.
+    pub device: Option<ClockDevice>,
 }
 
 /// A default slack `compare` sets.
@@ -42,6 +44,7 @@ impl Config {
         policy: None,
         spin: None,
         slack: None,
+        device: None,
     };
 
     fn builder(&self, cores: usize) -> Builder {
@@ -52,6 +55,9 @@ impl Config {
         }
         if let Some(s) = self.spin {
             b.spin_before_park(s);
+        }
+        if let Some(d) = self.device {
+            b.clock_device(d);
         }
         match self.slack {
             Some(Slack::Fixed(s)) => {

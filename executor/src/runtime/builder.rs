@@ -13,6 +13,7 @@ use crate::runtime::tokio_context::TokioRuntime;
 use crate::runtime::Runtime;
 use crate::worker::clock::Epoch;
 use crate::worker::config::{CoreConfig, DefaultSlack};
+use crate::worker::device::ClockDevice;
 use crate::worker::id::CoreId;
 use crate::worker::Core;
 
@@ -87,6 +88,7 @@ impl Builder {
                 spin: Duration::ZERO,
                 epoch: Epoch::now(),
                 always_wake: false,
+                device: ClockDevice::TimerFd,
             },
             max_blocking_threads: DEFAULT_MAX_THREADS,
             blocking_keep_alive: DEFAULT_KEEP_ALIVE,
@@ -117,6 +119,26 @@ impl Builder {
     /// When the timerfd is re-programmed; see [`RearmPolicy`]. Default `Lazy`.
     pub fn timer_policy(&mut self, policy: RearmPolicy) -> &mut Self {
         self.core.timer.policy = policy;
+        self
+    }
+
+    /// What each core sleeps on until its next timer; see [`ClockDevice`]. Default
+    /// [`ClockDevice::TimerFd`]. With [`ClockDevice::Epoll`] a core re-programs nothing: its
+    /// `epoll_pwait2` times out at the deadline, which saves the `timerfd_settime` of each
+    /// timer wakeup (`compare`'s `tickless_epoll` contender measures it).
+    ///
+    /// ```
+    /// use tickless::{Builder, ClockDevice};
+    ///
+    /// let rt = Builder::new()
+    ///     .cores(1)
+    ///     .clock_device(ClockDevice::Epoll)
+    ///     .build()?;
+    /// rt.block_on(tickless::time::sleep(std::time::Duration::from_micros(100)));
+    /// # std::io::Result::Ok(())
+    /// ```
+    pub fn clock_device(&mut self, device: ClockDevice) -> &mut Self {
+        self.core.device = device;
         self
     }
 

@@ -5,6 +5,7 @@ use std::time::Duration;
 use tickless_timer::{Config, Slack};
 
 use crate::worker::clock::Epoch;
+use crate::worker::device::ClockDevice;
 
 /// Everything a core needs to know, from the runtime, to start.
 #[derive(Debug, Clone, Copy)]
@@ -21,6 +22,8 @@ pub(crate) struct CoreConfig {
     pub(crate) epoch: Epoch,
     /// Wake a sleeping core on every hand-over (the experiment's baseline).
     pub(crate) always_wake: bool,
+    /// What the core sleeps on until its next timer.
+    pub(crate) device: ClockDevice,
 }
 
 /// How the slack of a timer that gives none is chosen.

@@ -1,4 +1,4 @@
-//! The core's timerfd as the timer queue's clock event device.
+//! The core's clock event device: its timerfd, or its epoll wait's own timeout.
 
 use std::rc::Rc;
 
@@ -7,35 +7,64 @@ use tickless_timer::ClockEventDevice;
 
 use crate::worker::clock::Clock;
 
-/// Programs the core's timerfd with deadlines in the core's nanoseconds.
+/// What a core sleeps on until its next timer: see
+/// [`Builder::clock_device`](crate::Builder::clock_device).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ClockDevice {
+    /// A timerfd per core, programmed with `timerfd_settime` (a system call each time the
+    /// re-arm policy decides to) and waited on with `epoll_wait`.
+    #[default]
+    TimerFd,
+    /// No timerfd: the core's `epoll_pwait2` (Linux 5.11) times out at the deadline, with
+    /// nanosecond precision. Arming is free (the queue remembers the deadline; the core reads
+    /// the clock once before it sleeps, and once after each poll while a deadline is armed),
+    /// so the re-arm policy only decides how often the deadline is recomputed. The core's
+    /// threads get a kernel timer slack of 1 ns while they run the runtime (else the kernel
+    /// may end the wait 50 µs late). Where the kernel has no `epoll_pwait2`, the core uses
+    /// [`TimerFd`](Self::TimerFd).
+    Epoll,
+}
+
+/// Programs the core's timerfd with deadlines in the core's nanoseconds, or, without one,
+/// does nothing: the queue's armed deadline is what the core's epoll wait times out at.
 ///
 /// It owns the timerfd (the reactor only reports its events), so the timer queue that owns
 /// this device is the only code that can program it, and the only place that knows what is
 /// armed. The epoch and the paused flag are the clock's: the device asks it.
-pub(crate) struct TimerFdDevice {
-    /// The timerfd, registered with the core's reactor.
-    timer: TimerFd,
+pub(crate) struct CoreDevice {
+    /// The timerfd, registered with the core's reactor; `None` for [`ClockDevice::Epoll`].
+    timer: Option<TimerFd>,
     /// The core's clock, which converts deadlines to `CLOCK_MONOTONIC`.
     clock: Rc<Clock>,
 }
 
-impl TimerFdDevice {
-    /// The device over `timer`, on `clock`'s time.
-    pub(crate) fn new(timer: TimerFd, clock: Rc<Clock>) -> TimerFdDevice {
-        TimerFdDevice { timer, clock }
+impl CoreDevice {
+    /// The device over `timer` (`None`: the epoll wait's timeout), on `clock`'s time.
+    pub(crate) fn new(timer: Option<TimerFd>, clock: Rc<Clock>) -> CoreDevice {
+        CoreDevice { timer, clock }
+    }
+
+    /// Which device this is.
+    pub(crate) fn kind(&self) -> ClockDevice {
+        match self.timer {
+            Some(_) => ClockDevice::TimerFd,
+            None => ClockDevice::Epoll,
+        }
     }
 }
 
-impl ClockEventDevice for TimerFdDevice {
+impl ClockEventDevice for CoreDevice {
     fn arm(&mut self, deadline: u64) {
-        if let Some(mono) = self.clock.to_mono(deadline) {
-            self.timer.arm(mono);
+        if let (Some(timer), Some(mono)) = (&self.timer, self.clock.to_mono(deadline)) {
+            timer.arm(mono);
         }
     }
 
     fn disarm(&mut self) {
-        if !self.clock.is_paused() {
-            self.timer.disarm();
+        if let Some(timer) = &self.timer {
+            if !self.clock.is_paused() {
+                timer.disarm();
+            }
         }
     }
 }

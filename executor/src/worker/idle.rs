@@ -40,7 +40,7 @@ pub fn sleep<D: Driver>(d: &D) -> Slept {
     if !shared.handover.try_sleep(armed) {
         return Slept::Retry;
     }
-    d.block();
+    d.block(armed);
     shared.handover.woke();
     Slept::Woke
 }

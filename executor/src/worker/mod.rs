@@ -16,7 +16,7 @@
 pub(crate) mod block_on;
 pub(crate) mod clock;
 pub(crate) mod config;
-pub(crate) mod device;
+pub mod device;
 pub(crate) mod id;
 pub(crate) mod idle;
 pub(crate) mod registry;
@@ -42,6 +42,7 @@ use crate::catch::{drop_caught, wake_caught};
 use crate::stats::CoreStats;
 use clock::{nanos, Clock};
 use config::CoreConfig;
+use device::ClockDevice;
 use id::CoreId;
 use shared::Shared;
 use timers::{TimerValue, Timers};
@@ -99,6 +100,12 @@ pub(crate) struct Core {
     fired_buf: RefCell<Vec<TimerValue>>,
 }
 
+/// A reactor with a timerfd, for the timerfd device.
+fn with_timerfd() -> io::Result<(Rc<Reactor>, Option<tickless_io::TimerFd>)> {
+    let (reactor, timer) = Reactor::with_timer()?;
+    Ok((reactor, Some(timer)))
+}
+
 impl Core {
     /// Creates core `id`: its reactor and timerfd, its clock and its shared half, registered
     /// so that other threads can reach it.
@@ -111,7 +118,18 @@ impl Core {
         config: CoreConfig,
         blocking: Arc<BlockingPool>,
     ) -> io::Result<Rc<Core>> {
-        let (reactor, timerfd) = Reactor::with_timer()?;
+        let (reactor, timerfd) = match config.device {
+            ClockDevice::TimerFd => with_timerfd()?,
+            ClockDevice::Epoll => match Reactor::new() {
+                // One wait that does not block tells whether the kernel has epoll_pwait2.
+                Ok(r) => match r.poll_precise(Some(std::time::Duration::ZERO)) {
+                    Err(e) if e.kind() == io::ErrorKind::Unsupported => with_timerfd()?,
+                    Err(e) => return Err(e),
+                    Ok(_) => (r, None),
+                },
+                Err(e) => return Err(e),
+            },
+        };
         // Host names given to `TcpStream::connect` are looked up on the blocking pool.
         reactor.set_resolver(crate::dns::resolve_on_pool);
         let clock = Clock::new(config.epoch, config.paused);
@@ -233,7 +251,11 @@ impl Core {
             timer_cancels: t.cancels,
             timer_cancels_detached: t.cancels_detached,
             timer_fires: t.fires,
-            timerfd_rearms: t.rearms,
+            // The epoll device programs nothing: its arming is the wait's timeout.
+            timerfd_rearms: match self.timers.device() {
+                ClockDevice::TimerFd => t.rearms,
+                ClockDevice::Epoll => 0,
+            },
             timerfd_spurious: t.spurious,
             remote_wakes_sent: t.remote_wakes_sent,
             remote_wakes_avoided: t.remote_wakes_avoided,

@@ -14,9 +14,11 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
+use tickless_io::Reactor;
 use tickless_timer::Op;
 
 use super::block_on::MainWaker;
+use super::device::ClockDevice;
 use super::shared::{Shared, Unpark};
 use super::timers::TimerValue;
 use super::{bump, Core};
@@ -55,8 +57,9 @@ pub trait Driver {
     fn flush_rearm(&self) -> Option<u64>;
     /// Publishes the counters for other threads.
     fn publish(&self);
-    /// Blocks until an event: I/O, the timerfd, or an unpark.
-    fn block(&self);
+    /// Blocks until an event: I/O, the clock event device (armed for `armed`, what
+    /// [`flush_rearm`](Self::flush_rearm) returned), or an unpark.
+    fn block(&self, armed: Option<u64>);
 }
 
 /// What one turn ended with.
@@ -136,26 +139,56 @@ impl Core {
     /// Runs the loop until `main` completes.
     pub(crate) fn block_on<F: Future>(self: &Rc<Self>, main: F) -> F::Output {
         let mut main = std::pin::pin!(main);
+        let _slack = self.precise_slack();
         run(&**self, Some(main.as_mut()))
             .expect("the loop returns only with the output while there is a main future")
     }
 
     /// Runs the loop until the runtime asks the core to stop (cores other than core 0).
     pub(crate) fn run_until_stopped(&self) {
+        let _slack = self.precise_slack();
         run::<Self, std::future::Pending<()>>(self, None);
     }
 
-    /// Polls I/O once, and hands a timerfd event to the timers. Returns whether any event came.
+    /// With the epoll device, the thread's kernel timer slack at 1 ns while the loop runs
+    /// (core 0 runs on the caller's thread, which gets its own back after).
+    fn precise_slack(&self) -> PreciseSlack {
+        PreciseSlack(
+            (self.timers.device() == ClockDevice::Epoll).then(Reactor::precise_timer_slack),
+        )
+    }
+
+    /// Polls I/O once, and tells the timers when their device may have fired. Returns whether
+    /// any event came.
     pub(crate) fn poll_io(&self, timeout: Option<Duration>) -> bool {
-        let polled = match self.reactor.poll(timeout) {
+        let polled = self.reactor.poll(timeout);
+        self.polled(polled)
+    }
+
+    /// After a poll: a timerfd event, or with the epoll device any poll, makes the timers look
+    /// at the clock (a read only if something is armed): nothing else tells them the deadline
+    /// passed while the core was busy.
+    fn polled(&self, polled: std::io::Result<tickless_io::Polled>) -> bool {
+        let polled = match polled {
             Ok(p) => p,
             // epoll_wait on a valid epoll fd fails only on a broken invariant.
             Err(e) => panic!("tickless: polling the core's epoll instance failed: {e}"),
         };
-        if polled.timer_event {
+        if polled.timer_event || self.timers.device() == ClockDevice::Epoll {
             self.timers.device_event();
         }
         polled.events > 0
+    }
+}
+
+/// The kernel timer slack the thread had before the loop lowered it, restored on drop.
+struct PreciseSlack(Option<u64>);
+
+impl Drop for PreciseSlack {
+    fn drop(&mut self) {
+        if let Some(ns) = self.0 {
+            Reactor::restore_timer_slack(ns);
+        }
     }
 }
 
@@ -240,8 +273,17 @@ impl Driver for Core {
         Core::publish(self);
     }
 
-    fn block(&self) {
+    fn block(&self, armed: Option<u64>) {
         bump(&self.counters.parks);
-        self.poll_io(None);
+        match self.timers.device() {
+            ClockDevice::TimerFd => self.poll_io(None),
+            ClockDevice::Epoll => {
+                // One clock read; a deadline already past polls without blocking.
+                let timeout = armed
+                    .map(|a| Duration::from_nanos(a.saturating_sub(self.timers.clock().now())));
+                let polled = self.reactor.poll_precise(timeout);
+                self.polled(polled)
+            }
+        };
     }
 }

@@ -25,7 +25,7 @@ use tickless_timer::{Config, Slack, TimerHandle, TimerQueue, TimerStats};
 use crate::task::DeferredStart;
 use crate::worker::clock::{nanos, Clock};
 use crate::worker::config::DefaultSlack;
-use crate::worker::device::TimerFdDevice;
+use crate::worker::device::{ClockDevice, CoreDevice};
 
 /// Timers fired in one batch before the loop turns back to tasks and I/O.
 pub(crate) const TIMER_BUDGET: usize = 1024;
@@ -45,7 +45,7 @@ pub enum TimerValue {
 /// The core's timers.
 pub(crate) struct Timers {
     /// The wheel, the re-arm policy and the timerfd.
-    queue: RefCell<TimerQueue<TimerValue, TimerFdDevice>>,
+    queue: RefCell<TimerQueue<TimerValue, CoreDevice>>,
     /// Real or paused time; shared with the device, which converts deadlines with it.
     clock: Rc<Clock>,
     /// `now` as of the last expiry: deadlines at or before it are already due.
@@ -59,15 +59,15 @@ pub(crate) struct Timers {
 }
 
 impl Timers {
-    /// The timers of a core, over its timerfd.
+    /// The timers of a core, over its timerfd (`None`: its epoll wait's timeout).
     pub(crate) fn new(
-        timer: tickless_io::TimerFd,
+        timer: Option<tickless_io::TimerFd>,
         clock: Clock,
         config: Config,
         default_slack: DefaultSlack,
     ) -> Timers {
         let clock = Rc::new(clock);
-        let device = TimerFdDevice::new(timer, clock.clone());
+        let device = CoreDevice::new(timer, clock.clone());
         Timers {
             queue: RefCell::new(TimerQueue::new(device, config)),
             clock,
@@ -80,6 +80,11 @@ impl Timers {
     /// The core's clock.
     pub(crate) fn clock(&self) -> &Clock {
         &self.clock
+    }
+
+    /// What the core sleeps on.
+    pub(crate) fn device(&self) -> ClockDevice {
+        self.queue.borrow().device().kind()
     }
 
     // --- What the time types use. ---

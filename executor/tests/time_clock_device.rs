@@ -1,0 +1,185 @@
+//! The clock event devices (`Builder::clock_device`): what a timer wakeup costs in system
+//! calls with each (through the core's counters), that the epoll device fires timers in order
+//! while the core sleeps and while it never does, and that it gives the thread its kernel
+//! timer slack back.
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tickless::time::{sleep, Sleep};
+use tickless::{Builder, ClockDevice, CoreStats, Runtime};
+
+fn runtime(device: ClockDevice) -> Runtime {
+    Builder::new()
+        .cores(1)
+        .clock_device(device)
+        .build()
+        .expect("a one-core runtime")
+}
+
+fn exact(d: Duration) -> Sleep {
+    sleep(d).slack(Duration::ZERO)
+}
+
+/// `n` exact 200 µs sleeps one after the other, each its own wakeup; the counters they cost.
+fn sequential_sleeps(rt: &Runtime, n: u64) -> CoreStats {
+    let before = rt.stats().total;
+    rt.block_on(async {
+        for _ in 0..n {
+            exact(Duration::from_micros(200)).await;
+        }
+    });
+    rt.stats().total - before
+}
+
+const SLEEPS: u64 = 50;
+
+#[test]
+fn a_timer_wakeup_costs_one_system_call_on_the_epoll_device_and_two_on_the_timerfd() {
+    let epoll = sequential_sleeps(&runtime(ClockDevice::Epoll), SLEEPS);
+    assert_eq!(epoll.timer_fires, SLEEPS);
+    assert_eq!(
+        epoll.timerfd_rearms, 0,
+        "the epoll device has no timerfd: {epoll:?}"
+    );
+    assert!(
+        epoll.parks >= SLEEPS,
+        "each sleep is a wakeup of its own: {epoll:?}"
+    );
+    // One epoll_pwait2 a wakeup (and one more per sleep at most: a poll that finds the
+    // deadline just passed).
+    assert!(epoll.io_polls <= 2 * SLEEPS, "{epoll:?}");
+    assert_eq!(epoll.timerfd_spurious, 0, "{epoll:?}");
+
+    let timerfd = sequential_sleeps(&runtime(ClockDevice::TimerFd), SLEEPS);
+    assert_eq!(timerfd.timer_fires, SLEEPS);
+    // The timerfd is re-programmed for every sleep, on top of the epoll_wait.
+    assert!(timerfd.timerfd_rearms >= SLEEPS, "{timerfd:?}");
+    assert!(timerfd.parks >= SLEEPS, "{timerfd:?}");
+}
+
+#[test]
+fn the_epoll_device_fires_timers_in_deadline_order() {
+    let rt = runtime(ClockDevice::Epoll);
+    let order = Rc::new(RefCell::new(Vec::new()));
+    rt.block_on(async {
+        let mut tasks = Vec::new();
+        for ms in [3u64, 1, 4, 2] {
+            let order = order.clone();
+            tasks.push(tickless::spawn_local(async move {
+                exact(Duration::from_millis(ms)).await;
+                order.borrow_mut().push(ms);
+            }));
+        }
+        for t in tasks {
+            t.await.expect("no sleeping task panics");
+        }
+    });
+    assert_eq!(*order.borrow(), [1, 2, 3, 4]);
+    assert_eq!(rt.stats().total.timerfd_rearms, 0);
+}
+
+/// A core that idles once (its device armed for a short sleep, which fires), then never
+/// again: only a clock read at the fairness polls can notice its other timer's deadline.
+fn fires_while_busy(device: ClockDevice) {
+    let rt = runtime(device);
+    let fired = rt.block_on(async {
+        let done = Rc::new(Cell::new(false));
+        let flag = done.clone();
+        let timer = tickless::spawn_local(async move {
+            exact(Duration::from_millis(2)).await;
+            flag.set(true);
+        });
+        exact(Duration::from_micros(100)).await;
+        // Bounded, so that a device that never fires fails rather than hangs.
+        let mut spins = 0u64;
+        while !done.get() && spins < 20_000_000 {
+            tickless::yield_now().await;
+            spins += 1;
+        }
+        if done.get() {
+            timer.await.expect("the timer task does not panic");
+        }
+        done.get()
+    });
+    assert!(fired, "a busy core never fired its timer ({device:?})");
+}
+
+/// A core asleep with its device armed for a 2 ms timer, woken before it by another thread
+/// with a task that keeps it busy: the timer must fire while that task still runs.
+fn fires_when_woken_early_then_busy(device: ClockDevice) {
+    let rt = runtime(device);
+    let handle = rt.handle(0);
+    let busy_ended = Arc::new(AtomicBool::new(false));
+    let fired = Arc::new(AtomicBool::new(false));
+    let fired_during_busy = rt.block_on({
+        let (busy_ended, fired) = (busy_ended.clone(), fired.clone());
+        async move {
+            let timer = tickless::spawn_local({
+                let (busy_ended, fired) = (busy_ended.clone(), fired.clone());
+                async move {
+                    exact(Duration::from_millis(2)).await;
+                    fired.store(true, Ordering::SeqCst);
+                    !busy_ended.load(Ordering::SeqCst)
+                }
+            });
+            let waker = std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_micros(200));
+                handle.spawn(async move {
+                    let mut spins = 0u64;
+                    while !fired.load(Ordering::SeqCst) && spins < 20_000_000 {
+                        tickless::yield_now().await;
+                        spins += 1;
+                    }
+                    busy_ended.store(true, Ordering::SeqCst);
+                });
+            });
+            let during = timer.await.expect("the timer task does not panic");
+            waker.join().expect("the waking thread does not panic");
+            during
+        }
+    });
+    assert!(
+        fired_during_busy,
+        "the timer waited for the busy task to end ({device:?})"
+    );
+}
+
+#[test]
+fn the_epoll_device_fires_a_timer_while_the_core_never_goes_idle() {
+    fires_while_busy(ClockDevice::Epoll);
+    fires_when_woken_early_then_busy(ClockDevice::Epoll);
+}
+
+#[test]
+fn the_timerfd_device_fires_a_timer_while_the_core_never_goes_idle() {
+    fires_while_busy(ClockDevice::TimerFd);
+    fires_when_woken_early_then_busy(ClockDevice::TimerFd);
+}
+
+fn timer_slack() -> libc::c_int {
+    // SAFETY: PR_GET_TIMERSLACK takes no pointers.
+    unsafe { libc::prctl(libc::PR_GET_TIMERSLACK, 0, 0, 0, 0) }
+}
+
+#[test]
+fn the_epoll_device_lowers_the_kernel_timer_slack_only_while_the_core_runs() {
+    let before = timer_slack();
+    assert!(
+        before > 1,
+        "the default kernel timer slack is 50 µs, not {before} ns"
+    );
+    let rt = runtime(ClockDevice::Epoll);
+    let inside = rt.block_on(async { timer_slack() });
+    assert_eq!(inside, 1, "the epoll wait would end up to the slack late");
+    assert_eq!(
+        timer_slack(),
+        before,
+        "block_on gives the caller's thread its slack back"
+    );
+    let timerfd = runtime(ClockDevice::TimerFd);
+    assert_eq!(timerfd.block_on(async { timer_slack() }), before);
+}
