@@ -249,8 +249,11 @@ impl Reactor {
         let ms = match timeout {
             None => -1,
             // Rounded up, as mio does: a wait never ends before the time asked.
+            Some(Duration::ZERO) => 0,
             Some(d) => {
-                libc::c_int::try_from(d.as_nanos().div_ceil(1_000_000)).unwrap_or(libc::c_int::MAX)
+                let ms = d.as_secs().saturating_mul(1_000)
+                    + u64::from(d.subsec_nanos().div_ceil(1_000_000));
+                libc::c_int::try_from(ms).unwrap_or(libc::c_int::MAX)
             }
         };
         self.wait(sys::Wait::Millis(ms))

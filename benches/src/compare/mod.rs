@@ -55,7 +55,8 @@ const USAGE: &str = "usage: compare [--quick | --smoke] [--only WORKLOAD,...] \
   --runtimes   contenders: tickless,tickless_spin50us,tickless_slack1ms,tickless_slack0,
                tickless_slack10us,tickless_slack100us,tickless_prop4,tickless_prop16,
                tickless_prop64,tickless_knee8ms,
-               tickless_eager,tickless_onidle,tickless_lazy,tokio,smol,monoio_legacy,
+               tickless_eager,tickless_onidle,tickless_lazy,tickless_epoll,
+               tickless_epoll_onidle,tokio,smol,monoio_legacy,
                monoio_uring,threads,floor
   --no-syscalls  skip the strace count
   --http       also run http_hello: tickless's and tokio's hyper servers under wrk
@@ -319,7 +320,8 @@ fn run(opts: &Options) -> usize {
                 for &(w, c) in &jobs {
                     // The policies differ only where there are timers; `tickless_lazy` is
                     // the default's twin.
-                    let policy = matches!(c, "tickless_eager" | "tickless_onidle");
+                    let policy =
+                        matches!(c, "tickless_eager" | "tickless_onidle" | "tickless_epoll");
                     if w.pingpong_mode().is_none()
                         || c == "tickless_lazy"
                         || (policy && w != Workload::PingpongTimeout)

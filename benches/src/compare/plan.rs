@@ -76,6 +76,7 @@ impl Workload {
                 "tickless_eager",
                 "tickless_onidle",
                 "tickless_lazy",
+                "tickless_epoll",
             ],
             Workload::PingpongCross => &[
                 "tickless",
@@ -93,6 +94,7 @@ impl Workload {
             Workload::SleepPrecision => &[
                 "tickless",
                 "tickless_slack0",
+                "tickless_epoll",
                 RUNTIMES[0],
                 RUNTIMES[1],
                 RUNTIMES[2],
@@ -123,6 +125,8 @@ impl Workload {
                 "tickless_eager",
                 "tickless_onidle",
                 "tickless_lazy",
+                "tickless_epoll",
+                "tickless_epoll_onidle",
             ],
         }
     }

@@ -168,6 +168,7 @@ impl Core {
     /// After a poll: a timerfd event, or with the epoll device any poll, makes the timers look
     /// at the clock (a read only if something is armed): nothing else tells them the deadline
     /// passed while the core was busy.
+    #[inline]
     fn polled(&self, polled: std::io::Result<tickless_io::Polled>) -> bool {
         let polled = match polled {
             Ok(p) => p,

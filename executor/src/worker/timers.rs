@@ -56,6 +56,8 @@ pub(crate) struct Timers {
     fresh: Cell<u8>,
     /// Slack of timers that give none.
     default_slack: DefaultSlack,
+    /// What the device is (fixed at creation; the loop asks at every poll).
+    device: ClockDevice,
 }
 
 impl Timers {
@@ -68,7 +70,9 @@ impl Timers {
     ) -> Timers {
         let clock = Rc::new(clock);
         let device = CoreDevice::new(timer, clock.clone());
+        let kind = device.kind();
         Timers {
+            device: kind,
             queue: RefCell::new(TimerQueue::new(device, config)),
             clock,
             last_now: Cell::new(0),
@@ -84,7 +88,7 @@ impl Timers {
 
     /// What the core sleeps on.
     pub(crate) fn device(&self) -> ClockDevice {
-        self.queue.borrow().device().kind()
+        self.device
     }
 
     // --- What the time types use. ---
