@@ -64,11 +64,8 @@ impl Ticks {
     /// `n / ns`, rounded down. The multiply-high estimate is exact or one short.
     fn div_floor(self, n: u64) -> u64 {
         let q = ((n as u128 * self.inverse as u128) >> 64) as u64;
-        if (q as u128 + 1) * self.ns as u128 <= n as u128 {
-            q + 1
-        } else {
-            q
-        }
+        // q <= n / ns, so q * ns <= n: the remainder fits, and is one `ns` too many if q is short.
+        q + (n - q * self.ns >= self.ns) as u64
     }
 
     /// `n / ns`, rounded up.

@@ -288,7 +288,11 @@ impl<T> Wheel<T> {
     /// The lane timers with `slack` ticks of slack go to, and the slack they get there (no more
     /// than asked: see [`MAX_LANES`]), for [`insert_in_lane`](Self::insert_in_lane) and
     /// [`insert_detached`](Self::insert_detached).
+    #[inline]
     pub fn lane(&mut self, slack: u64) -> (Lane, u64) {
+        if slack == 0 {
+            return (Lane(EXACT), 0);
+        }
         let lane = self.lane_for(slack);
         (Lane(lane), self.slacks[lane as usize])
     }
