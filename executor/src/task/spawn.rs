@@ -4,7 +4,6 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use async_task::Runnable;
 use tickless_timer::{Op, Slack};
 
 use crate::blocking::BlockingTask;
@@ -12,23 +11,24 @@ use crate::context::{with_current, NO_RUNTIME};
 use crate::task::deferred::DeferredStart;
 use crate::task::harness::TaskFuture;
 use crate::task::join_handle::JoinHandle;
-use crate::worker::shared::Shared;
+use crate::worker::shared::{Runnable, Shared};
 use crate::worker::timers::TimerValue;
 use crate::worker::Core;
 
-/// The schedule function of a task owned by `shared`'s core: the local queue when woken on
-/// that core's thread, the inbox otherwise.
-fn schedule(shared: Arc<Shared>) -> impl Fn(Runnable) + Send + Sync + 'static {
-    move |runnable| {
-        let mut runnable = Some(runnable);
-        with_current(|core| {
-            if Arc::ptr_eq(core.shared(), &shared) {
-                core.schedule_local(runnable.take().expect("taken once"));
-            }
-        });
-        if let Some(runnable) = runnable {
-            shared.schedule_remote(runnable);
+/// The schedule function of every task: the local queue when woken on its core's thread (the
+/// core its header names), that core's inbox otherwise. A plain function, so that it captures
+/// nothing (see [`Runnable`]).
+fn schedule(runnable: Runnable) {
+    let mut runnable = Some(runnable);
+    with_current(|core| {
+        let task = runnable.as_ref().expect("not taken yet");
+        if Arc::ptr_eq(core.shared(), task.metadata()) {
+            core.schedule_local(runnable.take().expect("taken once"));
         }
+    });
+    if let Some(runnable) = runnable {
+        let shared = Arc::clone(runnable.metadata());
+        shared.schedule_remote(runnable);
     }
 }
 
@@ -42,7 +42,9 @@ where
     T: 'static,
 {
     let (wrapped, slot) = TaskFuture::new(future);
-    let (runnable, task) = async_task::spawn_local(wrapped, schedule(core.shared().clone()));
+    let (runnable, task) = async_task::Builder::new()
+        .metadata(core.shared().clone())
+        .spawn_local(move |_| wrapped, schedule);
     task.detach();
     let waker = runnable.waker();
     core.schedule_local(runnable);
@@ -61,7 +63,9 @@ where
     T: Send + 'static,
 {
     let (wrapped, slot) = TaskFuture::new(future);
-    let (runnable, task) = async_task::spawn(wrapped, schedule(shared.clone()));
+    let (runnable, task) = async_task::Builder::new()
+        .metadata(shared.clone())
+        .spawn(move |_| wrapped, schedule);
     task.detach();
     let waker = runnable.waker();
     let deferred = match deadline {

@@ -32,7 +32,6 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::task::Waker;
 
-use async_task::Runnable;
 use slab::Slab;
 use tickless_io::Reactor;
 use tickless_timer::Op;
@@ -44,7 +43,7 @@ use clock::{nanos, Clock};
 use config::CoreConfig;
 use device::ClockDevice;
 use id::CoreId;
-use shared::Shared;
+use shared::{Runnable, Shared};
 use timers::{TimerValue, Timers};
 
 /// Counters only the core touches (the others live where they are counted: the timer queue,

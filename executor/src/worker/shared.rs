@@ -1,7 +1,8 @@
 //! The part of a core other threads may touch: its inbox, its eventfd, its stop flag, its
 //! published counters, and the word on why it died.
 
-use async_task::Runnable;
+use std::sync::Arc;
+
 use tickless_io::Unparker;
 use tickless_timer::{Handover, Op, Wake as WakeDecision};
 
@@ -10,6 +11,11 @@ use crate::sync::{lock, AtomicBool, Mutex, Ordering};
 use crate::worker::clock::Epoch;
 use crate::worker::id::CoreId;
 use crate::worker::timers::TimerValue;
+
+/// A task ready to run, carrying (in its header) the shared half of the core it belongs to:
+/// its schedule function then captures nothing, which lets a wake by value hand the waker's
+/// reference to the queued task instead of taking a new one and dropping the old.
+pub(crate) type Runnable = async_task::Runnable<Arc<Shared>>;
 
 /// What wakes a core blocked in `epoll_wait`, from another thread: the core's eventfd in
 /// production, a model thread's unpark in `loom-tests/`.

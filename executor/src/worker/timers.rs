@@ -19,13 +19,13 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::task::Waker;
 
-use async_task::Runnable;
 use tickless_timer::{Config, Slack, TimerHandle, TimerQueue, TimerStats};
 
 use crate::task::DeferredStart;
 use crate::worker::clock::{nanos, Clock};
 use crate::worker::config::DefaultSlack;
 use crate::worker::device::{ClockDevice, CoreDevice};
+use crate::worker::shared::Runnable;
 
 /// Timers fired in one batch before the loop turns back to tasks and I/O.
 pub(crate) const TIMER_BUDGET: usize = 1024;
