@@ -186,6 +186,35 @@ mod tests {
     }
 
     #[test]
+    fn epoll_bits_read_as_mio_reads_them() {
+        let bits = |flags: &[libc::c_int]| flags.iter().fold(0u32, |b, &f| b | f as u32);
+        let r = |flags: &[libc::c_int]| Ready::from_epoll(bits(flags));
+        assert_eq!(r(&[]), Ready::EMPTY);
+        assert_eq!(r(&[libc::EPOLLIN]), Ready::READABLE);
+        assert_eq!(r(&[libc::EPOLLPRI]), Ready::READABLE);
+        assert_eq!(r(&[libc::EPOLLOUT]), Ready::WRITABLE);
+        // A peer's shutdown of its write side: readable, and read-closed.
+        assert_eq!(
+            r(&[libc::EPOLLIN, libc::EPOLLRDHUP]),
+            Ready::READABLE | Ready::READ_CLOSED
+        );
+        // RDHUP alone (no IN) is not read-closed for mio.
+        assert_eq!(r(&[libc::EPOLLRDHUP]), Ready::EMPTY);
+        // A hang-up closes both sides.
+        assert_eq!(r(&[libc::EPOLLHUP]), Ready::ALL_CLOSED);
+        // A reset: error, and write-closed (with OUT), or write-closed by ERR alone.
+        assert_eq!(
+            r(&[libc::EPOLLOUT, libc::EPOLLERR]),
+            Ready::WRITABLE | Ready::WRITE_CLOSED | Ready::ERROR
+        );
+        assert_eq!(r(&[libc::EPOLLERR]), Ready::WRITE_CLOSED | Ready::ERROR);
+        assert_eq!(
+            r(&[libc::EPOLLIN, libc::EPOLLERR]),
+            Ready::READABLE | Ready::ERROR
+        );
+    }
+
+    #[test]
     fn difference_keeps_closed_bits() {
         let r = Ready::READABLE | Ready::READ_CLOSED;
         let cleared = r.difference(r.difference(Ready::ALL_CLOSED));
