@@ -4,6 +4,7 @@
 //! timer slack back.
 
 use std::cell::{Cell, RefCell};
+use std::future::Future;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -182,4 +183,40 @@ fn the_epoll_device_lowers_the_kernel_timer_slack_only_while_the_core_runs() {
     );
     let timerfd = runtime(ClockDevice::TimerFd);
     assert_eq!(timerfd.block_on(async { timer_slack() }), before);
+}
+
+#[test]
+fn the_timerfd_is_disarmed_when_its_last_timer_is_cancelled() {
+    // Eager re-programs at once: cancelling the only timer disarms the timerfd, so the core,
+    // then waiting for another thread, parks once and is woken once, by that thread. A timerfd
+    // left armed would wake it at 2 ms as well.
+    let rt = Builder::new()
+        .cores(1)
+        .timer_policy(tickless::RearmPolicy::Eager)
+        .build()
+        .expect("a one-core runtime");
+    let before = rt.stats().total;
+    rt.block_on(async {
+        let mut sleep = std::pin::pin!(exact(Duration::from_millis(2)));
+        // One poll registers it, and Eager arms the timerfd for it.
+        let pending =
+            std::future::poll_fn(|cx| std::task::Poll::Ready(sleep.as_mut().poll(cx).is_pending()))
+                .await;
+        assert!(pending);
+    });
+    let armed = rt.stats().total - before;
+    assert_eq!(
+        armed.timerfd_rearms, 2,
+        "armed, then disarmed by the drop: {armed:?}"
+    );
+    let before = rt.stats().total;
+    rt.block_on(async {
+        tickless::task::spawn_blocking(|| std::thread::sleep(Duration::from_millis(20))).await
+    })
+    .expect("the blocking job does not panic");
+    let waited = rt.stats().total - before;
+    assert_eq!(
+        waited.parks, 1,
+        "woken only by the blocking job: {waited:?}"
+    );
 }
