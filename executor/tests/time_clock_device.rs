@@ -220,3 +220,38 @@ fn the_timerfd_is_disarmed_when_its_last_timer_is_cancelled() {
         "woken only by the blocking job: {waited:?}"
     );
 }
+
+#[test]
+fn the_epoll_device_serves_paused_time_and_every_core() {
+    // Paused time never arms a device: the core jumps to the next timer.
+    let paused = Builder::new()
+        .cores(1)
+        .clock_device(ClockDevice::Epoll)
+        .start_paused(true)
+        .build()
+        .expect("a paused runtime");
+    paused.block_on(async {
+        let start = tickless::time::Instant::now();
+        sleep(Duration::from_secs(3600)).await;
+        assert!(start.elapsed() >= Duration::from_secs(3600));
+    });
+    // A core of its own thread (not the caller's) sleeps on its epoll wait too.
+    let rt = Builder::new()
+        .cores(2)
+        .clock_device(ClockDevice::Epoll)
+        .build()
+        .expect("a two-core runtime");
+    let done = rt.block_on(async {
+        rt.handle(1)
+            .spawn(async {
+                exact(Duration::from_millis(2)).await;
+                (tickless::core_id(), timer_slack())
+            })
+            .await
+    });
+    assert_eq!(
+        done.expect("the task does not panic"),
+        (1, 1),
+        "core 1's thread sleeps on its epoll wait with a 1 ns kernel slack"
+    );
+}
