@@ -245,6 +245,7 @@ impl Reactor {
     ///
     /// `epoll_wait` failed with something other than `EINTR`: only possible if the epoll
     /// descriptor itself is broken.
+    #[inline]
     pub fn poll(&self, timeout: Option<Duration>) -> io::Result<Polled> {
         let ms = match timeout {
             None => -1,
