@@ -255,3 +255,30 @@ fn the_epoll_device_serves_paused_time_and_every_core() {
         "core 1's thread sleeps on its epoll wait with a 1 ns kernel slack"
     );
 }
+
+#[test]
+fn the_epoll_device_waits_out_a_huge_deadline_as_no_deadline() {
+    // A deadline centuries away becomes an epoll_pwait2 timeout the kernel clamps, not an
+    // error: the core parks on it, and is woken by other work.
+    let rt = runtime(ClockDevice::Epoll);
+    let before = rt.stats().total;
+    let woke = rt.block_on(async {
+        let far = tickless::spawn_local(async {
+            sleep(Duration::from_secs(u64::MAX / 4)).await;
+        });
+        tickless::yield_now().await; // the far sleep registers: the only timer
+                                     // The core parks with only the far deadline armed; another thread wakes it.
+        tickless::task::spawn_blocking(|| std::thread::sleep(Duration::from_millis(5)))
+            .await
+            .expect("the blocking job does not panic");
+        exact(Duration::from_millis(1)).await;
+        far.abort();
+        "woken"
+    });
+    assert_eq!(woke, "woken");
+    let stats = rt.stats().total - before;
+    assert!(
+        stats.parks >= 2,
+        "parked on the far deadline, then on the near one: {stats:?}"
+    );
+}
