@@ -119,15 +119,15 @@ impl Core {
     ) -> io::Result<Rc<Core>> {
         let (reactor, timerfd) = match config.device {
             ClockDevice::TimerFd => with_timerfd()?,
-            ClockDevice::Epoll => match Reactor::new() {
+            ClockDevice::Epoll => {
+                let reactor = Reactor::new()?;
                 // One wait that does not block tells whether the kernel has epoll_pwait2.
-                Ok(r) => match r.poll_precise(Some(std::time::Duration::ZERO)) {
+                match reactor.poll_precise(Some(std::time::Duration::ZERO)) {
                     Err(e) if e.kind() == io::ErrorKind::Unsupported => with_timerfd()?,
                     Err(e) => return Err(e),
-                    Ok(_) => (r, None),
-                },
-                Err(e) => return Err(e),
-            },
+                    Ok(_) => (reactor, None),
+                }
+            }
         };
         // Host names given to `TcpStream::connect` are looked up on the blocking pool.
         reactor.set_resolver(crate::dns::resolve_on_pool);

@@ -14,7 +14,10 @@ use crate::worker::timers::TimerValue;
 
 /// A task ready to run, carrying (in its header) the shared half of the core it belongs to:
 /// its schedule function then captures nothing, which lets a wake by value hand the waker's
-/// reference to the queued task instead of taking a new one and dropping the old.
+/// reference to the queued task instead of taking a new one and dropping the old (one atomic
+/// less on every wake on the task's own core). A wake from another thread pays it back: it
+/// clones the `Arc` before the hand-over, since once handed over the task (and the header that
+/// holds the `Arc`) may run and be freed on its core before the hand-over returns.
 pub(crate) type Runnable = async_task::Runnable<Arc<Shared>>;
 
 /// What wakes a core blocked in `epoll_wait`, from another thread: the core's eventfd in
