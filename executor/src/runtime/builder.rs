@@ -11,7 +11,6 @@ use crate::blocking::{BlockingPool, DEFAULT_KEEP_ALIVE, DEFAULT_MAX_THREADS};
 use crate::runtime::thread::core_thread;
 use crate::runtime::tokio_context::TokioRuntime;
 use crate::runtime::Runtime;
-use crate::worker::clock::Epoch;
 use crate::worker::config::{CoreConfig, DefaultSlack};
 use crate::worker::device::ClockDevice;
 use crate::worker::id::CoreId;
@@ -86,7 +85,6 @@ impl Builder {
                 },
                 paused: false,
                 spin: Duration::ZERO,
-                epoch: Epoch::now(),
                 always_wake: false,
                 device: ClockDevice::TimerFd,
             },
@@ -351,8 +349,7 @@ impl Builder {
             }
         }
         let runtime = CoreId::new_runtime();
-        let mut config = self.core;
-        config.epoch = Epoch::now();
+        let config = self.core;
         // Core 0 is the calling thread: pin it for the runtime's life, and give it its old
         // affinity back when the runtime is dropped.
         let restore_affinity = match cpus[0] {

@@ -4,6 +4,7 @@ use std::ops::{Add, AddAssign, Sub, SubAssign};
 use std::time::Duration;
 
 use crate::context::with_current;
+use crate::worker::clock::Epoch;
 
 /// A measurement of the monotonic clock, as `std::time::Instant`, except that inside a runtime
 /// whose time is paused, [`now`](Self::now) reads the paused clock (as tokio's `Instant` does).
@@ -13,6 +14,11 @@ pub struct Instant(std::time::Instant);
 impl Instant {
     /// Now: the core's clock inside a runtime (paused time if paused; each read is counted in
     /// the stats), the system's monotonic clock elsewhere.
+    ///
+    /// A running core's clock is `CLOCK_MONOTONIC`, read directly and counted from the
+    /// process's epoch (its first use of tickless time): it is the clock sleeps and timeouts take their deadlines from
+    /// and expire by, and it may read up to a few hundred nanoseconds behind
+    /// `std::time::Instant::now()`, never ahead (so a deadline is never early by either).
     pub fn now() -> Instant {
         Instant(
             with_current(|c| c.timers().clock().now_instant())
@@ -64,9 +70,19 @@ impl Instant {
     /// is never reached in practice, and never a panic.
     pub(crate) fn far_add(self, d: Duration) -> Instant {
         self.checked_add(d)
-            .or_else(|| self.checked_add(Duration::from_secs(86_400 * 365 * 30)))
+            .or_else(|| self.checked_add(Duration::from_nanos(FAR_NS)))
             .unwrap_or(self)
     }
+}
+
+/// About 30 years, in nanoseconds: how far a deadline given as a duration goes at most (one
+/// never reached in practice, and never an overflow).
+pub(crate) const FAR_NS: u64 = 86_400 * 365 * 30 * 1_000_000_000;
+
+/// Now, in the nanoseconds of the cores' clocks ([`Epoch::global`]): the current core's clock
+/// (paused time if paused; one counted read), the system's monotonic clock elsewhere.
+pub(crate) fn now_ns() -> u64 {
+    with_current(|c| c.timers().clock().now()).unwrap_or_else(|| Epoch::global().elapsed())
 }
 
 impl From<std::time::Instant> for Instant {

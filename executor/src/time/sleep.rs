@@ -10,7 +10,9 @@ use tickless_timer::{Slack, TimerHandle};
 use crate::catch::drop_caught;
 use crate::context::{with_current, NO_RUNTIME};
 use crate::runtime::MAX_SLACK;
+use crate::time::instant::{now_ns, FAR_NS};
 use crate::time::Instant;
+use crate::worker::clock::{nanos, Epoch};
 use crate::worker::id::CoreId;
 use crate::worker::registry::remote_cancel;
 
@@ -38,11 +40,25 @@ use crate::worker::registry::remote_cancel;
 ///
 /// When polled outside a tickless runtime.
 pub fn sleep(duration: Duration) -> Sleep {
-    let now = Instant::now();
-    let mut sleep = sleep_until(now.far_add(duration));
+    let mut sleep = sleep_for(duration);
     sleep.done = duration.is_zero();
-    sleep.span = Some(duration);
     sleep
+}
+
+/// A sleep of `span` from now (the deadline clamped about 30 years out), `done` or not.
+///
+/// The deadline is in the nanoseconds of the cores' clocks, read from the current core's
+/// clock (one read, no conversion through `std::time::Instant`), or from the system's
+/// monotonic clock outside a runtime.
+pub(crate) fn sleep_for(span: Duration) -> Sleep {
+    let now = now_ns();
+    Sleep {
+        deadline: now.saturating_add(nanos(span).min(FAR_NS)),
+        slack: None,
+        span: Some(span),
+        entry: None,
+        done: false,
+    }
 }
 
 /// Waits until `deadline`.
@@ -68,22 +84,15 @@ pub fn sleep(duration: Duration) -> Sleep {
 /// });
 /// # std::io::Result::Ok(())
 /// ```
+#[inline]
 pub fn sleep_until(deadline: Instant) -> Sleep {
     Sleep {
-        deadline,
+        deadline: Epoch::global().ns(deadline.into_std()),
         slack: None,
         span: None,
         entry: None,
         done: false,
     }
-}
-
-/// A sleep until `deadline` that was made for `span` (a `timeout`'s duration): what a
-/// proportional default slack is a share of.
-pub(crate) fn sleep_until_for(deadline: Instant, span: Duration) -> Sleep {
-    let mut sleep = sleep_until(deadline);
-    sleep.span = Some(span);
-    sleep
 }
 
 /// Where a polled `Sleep` is registered.
@@ -122,8 +131,9 @@ struct Entry {
 #[derive(Debug)]
 #[must_use = "futures do nothing unless awaited"]
 pub struct Sleep {
-    /// When it completes.
-    deadline: Instant,
+    /// When it completes: nanoseconds since the process's epoch ([`Epoch::global`]), the
+    /// unit of every core's timers.
+    deadline: u64,
     /// How late it may complete; the runtime's default when `None`.
     slack: Option<Slack>,
     /// How long it was made for, if known (`sleep`, `timeout`): the runtime's default slack
@@ -155,9 +165,14 @@ impl Sleep {
         self
     }
 
-    /// The deadline.
+    /// The deadline. (One given as an instant before the first runtime of the process was
+    /// built, long past, reads as that moment.)
     pub fn deadline(&self) -> Instant {
-        self.deadline
+        let epoch = Epoch::global();
+        let at = epoch
+            .instant(self.deadline)
+            .or_else(|| epoch.instant(FAR_NS));
+        Instant::from_std(at.expect("30 years after the epoch is representable"))
     }
 
     /// Whether it has completed.
@@ -167,15 +182,13 @@ impl Sleep {
 
     /// Moves the deadline, keeping the registration (no allocation, no re-registration).
     pub fn reset(&mut self, deadline: Instant) {
+        let deadline = Epoch::global().ns(deadline.into_std());
         self.deadline = deadline;
         self.span = None;
         self.done = false;
         if let Some(entry) = self.entry {
             let moved = with_current(|core| {
-                core.id() == entry.core
-                    && core
-                        .timers()
-                        .reset(entry.handle, deadline.into_std(), self.slack)
+                core.id() == entry.core && core.timers().reset(entry.handle, deadline, self.slack)
             });
             if moved != Some(true) {
                 self.cancel();
@@ -217,7 +230,7 @@ impl Sleep {
                 // First poll on this core: move the registration here.
                 self.cancel();
             }
-            match timers.register(self.deadline.into_std(), self.slack, self.span, cx.waker()) {
+            match timers.register(self.deadline, self.slack, self.span, cx.waker()) {
                 None => true,
                 Some(handle) => {
                     self.entry = Some(Entry {

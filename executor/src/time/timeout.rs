@@ -6,7 +6,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use crate::time::sleep::sleep_until_for;
+use crate::time::sleep::sleep_for;
 use crate::time::{sleep_until, Instant, Sleep};
 
 /// The error of a [`Timeout`] whose deadline passed first.
@@ -56,10 +56,9 @@ impl From<Elapsed> for std::io::Error {
 /// # std::io::Result::Ok(())
 /// ```
 pub fn timeout<F: IntoFuture>(duration: Duration, future: F) -> Timeout<F::IntoFuture> {
-    let deadline = Instant::now().far_add(duration);
     Timeout {
         future: future.into_future(),
-        sleep: sleep_until_for(deadline, duration),
+        sleep: sleep_for(duration),
     }
 }
 

@@ -12,9 +12,13 @@ pub(crate) use tickless_timer::nanos;
 pub(crate) struct Epoch(std::time::Instant);
 
 impl Epoch {
-    /// Now is 0 ns.
-    pub(crate) fn now() -> Epoch {
-        Epoch(std::time::Instant::now())
+    /// The process's epoch, taken the first time anything asks for it: every runtime's clocks
+    /// count from it, so that a deadline in nanoseconds means the same instant on every core
+    /// of every runtime (a `Sleep` keeps its deadline so, and needs no conversion where it is
+    /// registered).
+    pub(crate) fn global() -> Epoch {
+        static GLOBAL: std::sync::OnceLock<Epoch> = std::sync::OnceLock::new();
+        *GLOBAL.get_or_init(|| Epoch(std::time::Instant::now()))
     }
 
     /// An instant in nanoseconds since the epoch; instants before it are 0, instants more than
@@ -29,8 +33,33 @@ impl Epoch {
     }
 
     /// Time since the epoch. One clock read.
-    fn elapsed(self) -> u64 {
+    pub(crate) fn elapsed(self) -> u64 {
         nanos(self.0.elapsed())
+    }
+
+    /// `CLOCK_MONOTONIC` (ns) at the epoch, or up to a few hundred nanoseconds after it (never
+    /// before): the monotonic time of `at`, read just after an instant `at`, less the time from
+    /// the epoch to `at`. Of a few tries, the one whose reads were closest together.
+    fn mono(self) -> u64 {
+        self.mono_from(std::time::Instant::now, tickless_io::TimerFd::now_mono_ns)
+    }
+
+    /// [`mono`](Self::mono) from these two clocks.
+    fn mono_from(
+        self,
+        instant_now: impl Fn() -> std::time::Instant,
+        mono_now: impl Fn() -> u64,
+    ) -> u64 {
+        let mut best = (u64::MAX, 0);
+        for _ in 0..4 {
+            let at = instant_now();
+            let mono = mono_now();
+            let gap = nanos(instant_now().saturating_duration_since(at));
+            if gap < best.0 {
+                best = (gap, mono.saturating_sub(self.ns(at)));
+            }
+        }
+        best.1
     }
 }
 
@@ -63,32 +92,36 @@ pub(crate) struct Clock {
 pub(crate) const PAUSED_LIMIT: u64 = u64::MAX >> 2;
 
 impl Clock {
-    /// A clock whose 0 is `epoch` (shared by every core of a runtime).
-    pub(crate) fn new(epoch: Epoch, paused: bool) -> Clock {
-        // Read the instant first: the monotonic read after it is no earlier, so the epoch's
-        // monotonic time computed from them is never early either.
-        let at = std::time::Instant::now();
-        let mono = tickless_io::TimerFd::now_mono_ns();
-        let epoch_mono = mono.saturating_sub(epoch.ns(at));
-        Clock {
+    /// A clock whose 0 is the process's epoch (shared by every core of every runtime:
+    /// [`Epoch::global`]), paused if `paused` at its current reading rounded down to a whole
+    /// `tick` (the timer resolution), so that paused sleeps of whole ticks end on whole ticks.
+    pub(crate) fn new(paused: bool, tick: Duration) -> Clock {
+        let epoch = Epoch::global();
+        let clock = Clock {
             epoch,
-            epoch_mono,
-            paused: Cell::new(paused.then_some(0)),
+            epoch_mono: epoch.mono(),
+            paused: Cell::new(None),
             base: Cell::new(0),
             since: Cell::new(0),
             reads: Cell::new(0),
+        };
+        if paused {
+            let real = clock.real();
+            clock.paused.set(Some(real - real % nanos(tick).max(1)));
         }
+        clock
+    }
+
+    /// Real nanoseconds since the epoch, from one `CLOCK_MONOTONIC` read: at most the epoch's
+    /// `epoch_mono` error behind an instant's reading (see [`Epoch::mono`]), never ahead, so a
+    /// deadline taken from it and expired by it is never early.
+    fn real(&self) -> u64 {
+        tickless_io::TimerFd::now_mono_ns().saturating_sub(self.epoch_mono)
     }
 
     /// Whether time is paused.
     pub(crate) fn is_paused(&self) -> bool {
         self.paused.get().is_some()
-    }
-
-    /// Whether the clock has ever been resumed from a pause: then it is no longer the
-    /// monotonic clock itself.
-    fn shifted(&self) -> bool {
-        self.base.get() != 0 || self.since.get() != 0
     }
 
     /// Now, in nanoseconds since the epoch. One clock read (none while paused).
@@ -97,26 +130,19 @@ impl Clock {
             Some(now) => now,
             None => {
                 self.reads.set(self.reads.get() + 1);
-                let real = self.epoch.elapsed();
-                self.base.get() + real.saturating_sub(self.since.get())
+                self.base.get() + self.real().saturating_sub(self.since.get())
             }
         }
     }
 
-    /// Now, as an instant. One clock read (none while paused).
+    /// Now, as an instant: the same reading as [`now`](Self::now), so that instants and
+    /// deadlines taken on a core agree (a running clock's instants are at most the epoch's
+    /// conversion error behind `std::time::Instant::now()`, never ahead). One clock read (none
+    /// while paused).
     pub(crate) fn now_instant(&self) -> std::time::Instant {
-        if self.paused.get().is_none() && !self.shifted() {
-            self.reads.set(self.reads.get() + 1);
-            return std::time::Instant::now();
-        }
         self.epoch
             .instant(self.now())
             .expect("the clock stays below PAUSED_LIMIT, which is representable")
-    }
-
-    /// An instant in nanoseconds since the epoch.
-    pub(crate) fn ns(&self, instant: std::time::Instant) -> u64 {
-        self.epoch.ns(instant)
     }
 
     /// The `CLOCK_MONOTONIC` instant (ns) of a deadline, to arm the timerfd with; `None` while
@@ -145,7 +171,7 @@ impl Clock {
             return false;
         };
         self.reads.set(self.reads.get() + 1);
-        self.since.set(self.epoch.elapsed());
+        self.since.set(self.real());
         self.base.set(now);
         true
     }
@@ -175,7 +201,7 @@ mod tests {
 
     #[test]
     fn the_paused_limit_is_representable() {
-        let e = Epoch::now();
+        let e = Epoch::global();
         assert!(e.instant(PAUSED_LIMIT).is_some());
         // Deadlines computed from any paused instant with a duration's worth more stay
         // representable or saturate to "never", not panic.
@@ -188,12 +214,13 @@ mod tests {
 
     #[test]
     fn paused_time_stops_at_its_limit() {
-        let c = Clock::new(Epoch::now(), true);
-        assert!(c.advance_to(5));
-        assert_eq!(c.now(), 5);
+        let c = Clock::new(true, Duration::from_micros(1));
+        let start = c.now();
+        assert!(c.advance_to(start + 5));
+        assert_eq!(c.now(), start + 5);
         assert!(!c.advance_to(u64::MAX));
         assert!(!c.advance_to(PAUSED_LIMIT + 1));
-        assert_eq!(c.now(), 5, "a refused move moves nothing");
+        assert_eq!(c.now(), start + 5, "a refused move moves nothing");
         assert!(c.advance_to(PAUSED_LIMIT));
         assert!(c.advance_to(3), "never backward");
         assert_eq!(c.now(), PAUSED_LIMIT);
@@ -202,8 +229,36 @@ mod tests {
     }
 
     #[test]
+    fn the_epoch_s_monotonic_time_is_never_early() {
+        // Two clocks that tick 100 ns a read, the monotonic one 5 s ahead of the instants.
+        let e = Epoch::global();
+        let reads = Cell::new(0u64);
+        let tick = || reads.replace(reads.get() + 1) * 100;
+        let instant_now = || e.instant(1_000_000 + tick()).unwrap();
+        let mono_now = || 5_000_000_000 + 1_000_000 + tick();
+        let mono = e.mono_from(instant_now, mono_now);
+        // The epoch's true monotonic time is 5 s: one read later at most, never before.
+        assert!(mono >= 5_000_000_000, "early by {}", 5_000_000_000 - mono);
+        assert!(mono <= 5_000_000_100);
+    }
+
+    #[test]
+    fn the_clock_is_never_ahead_of_std_instants_and_close_behind() {
+        let c = Clock::new(false, Duration::from_micros(1));
+        for _ in 0..1_000 {
+            let before = std::time::Instant::now();
+            let now = c.now_instant();
+            let after = std::time::Instant::now();
+            assert!(now <= after, "never ahead: {now:?} > {after:?}");
+            // Behind by the epoch's conversion error at most (a few hundred ns; 1 ms if the
+            // thread was preempted while the epoch was taken).
+            assert!(now + Duration::from_millis(1) >= before);
+        }
+    }
+
+    #[test]
     fn real_time_converts_to_mono_never_early() {
-        let c = Clock::new(Epoch::now(), false);
+        let c = Clock::new(false, Duration::from_micros(1));
         let before = tickless_io::TimerFd::now_mono_ns();
         let now = c.now();
         assert!(c.to_mono(now).unwrap() >= before, "never early");
@@ -212,7 +267,7 @@ mod tests {
 
     #[test]
     fn a_resumed_clock_runs_on_from_where_it_was_paused() {
-        let c = Clock::new(Epoch::now(), false);
+        let c = Clock::new(false, Duration::from_micros(1));
         assert!(!c.resume(), "not paused");
         assert!(c.pause());
         assert!(!c.pause(), "paused already");

@@ -4,7 +4,6 @@ use std::time::Duration;
 
 use tickless_timer::{Config, Slack};
 
-use crate::worker::clock::Epoch;
 use crate::worker::device::ClockDevice;
 
 /// Everything a core needs to know, from the runtime, to start.
@@ -18,8 +17,6 @@ pub(crate) struct CoreConfig {
     pub(crate) paused: bool,
     /// Idle spin window (zero: park at once).
     pub(crate) spin: Duration,
-    /// The runtime-wide instant that is 0 ns on every core's clock.
-    pub(crate) epoch: Epoch,
     /// Wake a sleeping core on every hand-over (the experiment's baseline).
     pub(crate) always_wake: bool,
     /// What the core sleeps on until its next timer.
@@ -52,6 +49,7 @@ pub(crate) enum DefaultSlack {
 
 impl DefaultSlack {
     /// The slack of a timer with `remaining` nanoseconds to run.
+    #[inline]
     pub(crate) fn resolve(self, remaining: u64) -> Slack {
         match self {
             DefaultSlack::Fixed(slack) => slack,

@@ -131,11 +131,10 @@ impl Core {
         };
         // Host names given to `TcpStream::connect` are looked up on the blocking pool.
         reactor.set_resolver(crate::dns::resolve_on_pool);
-        let clock = Clock::new(config.epoch, config.paused);
+        let clock = Clock::new(config.paused, config.timer.resolution);
         let shared = Arc::new(Shared::with_unparker(
             id,
             reactor.unparker(),
-            config.epoch,
             config.always_wake,
         ));
         registry::register(&shared);

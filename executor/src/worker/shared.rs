@@ -56,8 +56,6 @@ pub struct Shared<U = Unparker> {
     stop: AtomicBool,
     /// The core's counters as of its last idle transition, for other threads.
     published: Published,
-    /// The runtime-wide epoch, to convert instants into this core's nanoseconds.
-    pub(crate) epoch: Epoch,
     /// Why the core's thread ended by a panic (the panic's message), if it did.
     death: Mutex<Option<String>>,
     /// The thread that runs the core (for core 0, the thread that built the runtime).
@@ -66,7 +64,7 @@ pub struct Shared<U = Unparker> {
 
 impl<U: Unpark> Shared<U> {
     /// The shared half of core `id`, waking it with `unparker`.
-    pub(crate) fn with_unparker(id: CoreId, unparker: U, epoch: Epoch, always_wake: bool) -> Self {
+    pub(crate) fn with_unparker(id: CoreId, unparker: U, always_wake: bool) -> Self {
         Shared {
             id,
             handover: if always_wake {
@@ -77,7 +75,6 @@ impl<U: Unpark> Shared<U> {
             unparker: Mutex::new(Some(unparker)),
             stop: AtomicBool::new(false),
             published: Published::default(),
-            epoch,
             death: Mutex::new(None),
             thread: std::thread::current().id(),
         }
@@ -90,7 +87,7 @@ impl<U: Unpark> Shared<U> {
             runtime: CoreId::new_runtime(),
             index: 1,
         };
-        Self::with_unparker(id, unparker, Epoch::now(), false)
+        Self::with_unparker(id, unparker, false)
     }
 
     /// For the loom models: the inbox and its sleep word (its wake counters, the published
@@ -166,7 +163,7 @@ impl<U: Unpark> Shared<U> {
 
     /// Nanoseconds since the epoch of an instant.
     pub(crate) fn ns(&self, instant: std::time::Instant) -> u64 {
-        self.epoch.ns(instant)
+        Epoch::global().ns(instant)
     }
 
     /// Publishes the core's counters for other threads (its own thread only).

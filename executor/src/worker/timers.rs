@@ -99,12 +99,11 @@ impl Timers {
     /// core's last reading: the sleep completes now, and nothing is registered.
     pub(crate) fn register(
         &self,
-        deadline: std::time::Instant,
+        ns: u64,
         slack: Option<Slack>,
         span: Option<std::time::Duration>,
         waker: &Waker,
     ) -> Option<TimerHandle> {
-        let ns = self.clock.ns(deadline);
         if ns <= self.last_now.get() {
             return None;
         }
@@ -152,13 +151,7 @@ impl Timers {
     }
 
     /// Moves a registered sleep to `deadline`, keeping its entry; `false` if it already fired.
-    pub(crate) fn reset(
-        &self,
-        handle: TimerHandle,
-        deadline: std::time::Instant,
-        slack: Option<Slack>,
-    ) -> bool {
-        let ns = self.clock.ns(deadline);
+    pub(crate) fn reset(&self, handle: TimerHandle, ns: u64, slack: Option<Slack>) -> bool {
         let slack = slack.unwrap_or_else(|| self.default_slack_of(ns, None));
         self.queue.borrow_mut().reset(handle, ns, slack)
     }
