@@ -21,6 +21,7 @@ thread_local! {
 /// Runs `f` with the core of this thread; `None` outside a runtime (or during thread exit).
 ///
 /// `f` must not enter a core on this thread (the slot is borrowed while it runs).
+#[inline]
 pub(crate) fn with_current<R>(f: impl FnOnce(&Core) -> R) -> Option<R> {
     CURRENT
         .try_with(|c| c.borrow().as_deref().map(f))
