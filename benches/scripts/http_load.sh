@@ -7,10 +7,14 @@
 # (`axum_tokio.rs`, tower-http's TimeoutLayer), loaded on its JSON route, `/json`.
 #
 #   benches/scripts/http_load.sh [--app hello|axum] [--threads N] [--connections N]
-#                                [--duration 5s] [--rounds N] [--split]
+#                                [--duration 5s] [--rounds N] [--split] [--syscalls]
 #
 # --split (hello only) pins the server to CPU 0 (one tickless core, one tokio worker) and wrk to
 # CPU 1 (one thread): the two sides never share a CPU.
+#
+# --syscalls adds, after the rounds, one more run of each server (2 s of the same load) under
+# `perf stat -e raw_syscalls:sys_enter` and prints the server's system calls per request
+# (`syscalls_per_req`), kept apart from the timed rounds because counting slows each call.
 #
 # Defaults: wrk -t2 -c64 -d5s, 3 rounds, alternating tickless and tokio (so a slow minute of
 # the machine hurts both), each run after a 1 s warm-up on a fresh server process. Bounded: at
@@ -35,15 +39,17 @@ duration=5s
 rounds=3
 app=hello
 split=0
+syscalls=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --app) app=$2; shift 2 ;;
         --split) split=1; shift ;;
+        --syscalls) syscalls=1; shift ;;
         --threads) threads=$2; shift 2 ;;
         --connections) connections=$2; shift 2 ;;
         --duration) duration=$2; shift 2 ;;
         --rounds) rounds=$2; shift 2 ;;
-        -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
         *) echo "unknown argument: $1 (try --help)" >&2; exit 2 ;;
     esac
 done
@@ -143,15 +149,16 @@ wait_quiet() {
     echo "# WARNING: the machine stayed busy (${busy}%): figures are disturbed" | tee /dev/stderr
 }
 
-# Runs one server under load; prints its result line.
-run_one() {
+# Starts a server on a free port, after the machine is quiet, and warms it up for 1 s: sets
+# `server_pid` and `url`.
+start_server() {
     local runtime=$1 binary=$2
     local args=()
     if [ "$runtime" = tickless ]; then args=("${tickless_args[@]}"); else args=("${tokio_args[@]}"); fi
     wait_quiet
     "${server_cpu[@]}" "$bin_dir/$binary" 0 "${args[@]}" >"$work/out" 2>"$work/err" &
     server_pid=$!
-    local url=""
+    url=""
     for _ in $(seq 1 100); do
         url=$(grep -o 'http://[0-9.:]*' "$work/out" 2>/dev/null | head -n1 || true)
         [ -n "$url" ] && break
@@ -159,6 +166,19 @@ run_one() {
     done
     [ -n "$url" ] || { echo "$binary did not start: $(cat "$work/err")" >&2; exit 1; }
     "${wrk_cpu[@]}" wrk -t"$threads" -c"$connections" -d1s "$url$path" >/dev/null
+}
+
+stop_server() {
+    kill -TERM "$server_pid"
+    wait "$server_pid" || true
+    server_pid=""
+}
+
+# Runs one server under load; prints its result line.
+run_one() {
+    local url
+    start_server "$1" "$2"
+    local runtime=$1
     local cpu0 cpu1 delay0 delay1 pre0 pre1
     cpu0=$(cpu_ticks "$server_pid")
     delay0=$(run_delay_ns "$server_pid")
@@ -167,9 +187,7 @@ run_one() {
     cpu1=$(cpu_ticks "$server_pid")
     delay1=$(run_delay_ns "$server_pid")
     pre1=$(preempted "$server_pid")
-    kill -TERM "$server_pid"
-    wait "$server_pid" || true
-    server_pid=""
+    stop_server
 
     local requests rps errors p50 p75 p90 p99
     requests=$(awk '/requests in/ { print $1 }' "$work/wrk")
@@ -215,6 +233,42 @@ for runtime in tickless tokio; do
     done
     echo "$line runs=$rounds"
 done
+
+# One server's system calls per request: every system call its threads enter while wrk runs
+# for 2 s, counted by perf on the raw_syscalls:sys_enter tracepoint, and the calls a server's
+# request path makes, one tracepoint each (those this kernel has).
+count_syscalls() {
+    local url runtime=$1 events=raw_syscalls:sys_enter call
+    for call in read recvfrom sendto writev write epoll_wait epoll_pwait epoll_pwait2 futex; do
+        if [ -e "/sys/kernel/tracing/events/syscalls/sys_enter_$call" ] ||
+            [ -e "/sys/kernel/debug/tracing/events/syscalls/sys_enter_$call" ]; then
+            events="$events,syscalls:sys_enter_$call"
+        fi
+    done
+    start_server "$1" "$2"
+    perf stat -e "$events" -x, -o "$work/perf" -p "$server_pid" -- \
+        "${wrk_cpu[@]}" wrk -t"$threads" -c"$connections" -d2s "$url$path" >"$work/wrk"
+    stop_server
+    local requests
+    requests=$(awk '/requests in/ { print $1 }' "$work/wrk")
+    awk -F, -v n="$requests" -v w="$workload" -v r="$runtime" '
+        $3 == "raw_syscalls:sys_enter" { total = $1 / n }
+        $3 ~ /^syscalls:sys_enter_/ && $1 > 0 {
+            name = $3; sub(/^syscalls:sys_enter_/, "", name)
+            calls = calls sprintf(" %s=%.3f", name, $1 / n)
+        }
+        END { printf "workload=%s runtime=%s syscalls_per_req=%.3f%s requests=%d" \
+                     " (under perf stat; not timed)\n", w, r, total, calls, n }' "$work/perf"
+}
+if [ "$syscalls" = 1 ]; then
+    if command -v perf >/dev/null 2>&1; then
+        echo "# system calls per request (perf stat -e raw_syscalls:sys_enter, 2 s each)"
+        count_syscalls tickless "$tickless_bin"
+        count_syscalls tokio "$tokio_bin"
+    else
+        echo "# --syscalls: perf is missing, no system call counts" >&2
+    fi
+fi
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 rps_ratio=$(ratio "$(median tickless rps)" "$(median tokio rps)")
