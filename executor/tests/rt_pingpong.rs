@@ -65,6 +65,14 @@ fn per_read_timeouts_rearm_the_timerfd_a_handful_of_times_by_default() -> io::Re
     assert!(s.timer_inserts > 190_000, "{s:?}");
     assert_eq!(s.timer_cancels, s.timer_inserts, "no timeout fired: {s:?}");
     assert_eq!(s.timer_fires, 0);
+    // One clock read per timeout, for its deadline: the slack comes from its length, and
+    // nothing else on the way (registering, cancelling, the loop) reads the clock per message.
+    assert!(
+        s.clock_reads <= s.timer_inserts + 100,
+        "{} clock reads for {} timeouts: {s:?}",
+        s.clock_reads,
+        s.timer_inserts
+    );
     // Lazy: armed once, then about once per second of run time (a stale arming firing).
     assert!(s.timerfd_rearms <= 10, "{s:?}");
     // Armed for an earlier timeout, the core keeps each new one out of the wheel until the
