@@ -8,11 +8,13 @@ The hello servers (default): raw output in benches/results/http_load.txt, README
 `<!-- http-figures:begin -->` and `<!-- http-figures:end -->`. `--app axum` (the axum app of
 `ecosystem/examples/`, `http_load.sh --app axum`): benches/results/http_load_axum.txt and the
 block between `<!-- http-axum-figures:begin -->` and `<!-- http-axum-figures:end -->`. Only that
-block is replaced.
+block is replaced. Where perf is installed, the run includes `http_load.sh --syscalls` (one
+more short run of each server, under perf stat) and the block gives the system calls per request.
 """
 import datetime
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -46,7 +48,7 @@ def main():
         out = subprocess.run(
             ["bash", os.path.join(ROOT, "benches", "scripts", "http_load.sh"),
              *(["--app", "hello", "--split"] if app == "split" else ["--app", app]),
-             "--rounds", rounds],
+             "--rounds", rounds, *(["--syscalls"] if shutil.which("perf") else [])],
             cwd=ROOT, check=True, capture_output=True, text=True,
         ).stdout
         os.makedirs(os.path.dirname(raw), exist_ok=True)
@@ -59,11 +61,11 @@ def main():
     medians = text.split("# medians over", 1)[1]
     header = [l[2:] for l in text.splitlines() if l.startswith("# ") and "CPUs" in l][:1]
     setup = [l[2:] for l in text.splitlines() if l.startswith("# wrk")][:1]
-    rows = {}
+    rows, calls = {}, {}
     for line in medians.splitlines():
         if line.startswith(f"workload={workload} "):
             f = fields(line)
-            rows[f["runtime"]] = f
+            (calls if "syscalls_per_req" in f else rows)[f["runtime"]] = f
     ratio_line = next(l for l in medians.splitlines() if l.startswith("ratio "))
     t, k = rows["tickless"], rows["tokio"]
 
@@ -120,7 +122,22 @@ def main():
         f"| {r('p99_us'):.2f}x | {r('cpu_us_per_req'):.2f}x | {ropt('run_delay_us_per_req')} "
         f"| {ropt('preempted_per_1k_req')} |"
     )
-    lines += ["", "Targets: `" + ratio_line.split(" ", 2)[2] + "`", f"<!-- {marker}:end -->"]
+    lines += ["", "Targets: `" + ratio_line.split(" ", 2)[2] + "`"]
+    if "tickless" in calls and "tokio" in calls:
+        def per_call(f):
+            named = [(k, float(v)) for k, v in f.items()
+                     if k not in ("workload", "runtime", "syscalls_per_req", "requests")
+                     and re.fullmatch(r"[\d.]+", v) and float(v) >= 0.001]
+            named.sort(key=lambda kv: -kv[1])
+            return ", ".join(f"`{k}` {v:.3f}" for k, v in named)
+        lines += [
+            "",
+            "System calls per request (`http_load.sh --syscalls`: one more 2 s run of each "
+            "server under `perf stat -e raw_syscalls:sys_enter`, not timed): tickless "
+            f"{float(calls['tickless']['syscalls_per_req']):.3f} ({per_call(calls['tickless'])}), "
+            f"tokio {float(calls['tokio']['syscalls_per_req']):.3f} ({per_call(calls['tokio'])}).",
+        ]
+    lines.append(f"<!-- {marker}:end -->")
     replace_block(marker, lines)
 
 
