@@ -40,6 +40,24 @@ fn sleep_zero_completes_without_a_timer() -> io::Result<()> {
 }
 
 #[test]
+fn deadlines_read_back_as_given_and_a_huge_one_as_584_years() -> io::Result<()> {
+    let rt = Runtime::new()?;
+    rt.block_on(async {
+        let t = Instant::now() + Duration::from_millis(1_234);
+        assert_eq!(sleep_until(t).deadline(), t, "kept in nanoseconds, exactly");
+        let mut moved = sleep_until(t);
+        moved.reset(t + Duration::from_nanos(1));
+        assert_eq!(moved.deadline(), t + Duration::from_nanos(1));
+        // Past the nanoseconds' range (584 years): the far end of it, never a panic.
+        let far = Instant::now() + Duration::from_secs(1_000 * 365 * 86_400);
+        let s = sleep_until(far);
+        assert!(s.deadline() < far);
+        assert!(s.deadline() > Instant::now() + Duration::from_secs(500 * 365 * 86_400));
+    });
+    Ok(())
+}
+
+#[test]
 fn sleep_max_registers_without_panicking_and_loses_a_race() -> io::Result<()> {
     for rt in [Runtime::new()?, paused()?] {
         rt.block_on(async {

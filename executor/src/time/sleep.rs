@@ -165,8 +165,10 @@ impl Sleep {
         self
     }
 
-    /// The deadline. (One given as an instant before the first runtime of the process was
-    /// built, long past, reads as that moment.)
+    /// The deadline, as the sleep keeps it: in the nanoseconds of the cores' clocks, counted
+    /// from the process's epoch (its first use of tickless time). So an instant given before
+    /// the epoch, long past, reads as the epoch, and one more than 584 years after it as 584
+    /// years after it.
     pub fn deadline(&self) -> Instant {
         let epoch = Epoch::global();
         let at = epoch
