@@ -40,7 +40,8 @@ fn sleep_zero_completes_without_a_timer() -> io::Result<()> {
 }
 
 #[test]
-fn deadlines_read_back_as_given_and_a_huge_one_as_584_years() -> io::Result<()> {
+fn deadlines_read_back_as_given_and_instants_past_292_years_are_the_range_s_end() -> io::Result<()>
+{
     let rt = Runtime::new()?;
     rt.block_on(async {
         let t = Instant::now() + Duration::from_millis(1_234);
@@ -48,11 +49,20 @@ fn deadlines_read_back_as_given_and_a_huge_one_as_584_years() -> io::Result<()> 
         let mut moved = sleep_until(t);
         moved.reset(t + Duration::from_nanos(1));
         assert_eq!(moved.deadline(), t + Duration::from_nanos(1));
-        // Past the nanoseconds' range (584 years): the far end of it, never a panic.
-        let far = Instant::now() + Duration::from_secs(1_000 * 365 * 86_400);
-        let s = sleep_until(far);
-        assert!(s.deadline() < far);
-        assert!(s.deadline() > Instant::now() + Duration::from_secs(500 * 365 * 86_400));
+        let millennium = Duration::from_secs(1_000 * 365 * 86_400);
+        assert_eq!(Instant::now().checked_add(millennium), None);
+        // A std instant that far converts as the end of the range, and sleeps there.
+        let far = Instant::from_std(std::time::Instant::now() + millennium);
+        assert!(far > Instant::now() + Duration::from_secs(290 * 365 * 86_400));
+        assert_eq!(far.checked_add(Duration::from_nanos(1)), None);
+        let mut s = sleep_until(far);
+        assert_eq!(s.deadline(), far);
+        assert!(poll_once(&mut s).await.is_none());
+        // An instant a second ago (before the epoch, most likely) comes back as it went in.
+        let past = std::time::Instant::now()
+            .checked_sub(Duration::from_secs(1))
+            .unwrap();
+        assert_eq!(Instant::from_std(past).into_std(), past);
     });
     Ok(())
 }

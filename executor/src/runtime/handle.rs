@@ -136,8 +136,7 @@ impl Handle {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        let ns = self.shared.ns(deadline.into_std());
-        spawn_remote(&self.shared, future, Some(ns))
+        spawn_remote(&self.shared, future, Some(deadline.ns()))
     }
 }
 

@@ -1,5 +1,6 @@
 //! `Instant`: `std::time::Instant` that follows paused time.
 
+use std::fmt;
 use std::ops::{Add, AddAssign, Sub, SubAssign};
 use std::time::Duration;
 
@@ -8,47 +9,77 @@ use crate::worker::clock::Epoch;
 
 /// A measurement of the monotonic clock, as `std::time::Instant`, except that inside a runtime
 /// whose time is paused, [`now`](Self::now) reads the paused clock (as tokio's `Instant` does).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Instant(std::time::Instant);
+///
+/// It is kept as signed nanoseconds from the process's epoch (its first use of tickless time),
+/// the unit of every core's timers, so that `sleep_until(Instant::now() + d)` converts nothing.
+/// That spans about 292 years either side of the epoch: an instant beyond converts from `std` as
+/// the end of the range, and adding past it panics, as `std`'s overflow does (`checked_add`
+/// returns `None`).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Instant(i64);
 
 impl Instant {
     /// Now: the core's clock inside a runtime (paused time if paused; each read is counted in
     /// the stats), the system's monotonic clock elsewhere.
     ///
     /// A running core's clock is `CLOCK_MONOTONIC`, read directly and counted from the
-    /// process's epoch (its first use of tickless time): it is the clock sleeps and timeouts take their deadlines from
-    /// and expire by, and it may read up to a few hundred nanoseconds behind
+    /// process's epoch: it is the clock sleeps and timeouts take their deadlines from and
+    /// expire by, and it may read up to a few hundred nanoseconds behind
     /// `std::time::Instant::now()`, never ahead (so a deadline is never early by either).
     pub fn now() -> Instant {
-        Instant(
-            with_current(|c| c.timers().clock().now_instant())
-                .unwrap_or_else(std::time::Instant::now),
-        )
+        Instant::from_ns(now_ns())
     }
 
     /// From a `std::time::Instant`.
     pub fn from_std(std: std::time::Instant) -> Instant {
-        Instant(std)
+        let epoch = Epoch::global().std();
+        Instant(match std.checked_duration_since(epoch) {
+            Some(after) => clamp_ns(after),
+            None => -clamp_ns(epoch.saturating_duration_since(std)),
+        })
     }
 
     /// Into a `std::time::Instant`.
     pub fn into_std(self) -> std::time::Instant {
-        self.0
+        let epoch = Epoch::global().std();
+        let d = Duration::from_nanos(self.0.unsigned_abs());
+        let at = if self.0 >= 0 {
+            epoch.checked_add(d)
+        } else {
+            epoch.checked_sub(d)
+        };
+        at.expect("292 years either side of the epoch are representable")
+    }
+
+    /// The instant `ns` nanoseconds after the epoch (a core's clock reading, a deadline).
+    pub(crate) fn from_ns(ns: u64) -> Instant {
+        Instant(i64::try_from(ns).unwrap_or(i64::MAX))
+    }
+
+    /// Nanoseconds since the epoch, 0 for an instant before it: the wheel's unit.
+    pub(crate) fn ns(self) -> u64 {
+        self.0.max(0) as u64
     }
 
     /// Time since `earlier`, zero if it is later.
     pub fn duration_since(&self, earlier: Instant) -> Duration {
-        self.0.saturating_duration_since(earlier.0)
+        self.saturating_duration_since(earlier)
     }
 
     /// Time since `earlier`, zero if it is later.
     pub fn saturating_duration_since(&self, earlier: Instant) -> Duration {
-        self.0.saturating_duration_since(earlier.0)
+        self.checked_duration_since(earlier).unwrap_or_default()
     }
 
     /// Time since `earlier`, `None` if it is later.
     pub fn checked_duration_since(&self, earlier: Instant) -> Option<Duration> {
-        self.0.checked_duration_since(earlier.0)
+        let d = self.0.checked_sub(earlier.0).filter(|&d| d >= 0);
+        match d {
+            Some(d) => Some(Duration::from_nanos(d as u64)),
+            // Further apart than an i64 holds: only across the two ends of the range.
+            None if self.0 >= earlier.0 => Some(Duration::from_nanos(self.0.abs_diff(earlier.0))),
+            None => None,
+        }
     }
 
     /// Time elapsed since this instant (zero if it is in the future).
@@ -58,11 +89,13 @@ impl Instant {
 
     /// `self + d`, `None` on overflow.
     pub fn checked_add(&self, d: Duration) -> Option<Instant> {
+        let d = i64::try_from(d.as_nanos()).ok()?;
         self.0.checked_add(d).map(Instant)
     }
 
     /// `self - d`, `None` on overflow.
     pub fn checked_sub(&self, d: Duration) -> Option<Instant> {
+        let d = i64::try_from(d.as_nanos()).ok()?;
         self.0.checked_sub(d).map(Instant)
     }
 
@@ -75,25 +108,27 @@ impl Instant {
     }
 }
 
-/// About 30 years, in nanoseconds: how far a deadline given as a duration goes at most (one
-/// never reached in practice, and never an overflow).
-pub(crate) const FAR_NS: u64 = 86_400 * 365 * 30 * 1_000_000_000;
+/// A non-negative span in nanoseconds, as an `i64` (at most about 292 years).
+fn clamp_ns(d: Duration) -> i64 {
+    i64::try_from(d.as_nanos()).unwrap_or(i64::MAX)
+}
 
-/// Now, in the nanoseconds of the cores' clocks ([`Epoch::global`]): the current core's clock
-/// (paused time if paused; one counted read), the system's monotonic clock elsewhere.
-pub(crate) fn now_ns() -> u64 {
-    with_current(|c| c.timers().clock().now()).unwrap_or_else(|| Epoch::global().elapsed())
+impl fmt::Debug for Instant {
+    /// As the `std::time::Instant` it stands for.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.into_std().fmt(f)
+    }
 }
 
 impl From<std::time::Instant> for Instant {
     fn from(i: std::time::Instant) -> Instant {
-        Instant(i)
+        Instant::from_std(i)
     }
 }
 
 impl From<Instant> for std::time::Instant {
     fn from(i: Instant) -> std::time::Instant {
-        i.0
+        i.into_std()
     }
 }
 
@@ -104,27 +139,32 @@ impl Add<Duration> for Instant {
     ///
     /// On overflow, as `std::time::Instant`.
     fn add(self, d: Duration) -> Instant {
-        Instant(self.0 + d)
+        self.checked_add(d)
+            .expect("overflow when adding duration to instant")
     }
 }
 
 impl AddAssign<Duration> for Instant {
     fn add_assign(&mut self, d: Duration) {
-        self.0 += d;
+        *self = *self + d;
     }
 }
 
 impl Sub<Duration> for Instant {
     type Output = Instant;
 
+    /// # Panics
+    ///
+    /// On overflow, as `std::time::Instant`.
     fn sub(self, d: Duration) -> Instant {
-        Instant(self.0 - d)
+        self.checked_sub(d)
+            .expect("overflow when subtracting duration from instant")
     }
 }
 
 impl SubAssign<Duration> for Instant {
     fn sub_assign(&mut self, d: Duration) {
-        self.0 -= d;
+        *self = *self - d;
     }
 }
 
@@ -135,4 +175,15 @@ impl Sub<Instant> for Instant {
     fn sub(self, other: Instant) -> Duration {
         self.saturating_duration_since(other)
     }
+}
+
+/// About 30 years, in nanoseconds: how far a deadline given as a duration goes at most (one
+/// never reached in practice, and never an overflow).
+pub(crate) const FAR_NS: u64 = 86_400 * 365 * 30 * 1_000_000_000;
+
+/// Now, in the nanoseconds of the cores' clocks ([`Epoch::global`]): the current core's clock
+/// (paused time if paused; one counted read), the system's monotonic clock elsewhere.
+#[inline]
+pub(crate) fn now_ns() -> u64 {
+    with_current(|c| c.timers().clock().now()).unwrap_or_else(|| Epoch::global().elapsed())
 }

@@ -12,7 +12,7 @@ use crate::context::{with_current, NO_RUNTIME};
 use crate::runtime::MAX_SLACK;
 use crate::time::instant::{now_ns, FAR_NS};
 use crate::time::Instant;
-use crate::worker::clock::{nanos, Epoch};
+use crate::worker::clock::nanos;
 use crate::worker::id::CoreId;
 use crate::worker::registry::remote_cancel;
 
@@ -87,7 +87,7 @@ pub(crate) fn sleep_for(span: Duration) -> Sleep {
 #[inline]
 pub fn sleep_until(deadline: Instant) -> Sleep {
     Sleep {
-        deadline: Epoch::global().ns(deadline.into_std()),
+        deadline: deadline.ns(),
         slack: None,
         span: None,
         entry: None,
@@ -165,16 +165,10 @@ impl Sleep {
         self
     }
 
-    /// The deadline, as the sleep keeps it: in the nanoseconds of the cores' clocks, counted
-    /// from the process's epoch (its first use of tickless time). So an instant given before
-    /// the epoch, long past, reads as the epoch, and one more than 584 years after it as 584
-    /// years after it.
+    /// The deadline. (The sleep keeps it in the cores' nanoseconds since the process's epoch,
+    /// so an instant given before the epoch, long past, reads as the epoch.)
     pub fn deadline(&self) -> Instant {
-        let epoch = Epoch::global();
-        let at = epoch
-            .instant(self.deadline)
-            .or_else(|| epoch.instant(FAR_NS));
-        Instant::from_std(at.expect("30 years after the epoch is representable"))
+        Instant::from_ns(self.deadline)
     }
 
     /// Whether it has completed.
@@ -184,7 +178,7 @@ impl Sleep {
 
     /// Moves the deadline, keeping the registration (no allocation, no re-registration).
     pub fn reset(&mut self, deadline: Instant) {
-        let deadline = Epoch::global().ns(deadline.into_std());
+        let deadline = deadline.ns();
         self.deadline = deadline;
         self.span = None;
         self.done = false;

@@ -28,8 +28,14 @@ impl Epoch {
     }
 
     /// The instant `ns` after the epoch, `None` where `std::time::Instant` cannot represent it.
-    pub(crate) fn instant(self, ns: u64) -> Option<std::time::Instant> {
+    #[cfg(test)]
+    fn instant(self, ns: u64) -> Option<std::time::Instant> {
         self.0.checked_add(Duration::from_nanos(ns))
+    }
+
+    /// The epoch, as a `std::time::Instant`.
+    pub(crate) fn std(self) -> std::time::Instant {
+        self.0
     }
 
     /// Time since the epoch. One clock read.
@@ -72,8 +78,6 @@ impl Epoch {
 /// less what was advanced, does not count), as tokio's does.
 #[derive(Debug)]
 pub(crate) struct Clock {
-    /// The instant that is 0 ns.
-    epoch: Epoch,
     /// `CLOCK_MONOTONIC` at `epoch`, read just after it, so that arming the timerfd at
     /// `epoch_mono + deadline` is never early (at most the two reads apart late).
     epoch_mono: u64,
@@ -99,7 +103,6 @@ impl Clock {
     pub(crate) fn new(paused: bool, tick: Duration) -> Clock {
         let epoch = Epoch::global();
         let clock = Clock {
-            epoch,
             epoch_mono: epoch.mono(),
             paused: Cell::new(None),
             base: Cell::new(0),
@@ -134,16 +137,6 @@ impl Clock {
                 self.base.get() + self.real().saturating_sub(self.since.get())
             }
         }
-    }
-
-    /// Now, as an instant: the same reading as [`now`](Self::now), so that instants and
-    /// deadlines taken on a core agree (a running clock's instants are at most the epoch's
-    /// conversion error behind `std::time::Instant::now()`, never ahead). One clock read (none
-    /// while paused).
-    pub(crate) fn now_instant(&self) -> std::time::Instant {
-        self.epoch
-            .instant(self.now())
-            .expect("the clock stays below PAUSED_LIMIT, which is representable")
     }
 
     /// The `CLOCK_MONOTONIC` instant (ns) of a deadline, to arm the timerfd with; `None` while
@@ -248,7 +241,7 @@ mod tests {
         let c = Clock::new(false, Duration::from_micros(1));
         for _ in 0..1_000 {
             let before = std::time::Instant::now();
-            let now = c.now_instant();
+            let now = crate::time::Instant::from_ns(c.now()).into_std();
             let after = std::time::Instant::now();
             assert!(now <= after, "never ahead: {now:?} > {after:?}");
             // Behind by the epoch's conversion error at most (a few hundred ns; 1 ms if the
@@ -288,7 +281,8 @@ mod tests {
         let armed = c.to_mono(after).unwrap();
         assert!(armed >= mono_now - 1_000_000_000 && armed <= mono_now + 1_000_000_000);
         assert!(
-            c.now_instant() >= std::time::Instant::now() + std::time::Duration::from_secs(3599)
+            crate::time::Instant::from_ns(c.now()).into_std()
+                >= std::time::Instant::now() + std::time::Duration::from_secs(3599)
         );
     }
 }

@@ -8,7 +8,6 @@ use tickless_timer::{Handover, Op, Wake as WakeDecision};
 
 use crate::stats::{CoreStats, Published};
 use crate::sync::{lock, AtomicBool, Mutex, Ordering};
-use crate::worker::clock::Epoch;
 use crate::worker::id::CoreId;
 use crate::worker::timers::TimerValue;
 
@@ -159,11 +158,6 @@ impl<U: Unpark> Shared<U> {
     /// Whether the core has published that it sleeps.
     pub(crate) fn is_parked(&self) -> bool {
         self.handover.sleeping_until().is_some()
-    }
-
-    /// Nanoseconds since the epoch of an instant.
-    pub(crate) fn ns(&self, instant: std::time::Instant) -> u64 {
-        Epoch::global().ns(instant)
     }
 
     /// Publishes the core's counters for other threads (its own thread only).
