@@ -187,3 +187,63 @@ pub(crate) const FAR_NS: u64 = 86_400 * 365 * 30 * 1_000_000_000;
 pub(crate) fn now_ns() -> u64 {
     with_current(|c| c.timers().clock().now()).unwrap_or_else(|| Epoch::global().elapsed())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arithmetic_is_std_s_within_the_range_and_checked_at_its_ends() {
+        let a = Instant::from_ns(5_000);
+        let b = a + Duration::from_nanos(1_500);
+        assert_eq!(b - a, Duration::from_nanos(1_500));
+        assert_eq!(a - b, Duration::ZERO, "saturates, as std's");
+        assert_eq!(a.checked_duration_since(b), None);
+        assert_eq!(
+            b.checked_duration_since(a),
+            Some(Duration::from_nanos(1_500))
+        );
+        assert_eq!(b - Duration::from_nanos(1_500), a);
+        let mut c = a;
+        c += Duration::from_secs(2);
+        c -= Duration::from_secs(1);
+        assert_eq!(c, a + Duration::from_secs(1));
+        let (top, bottom) = (Instant(i64::MAX), Instant(i64::MIN));
+        assert_eq!(top.checked_add(Duration::from_nanos(1)), None);
+        assert_eq!(bottom.checked_sub(Duration::from_nanos(1)), None);
+        assert_eq!(a.checked_add(Duration::MAX), None);
+        assert_eq!(a.checked_sub(Duration::MAX), None);
+        assert_eq!(
+            top.checked_duration_since(bottom),
+            Some(Duration::from_nanos(u64::MAX)),
+            "the two ends are further apart than an i64 holds"
+        );
+        assert_eq!(bottom.checked_duration_since(top), None);
+        assert_eq!(a.far_add(Duration::MAX), a + Duration::from_nanos(FAR_NS));
+        assert_eq!(top.far_add(Duration::from_secs(1)), top, "never a panic");
+    }
+
+    #[test]
+    fn std_instants_convert_exactly_and_print_as_std_s() {
+        let now = std::time::Instant::now();
+        for std in [
+            now,
+            now + Duration::from_secs(86_400 * 365),
+            now - Duration::from_nanos(7),
+        ] {
+            let ours = Instant::from_std(std);
+            assert_eq!(ours.into_std(), std);
+            assert_eq!(std::time::Instant::from(Instant::from(std)), std);
+            assert_eq!(format!("{ours:?}"), format!("{std:?}"));
+        }
+        let epoch = Epoch::global().std();
+        assert_eq!(Instant::from_std(epoch).ns(), 0);
+        assert_eq!(
+            Instant::from_std(epoch - Duration::from_nanos(3)).ns(),
+            0,
+            "before: 0"
+        );
+        assert_eq!(Instant::from_std(epoch + Duration::from_nanos(3)).ns(), 3);
+        assert_eq!(Instant::from_ns(u64::MAX), Instant(i64::MAX));
+    }
+}
