@@ -199,6 +199,8 @@ mod tests {
         assert_eq!(b - a, Duration::from_nanos(1_500));
         assert_eq!(a - b, Duration::ZERO, "saturates, as std's");
         assert_eq!(a.checked_duration_since(b), None);
+        assert_eq!(b.duration_since(a), Duration::from_nanos(1_500));
+        assert_eq!(a.duration_since(b), Duration::ZERO);
         assert_eq!(
             b.checked_duration_since(a),
             Some(Duration::from_nanos(1_500))
