@@ -266,8 +266,9 @@ fn the_epoll_device_waits_out_a_huge_deadline_as_no_deadline() {
         let far = tickless::spawn_local(async {
             sleep(Duration::from_secs(u64::MAX / 4)).await;
         });
-        tickless::yield_now().await; // the far sleep registers: the only timer
-                                     // The core parks with only the far deadline armed; another thread wakes it.
+        // The far sleep registers (the only timer); the core then parks with only its
+        // deadline armed, and another thread wakes it.
+        tickless::yield_now().await;
         tickless::task::spawn_blocking(|| std::thread::sleep(Duration::from_millis(5)))
             .await
             .expect("the blocking job does not panic");

@@ -73,13 +73,7 @@ impl Instant {
 
     /// Time since `earlier`, `None` if it is later.
     pub fn checked_duration_since(&self, earlier: Instant) -> Option<Duration> {
-        let d = self.0.checked_sub(earlier.0).filter(|&d| d >= 0);
-        match d {
-            Some(d) => Some(Duration::from_nanos(d as u64)),
-            // Further apart than an i64 holds: only across the two ends of the range.
-            None if self.0 >= earlier.0 => Some(Duration::from_nanos(self.0.abs_diff(earlier.0))),
-            None => None,
-        }
+        (self.0 >= earlier.0).then(|| Duration::from_nanos(self.0.abs_diff(earlier.0)))
     }
 
     /// Time elapsed since this instant (zero if it is in the future).
