@@ -46,6 +46,7 @@ FRONTIER_POINTS = [
     ("tickless_prop16", "1/16"),
     ("tickless_prop4", "1/4"),
     ("tickless_knee8ms", "len²/8ms"),
+    ("tickless_nolead", "no lead"),
     ("tickless", "default"),
 ]
 FRONTIER_PEERS = ["tokio", "smol", "monoio_legacy", "monoio_uring"]
@@ -61,6 +62,7 @@ COLORS = {
     "tickless_prop16": "#dbdb8d",
     "tickless_prop64": "#17becf",
     "tickless_knee8ms": "#9edae5",
+    "tickless_nolead": "#f7b6d2",
     "tokio": "#1f77b4",
     "smol": "#2ca02c",
     "monoio_legacy": "#9467bd",
@@ -479,6 +481,27 @@ def defaults_block(results):
         "not stand out of the runs' noise in CPU per fire: the timerfd stays the default, which "
         "works on every kernel and keeps the re-arm policies' meaning."
     )
+    nl = lambda m: sp("tickless_nolead", m)
+    if nl("late_p50_us") is not None and c("tickless_nolead", "wakeups_per_s") is not None:
+        lines.append(
+            "- **Wakeup lead, learned, at most 100 µs** (`Builder::wakeup_lead_max`; "
+            "`DEFAULT_WAKEUP_LEAD_MAX`). A parked core runs some time after its clock event device "
+            "fires (the kernel, the hypervisor's timer delivery, the scheduler): each core keeps a "
+            "running 95th percentile of that latency and programs the device that far ahead of the end "
+            "of the earliest window; a wakeup that comes before anything is due is waited out awake "
+            "(at most the lead; a window wider than the lead needs no waiting). `sleep_precision` "
+            f"100 µs is {fmt(sp('tickless', 'late_p50_us'))} / {fmt(sp('tickless', 'late_p99_us'))} µs "
+            f"late (p50 / p99) with it and {fmt(nl('late_p50_us'))} / {fmt(nl('late_p99_us'))} µs "
+            "without (`tickless_nolead`). On `timer_churn` every window ends the lead sooner, as if "
+            f"the slack were that much smaller: {fmt(c('tickless', 'wakeups_per_s'))} wakeups a second "
+            f"against {fmt(c('tickless_nolead', 'wakeups_per_s'))} without "
+            f"({ratio(c('tickless', 'wakeups_per_s'), c('tickless_nolead', 'wakeups_per_s'))}), "
+            f"{fmt(c('tickless', 'cpu_us_per_fire'))} against {fmt(c('tickless_nolead', 'cpu_us_per_fire'))} µs "
+            f"of CPU per fire ({ratio(c('tickless', 'cpu_us_per_fire'), c('tickless_nolead', 'cpu_us_per_fire'))}), "
+            f"{fmt(c('tickless', 'late_p50_us'))} against {fmt(c('tickless_nolead', 'late_p50_us'))} µs median "
+            "lateness, and a timer that waited its whole window is no longer the wakeup's latency "
+            "past it."
+        )
     lines.append(
         "- **Default slack: a share of a timer's length that grows with it**, `length² / 2 ms`, at most "
         "1,024 µs, rounded down to 1,024 µs / 2^k (`Builder::default_slack_growing`; "

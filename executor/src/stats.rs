@@ -64,8 +64,18 @@ counters! {
     /// [`ClockDevice::Epoll`](crate::ClockDevice::Epoll), which has no timerfd).
     timerfd_rearms,
     /// Clock event device expirations (the timerfd's, or the epoll wait's timeout) that found
-    /// no timer due.
+    /// no timer due (not counting early ones).
     timerfd_spurious,
+    /// Clock event device expirations that came ahead of the end of the earliest window, by
+    /// the wakeup lead (see [`Builder::wakeup_lead_max`](crate::Builder::wakeup_lead_max)), and
+    /// found no timer due yet: the core waited out the rest awake (a lead spin).
+    timer_early,
+    /// Idle transitions spent spinning to a timer after an early expiry (part of `spins`).
+    lead_spins,
+    /// The wakeup lead the core has learned, in nanoseconds: how far ahead of the end of the
+    /// earliest window it programs its clock event device. A gauge, not a count (a sum over
+    /// cores means little; read it per core).
+    wakeup_lead_ns,
     /// Hand-overs from other threads that had to wake this core.
     remote_wakes_sent,
     /// Hand-overs from other threads that left it alone.

@@ -29,6 +29,7 @@
 
 mod device;
 mod handover;
+mod lead;
 mod queue;
 mod slab;
 mod slack;
@@ -38,6 +39,7 @@ mod wheel;
 
 pub use device::{ClockEventDevice, FakeDevice};
 pub use handover::{Handover, Op, Wake, NO_DEADLINE};
+pub use lead::{Lead, LEAD_QUANTILE_PERCENT, LEAD_STEP_NS};
 pub use queue::{Config, RearmPolicy, TimerQueue};
 pub use slab::TimerHandle;
 pub use slack::{nanos, Slack};

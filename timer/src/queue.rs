@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use crate::device::ClockEventDevice;
+use crate::lead::Lead;
 use crate::slab::TimerHandle;
 use crate::slack::{Slack, Ticks};
 use crate::stats::TimerStats;
@@ -51,6 +52,11 @@ pub struct Config {
     /// The wheel's tick: deadlines round up to it. Default 1 µs. Deadlines are clamped to
     /// `u64::MAX` ticks (584 years at 1 ns, far more at the default).
     pub resolution: Duration,
+    /// The most the device is programmed ahead of the armed instant, to make up for the time
+    /// its wakeup takes to reach the core (see [`Lead`] and [`TimerQueue::device_woke`]).
+    /// Default zero here: the device is programmed for the armed instant itself. (The runtime
+    /// sets its own default.)
+    pub lead_max: Duration,
 }
 
 impl Default for Config {
@@ -58,6 +64,7 @@ impl Default for Config {
         Config {
             policy: RearmPolicy::default(),
             resolution: Duration::from_micros(1),
+            lead_max: Duration::ZERO,
         }
     }
 }
@@ -91,8 +98,22 @@ pub struct TimerQueue<T, D> {
     policy: RearmPolicy,
     /// Deadline <-> tick conversion.
     ticks: Ticks,
-    /// The tick the device is programmed to fire at; `None` while disarmed.
+    /// The tick the queue needs the device to have fired by (the end of the earliest window,
+    /// as of the last arming); `None` while disarmed. The device itself is programmed
+    /// `armed_lead` earlier.
     armed: Option<u64>,
+    /// How far ahead of `armed` the device was programmed, in nanoseconds: the lead as it was
+    /// at that arming.
+    armed_lead: u64,
+    /// The wakeup latency, learned from [`device_woke`](Self::device_woke): how far ahead of
+    /// the armed instant the next arming programs the device.
+    lead: Lead,
+    /// Whether arming uses the lead ([`set_leading`](Self::set_leading)).
+    leading: bool,
+    /// The last device expiry came ahead of the armed instant (by the lead) and found nothing
+    /// due: the end of the earliest window has not come, and the driver has to wait it out
+    /// awake ([`take_early`](Self::take_early)).
+    early: bool,
     /// Something happened since the last flush that may make `armed` wrong for the policy.
     dirty: bool,
     /// A timer was inserted before the armed deadline and the device does not know yet: until
@@ -123,6 +144,10 @@ impl<T, D: ClockEventDevice> TimerQueue<T, D> {
             policy: config.policy,
             ticks: Ticks::new(config.resolution),
             armed: None,
+            armed_lead: 0,
+            lead: Lead::new(crate::slack::nanos(config.lead_max)),
+            leading: true,
+            early: false,
             dirty: false,
             unarmed: false,
             detached: Vec::new(),
@@ -165,9 +190,32 @@ impl<T, D: ClockEventDevice> TimerQueue<T, D> {
         self.wheel.is_empty()
     }
 
-    /// The deadline the device is programmed for, in nanoseconds.
+    /// The instant the device was armed for, in nanoseconds: the end of the earliest window
+    /// at the last arming. The device itself fires up to the lead before it
+    /// ([`programmed`](Self::programmed)).
     pub fn armed(&self) -> Option<u64> {
         self.armed.map(|t| self.ticks.to_ns(t))
+    }
+
+    /// The instant the device is programmed to fire at, in nanoseconds: [`armed`](Self::armed)
+    /// less the lead it was armed with.
+    pub fn programmed(&self) -> Option<u64> {
+        self.armed().map(|a| a.saturating_sub(self.armed_lead))
+    }
+
+    /// The wakeup lead learned so far, in nanoseconds: the next arming programs the device
+    /// this far ahead of the end of the earliest window.
+    pub fn lead(&self) -> u64 {
+        self.lead.ns()
+    }
+
+    /// If the last expiry of the device came ahead of the armed instant and found nothing due
+    /// (and nothing has taken that since), the lead that arming was programmed with; takes it.
+    /// The driver then waits awake until [`next_expiration`](Self::next_expiration) if that is
+    /// within this lead of now (else it arms the device again at its next idle, as after any
+    /// expiry).
+    pub fn take_early(&mut self) -> Option<u64> {
+        std::mem::take(&mut self.early).then_some(self.armed_lead)
     }
 
     /// The instant the queue must be advanced by for no timer to be later than its slack
@@ -265,6 +313,8 @@ impl<T, D: ClockEventDevice> TimerQueue<T, D> {
         self.attach_detached();
         if self.wheel.advance(self.ticks.now(now)) > 0 {
             self.dirty = true;
+            // An early expiry's timer (or another) is due now: nothing is left to wait out.
+            self.early = false;
         }
     }
 
@@ -281,8 +331,16 @@ impl<T, D: ClockEventDevice> TimerQueue<T, D> {
     /// [`on_idle`](Self::on_idle) programs the device afresh for the earliest timer.
     pub fn device_lost(&mut self) {
         self.armed = None;
+        self.early = false;
         self.dirty = true;
         self.unarmed = true;
+    }
+
+    /// Whether arming programs the device ahead of the armed instant by the lead (the
+    /// default). A driver whose clock is paused turns it off: paused time has no wakeup
+    /// latency to make up for. Takes effect at the next arming.
+    pub fn set_leading(&mut self, on: bool) {
+        self.leading = on;
     }
 
     /// Removes every pending timer and returns their values, in deadline order, counting
@@ -308,16 +366,21 @@ impl<T, D: ClockEventDevice> TimerQueue<T, D> {
         self.wheel.has_due()
     }
 
-    /// The device signalled at `now` (a clock reading taken after the signal). If the armed
-    /// deadline has passed, the arming is spent, due timers become ready and, if none is due,
-    /// the wakeup is counted as spurious. Otherwise the signal is stale (the device was
-    /// re-armed later, or disarmed, after it fired) and changes nothing. The queue alone knows
-    /// what it armed: a device need not remember. Returns whether anything is due.
+    /// The device signalled at `now` (a clock reading taken after the signal). If the instant
+    /// it was programmed for has passed, the arming is spent and due timers become ready; if
+    /// none is due, the wakeup is spurious, or, if it came ahead of the armed instant by the
+    /// lead ([`programmed`](Self::programmed) <= `now` < [`armed`](Self::armed)), early: the
+    /// driver learns so from [`take_early`](Self::take_early). Otherwise the signal is stale
+    /// (the device was re-armed later, or disarmed, after it fired) and changes nothing. The
+    /// queue alone knows what it armed: a device need not remember. Returns whether anything is
+    /// due.
     pub fn device_fired(&mut self, now: u64) -> bool {
-        match self.armed {
-            Some(armed) if self.ticks.to_ns(armed) <= now => {}
+        let armed = match self.armed {
+            Some(armed) if self.ticks.to_ns(armed).saturating_sub(self.armed_lead) <= now => {
+                self.ticks.to_ns(armed)
+            }
             _ => return false,
-        }
+        };
         self.armed = None;
         self.dirty = true;
         // The arming is spent: until the next idle flush arms it again, nothing announces the
@@ -327,13 +390,33 @@ impl<T, D: ClockEventDevice> TimerQueue<T, D> {
         self.advance(now);
         let due = self.wheel.has_due();
         if !due {
-            self.stats.spurious += 1;
+            if now < armed {
+                self.early = true;
+                self.stats.early += 1;
+            } else {
+                self.stats.spurious += 1;
+            }
         }
         due
     }
 
+    /// The device woke the core at `now`, from a wait that began before the instant the device
+    /// was programmed for: as [`device_fired`](Self::device_fired), and the time from that
+    /// instant to `now` teaches the lead. (A signal found by a core that did not wait for it,
+    /// or waited only after it was due, says nothing of the wakeup's latency: give that to
+    /// `device_fired`.)
+    pub fn device_woke(&mut self, now: u64) -> bool {
+        if let Some(programmed) = self.programmed() {
+            if let Some(late) = now.checked_sub(programmed) {
+                self.lead.observe(late);
+            }
+        }
+        self.device_fired(now)
+    }
+
     /// The core goes idle: apply the deferred re-arm, at most one device re-programming.
-    /// Returns the deadline the device is armed for (when the core will wake by itself).
+    /// Returns the instant the device is programmed for (when the core will wake by itself:
+    /// [`programmed`](Self::programmed), the armed instant less the lead).
     pub fn on_idle(&mut self) -> Option<u64> {
         if self.dirty {
             self.dirty = false;
@@ -350,7 +433,7 @@ impl<T, D: ClockEventDevice> TimerQueue<T, D> {
                 self.program(earliest);
             }
         }
-        self.armed()
+        self.programmed()
     }
 
     /// An insert at `tick`: may move the earliest deadline earlier.
@@ -412,8 +495,11 @@ impl<T, D: ClockEventDevice> TimerQueue<T, D> {
     fn program(&mut self, tick: Option<u64>) {
         self.stats.rearms += 1;
         self.armed = tick;
+        self.armed_lead = if self.leading { self.lead.ns() } else { 0 };
         match tick {
-            Some(t) => self.device.arm(self.ticks.to_ns(t)),
+            Some(t) => self
+                .device
+                .arm(self.ticks.to_ns(t).saturating_sub(self.armed_lead)),
             None => self.device.disarm(),
         }
     }

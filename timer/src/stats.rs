@@ -17,8 +17,11 @@ pub struct TimerStats {
     pub fires: u64,
     /// Times the clock event device was re-programmed (armed or disarmed).
     pub rearms: u64,
-    /// Device expirations that found no timer due.
+    /// Device expirations that found no timer due (not counting early ones).
     pub spurious: u64,
+    /// Device expirations that came ahead of the armed instant, by the wakeup lead, and found
+    /// no timer due yet: the driver waits out the rest awake.
+    pub early: u64,
     /// Hand-overs that had to wake the sleeping core.
     pub remote_wakes_sent: u64,
     /// Hand-overs that left the core alone (it was running, or would wake early enough).
@@ -36,6 +39,7 @@ impl Add for TimerStats {
             fires: self.fires + o.fires,
             rearms: self.rearms + o.rearms,
             spurious: self.spurious + o.spurious,
+            early: self.early + o.early,
             remote_wakes_sent: self.remote_wakes_sent + o.remote_wakes_sent,
             remote_wakes_avoided: self.remote_wakes_avoided + o.remote_wakes_avoided,
         }

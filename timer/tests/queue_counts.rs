@@ -116,6 +116,7 @@ fn accessors_say_what_the_queue_holds() {
     let config = Config {
         policy: RearmPolicy::Eager,
         resolution: Duration::from_micros(3),
+        ..Config::default()
     };
     let mut q = TimerQueue::new(FakeDevice::default(), config);
     assert_eq!(q.policy(), RearmPolicy::Eager);

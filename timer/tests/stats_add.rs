@@ -12,6 +12,7 @@ fn a() -> TimerStats {
         fires: 32,
         rearms: 33,
         spurious: 34,
+        early: 38,
         remote_wakes_sent: 35,
         remote_wakes_avoided: 36,
     }
@@ -25,6 +26,7 @@ fn b() -> TimerStats {
         fires: 5,
         rearms: 6,
         spurious: 7,
+        early: 11,
         remote_wakes_sent: 8,
         remote_wakes_avoided: 9,
     }
@@ -38,6 +40,7 @@ fn sum() -> TimerStats {
         fires: 37,
         rearms: 39,
         spurious: 41,
+        early: 49,
         remote_wakes_sent: 43,
         remote_wakes_avoided: 45,
     }

@@ -1,7 +1,9 @@
 //! The timer queue against a plain reference model (a `BTreeMap`), on random sequences of
 //! insert, cancel, reset and advance with random slack and resolution: the same timers fire,
 //! none early, none later than deadline + resolution + slack, and the device is never armed
-//! later than the earliest timer needs.
+//! later than the earliest timer needs. With a wakeup lead, every expiry of the device also
+//! teaches it (a random latency: whatever the advance overshot the programmed instant by),
+//! and the device is programmed ahead of the armed instant: still none fires early.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -80,10 +82,16 @@ fn model(now: u64, offset: i64, slack: Slack, res: u64) -> Model {
     }
 }
 
-fn run(policy: RearmPolicy, res: u64, steps: Vec<Step>) -> Result<(), TestCaseError> {
+fn run(
+    policy: RearmPolicy,
+    res: u64,
+    lead_max: u64,
+    steps: Vec<Step>,
+) -> Result<(), TestCaseError> {
     let config = Config {
         policy,
         resolution: Duration::from_nanos(res),
+        lead_max: Duration::from_nanos(lead_max),
     };
     let mut q = TimerQueue::new(FakeDevice::default(), config);
     let mut pending: BTreeMap<u64, (TimerHandle, Model)> = BTreeMap::new();
@@ -118,8 +126,9 @@ fn run(policy: RearmPolicy, res: u64, steps: Vec<Step>) -> Result<(), TestCaseEr
             }
             Step::Advance(by) => {
                 now = now.saturating_add(by);
-                if q.armed().is_some_and(|a| a <= now) {
-                    q.device_fired(now);
+                if q.programmed().is_some_and(|p| p <= now) {
+                    q.device_woke(now);
+                    prop_assert!(q.lead() <= lead_max);
                 }
                 q.advance(now);
                 let mut last = 0;
@@ -162,6 +171,10 @@ fn run(policy: RearmPolicy, res: u64, steps: Vec<Step>) -> Result<(), TestCaseEr
                         }
                     })
                     .min();
+                if let Some(p) = armed {
+                    let a = q.armed().expect("programmed, so armed");
+                    prop_assert!(a - p <= lead_max, "programmed {} ahead of {}", p, a);
+                }
                 if let Some(needed) = needed {
                     let armed = armed
                         .ok_or_else(|| TestCaseError::fail("timers pending, device disarmed"))?;
@@ -208,8 +221,9 @@ proptest! {
     fn queue_matches_model(
         policy in prop_oneof![Just(RearmPolicy::Eager), Just(RearmPolicy::OnIdle), Just(RearmPolicy::Lazy)],
         res in prop_oneof![Just(1u64), Just(1_000), Just(1_000_000), 1u64..5_000],
+        lead_max in prop_oneof![Just(0u64), Just(50_000), 0u64..5_000_000],
         steps in prop::collection::vec(step(), 1..60),
     ) {
-        run(policy, res, steps)?;
+        run(policy, res, lead_max, steps)?;
     }
 }

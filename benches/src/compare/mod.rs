@@ -56,7 +56,7 @@ const USAGE: &str = "usage: compare [--quick | --smoke] [--only WORKLOAD,...] \
                tickless_slack10us,tickless_slack100us,tickless_prop4,tickless_prop16,
                tickless_prop64,tickless_knee8ms,
                tickless_eager,tickless_onidle,tickless_lazy,tickless_epoll,
-               tickless_epoll_onidle,tokio,smol,monoio_legacy,
+               tickless_epoll_onidle,tickless_nolead,tokio,smol,monoio_legacy,
                monoio_uring,threads,floor
   --no-syscalls  skip the strace count
   --http       also run http_hello: tickless's and tokio's hyper servers under wrk

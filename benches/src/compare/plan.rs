@@ -95,6 +95,7 @@ impl Workload {
                 "tickless",
                 "tickless_slack0",
                 "tickless_epoll",
+                "tickless_nolead",
                 RUNTIMES[0],
                 RUNTIMES[1],
                 RUNTIMES[2],
@@ -127,6 +128,7 @@ impl Workload {
                 "tickless_lazy",
                 "tickless_epoll",
                 "tickless_epoll_onidle",
+                "tickless_nolead",
             ],
         }
     }

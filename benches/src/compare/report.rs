@@ -356,7 +356,7 @@ impl Results {
 }
 
 /// The timer_churn frontier's rows: tickless at each default slack, then every peer.
-pub const FRONTIER: [(&str, &str); 13] = [
+pub const FRONTIER: [(&str, &str); 14] = [
     ("tickless_slack0", "tickless, no slack"),
     ("tickless_slack10us", "tickless, 10 µs slack"),
     ("tickless_slack100us", "tickless, 100 µs slack"),
@@ -378,6 +378,7 @@ pub const FRONTIER: [(&str, &str); 13] = [
         "tickless",
         "tickless, default (length²/2 ms up to 1,024 µs)",
     ),
+    ("tickless_nolead", "tickless, default slack, no wakeup lead"),
     ("tokio", "tokio"),
     ("smol", "smol"),
     ("monoio_legacy", "monoio_legacy"),

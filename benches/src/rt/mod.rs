@@ -122,6 +122,14 @@ pub const ALL: &[(&str, Contender)] = &[
             ..tickless::Config::DEFAULT
         }),
     ),
+    // No wakeup lead: the device is programmed for the end of the window itself.
+    (
+        "tickless_nolead",
+        Contender::Tickless(tickless::Config {
+            lead_max: Some(Duration::ZERO),
+            ..tickless::Config::DEFAULT
+        }),
+    ),
     ("tokio", Contender::Tokio),
     ("smol", Contender::Smol),
     ("monoio_legacy", Contender::Monoio(monoio::Driver::Legacy)),

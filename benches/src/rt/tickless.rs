@@ -25,6 +25,8 @@ pub struct Config {
     pub slack: Option<Slack>,
     /// The clock event device; `None`: the builder's default.
     pub device: Option<ClockDevice>,
+    /// `wakeup_lead_max`; `None`: the builder's default.
+    pub lead_max: Option<Duration>,
 }
 
 /// A default slack `compare` sets.
@@ -45,6 +47,7 @@ impl Config {
         spin: None,
         slack: None,
         device: None,
+        lead_max: None,
     };
 
     fn builder(&self, cores: usize) -> Builder {
@@ -58,6 +61,9 @@ impl Config {
         }
         if let Some(d) = self.device {
             b.clock_device(d);
+        }
+        if let Some(l) = self.lead_max {
+            b.wakeup_lead_max(l);
         }
         match self.slack {
             Some(Slack::Fixed(s)) => {

@@ -30,6 +30,11 @@ pub const DEFAULT_SLACK_KNEE: Duration = Duration::from_millis(2);
 /// resolution and the time the core takes to get to it).
 pub const DEFAULT_SLACK_MAX: Duration = Duration::from_micros(1_024);
 
+/// The default cap of the wakeup lead (see [`Builder::wakeup_lead_max`]).
+pub const DEFAULT_WAKEUP_LEAD_MAX: Duration = Duration::from_micros(100);
+/// The largest cap of the wakeup lead [`Builder::build`] accepts.
+pub const MAX_WAKEUP_LEAD: Duration = Duration::from_millis(10);
+
 /// Configures a [`Runtime`].
 ///
 /// # Examples
@@ -71,14 +76,18 @@ impl Default for Builder {
 impl Builder {
     /// The defaults: one core per CPU the process may run on, not pinned; `Lazy` re-arming,
     /// 1 µs timer resolution, a default slack that grows with a timer's length up to 1,024 µs
-    /// (see [`default_slack_growing`](Self::default_slack_growing)), no idle spinning, real
+    /// (see [`default_slack_growing`](Self::default_slack_growing)), a learned wakeup lead of
+    /// at most 100 µs (see [`wakeup_lead_max`](Self::wakeup_lead_max)), no idle spinning, real
     /// time.
     pub fn new() -> Builder {
         Builder {
             cores: None,
             pin: false,
             core: CoreConfig {
-                timer: Config::default(),
+                timer: Config {
+                    lead_max: DEFAULT_WAKEUP_LEAD_MAX,
+                    ..Config::default()
+                },
                 default_slack: DefaultSlack::Growing {
                     knee_ns: DEFAULT_SLACK_KNEE.as_nanos() as u64,
                     max_ns: DEFAULT_SLACK_MAX.as_nanos() as u64,
@@ -215,6 +224,43 @@ impl Builder {
         self
     }
 
+    /// The most a core programs its clock event device ahead of the end of a timer's window,
+    /// to make up for the time the device's wakeup takes to reach it. Default
+    /// [`DEFAULT_WAKEUP_LEAD_MAX`] (100 µs); `Duration::ZERO` programs the device for the end
+    /// of the window itself. At most [`MAX_WAKEUP_LEAD`] (10 ms); [`build`](Self::build)
+    /// rejects more.
+    ///
+    /// A parked core does not run at the instant its device fires: the kernel's timer, a
+    /// hypervisor's delivery of it, the scheduler and the return from `epoll_wait` come first
+    /// (30 to 50 µs on the virtual machine the README's figures come from, a few µs on bare
+    /// metal), so a core that sleeps until the end of a window fires its timers that much
+    /// past it. Each core measures how late its device's wakeups reach it and keeps a running
+    /// 90th percentile of that ([`tickless_timer::Lead`]), the *lead*, capped here; it programs
+    /// the device that far ahead of the end of the earliest window. A wakeup that comes before
+    /// any timer is due (a timer whose slack is smaller than the lead, typically) is early:
+    /// the core polls I/O without blocking until the end of the window, then fires it
+    /// (`CoreStats::timer_early`, `lead_spins`). So a timer fires within its window even on a
+    /// slow-waking machine, never before its deadline, and the price is at most the lead of
+    /// spinning per early wakeup; a timer whose window is wider than the lead costs no
+    /// spinning (it is due when the wakeup comes). KVM leads its guests' timers the same way
+    /// (`lapic_timer_advance_ns`). `CoreStats::wakeup_lead_ns` says what a core learned.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let rt = tickless::Builder::new()
+    ///     .cores(1)
+    ///     .wakeup_lead_max(Duration::ZERO) // never spin to a timer
+    ///     .build()?;
+    /// rt.block_on(tickless::time::sleep(Duration::from_micros(100)));
+    /// assert_eq!(rt.stats().total.lead_spins, 0);
+    /// # std::io::Result::Ok(())
+    /// ```
+    pub fn wakeup_lead_max(&mut self, max: Duration) -> &mut Self {
+        self.core.timer.lead_max = max;
+        self
+    }
+
     /// The idle governor: on going idle, poll I/O without blocking for up to `window` before
     /// parking; when the core's next timer is closer than `window`, spin until it instead of
     /// arming the timerfd and parking. Default zero (park at once). Spinning trades CPU for
@@ -310,6 +356,12 @@ impl Builder {
             }
             DefaultSlack::Fixed(_) => None,
         };
+        let lead = self.core.timer.lead_max;
+        if lead > MAX_WAKEUP_LEAD {
+            return invalid(format!(
+                "wakeup lead cap {lead:?} is more than {MAX_WAKEUP_LEAD:?}"
+            ));
+        }
         if let Some(slack) = largest {
             if slack > MAX_SLACK {
                 return invalid(format!(
@@ -327,7 +379,7 @@ impl Builder {
     ///
     /// A setting is out of range (kind `InvalidInput`, the message says which: a timer
     /// resolution of zero or above [`MAX_TIMER_RESOLUTION`], a default slack above
-    /// [`MAX_SLACK`]); creating a core's epoll instance, timerfd or eventfd failed (typically
+    /// [`MAX_SLACK`], a wakeup lead cap above [`MAX_WAKEUP_LEAD`]); creating a core's epoll instance, timerfd or eventfd failed (typically
     /// `EMFILE`); a thread could not be spawned; or pinning was asked for and is impossible
     /// (the error names the CPU).
     pub fn build(&mut self) -> io::Result<Runtime> {

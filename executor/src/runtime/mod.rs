@@ -16,7 +16,8 @@ use std::thread::JoinHandle as ThreadHandle;
 use std::time::{Duration, Instant};
 
 pub use builder::{
-    Builder, DEFAULT_SLACK_KNEE, DEFAULT_SLACK_MAX, MAX_SLACK, MAX_TIMER_RESOLUTION,
+    Builder, DEFAULT_SLACK_KNEE, DEFAULT_SLACK_MAX, DEFAULT_WAKEUP_LEAD_MAX, MAX_SLACK,
+    MAX_TIMER_RESOLUTION, MAX_WAKEUP_LEAD,
 };
 pub use handle::Handle;
 

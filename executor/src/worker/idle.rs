@@ -52,10 +52,33 @@ impl Core {
         if self.timers.clock().is_paused() {
             return self.idle_paused();
         }
+        if let Some(lead) = self.timers.take_early() {
+            if self.spin_to_early_timer(lead) {
+                return;
+            }
+        }
         if self.spin_ns > 0 && self.spin() {
             return;
         }
         sleep(self);
+    }
+
+    /// The clock event device, programmed `lead` ahead of the end of the earliest window,
+    /// woke the core before anything was due: wait out the rest awake as long as the next
+    /// timer is within that lead (if a cancel moved it further, the next arming sleeps until
+    /// it instead). The wait watches the clock and the inbox, not I/O (a poll is a
+    /// system call; I/O that comes meanwhile waits at most the lead, as it would behind a
+    /// task that ran that long). Returns `true` if the core found work or the timer became
+    /// due.
+    fn spin_to_early_timer(&self, lead: u64) -> bool {
+        let now = self.timers.clock().now();
+        match self.timers.next_expiration() {
+            Some(next) if next.saturating_sub(now) <= lead => {
+                bump(&self.counters.lead_spins);
+                self.spin_until(next, true, false)
+            }
+            _ => false,
+        }
     }
 
     /// The idle governor: polls I/O without blocking for up to the spin window, or until the
@@ -63,22 +86,29 @@ impl Core {
     /// ones were taken just before). Returns `true` if the core found work (or a timer became
     /// due) and should not park.
     fn spin(&self) -> bool {
-        let clock = self.timers.clock();
-        let start = clock.now();
+        let start = self.timers.clock().now();
         let next = self.timers.next_expiration();
         let timer_soon = next.is_some_and(|t| t.saturating_sub(start) < self.spin_ns);
         let until = match next {
             Some(t) if timer_soon => t,
             _ => start.saturating_add(self.spin_ns),
         };
+        self.spin_until(until, timer_soon, true)
+    }
+
+    /// Waits awake until the clock reaches `until`, or until work comes (then `true`),
+    /// polling I/O without blocking if `io`. At `until`, a `timer` is due: the timers are
+    /// advanced to the reading, and the core does not park (`true`); else it may (`false`).
+    fn spin_until(&self, until: u64, timer: bool, io: bool) -> bool {
+        let clock = self.timers.clock();
         bump(&self.counters.spins);
         loop {
-            if self.poll_io(Some(Duration::ZERO)) || self.has_work() {
+            if (io && self.poll_io(Some(Duration::ZERO))) || self.has_work() {
                 return true;
             }
             let now = clock.now();
             if now >= until {
-                if timer_soon {
+                if timer {
                     // The timer is due: expire it on the next turn, without parking.
                     self.timers.advance(now);
                     return true;

@@ -56,6 +56,8 @@ struct Counters {
     parks: Cell<u64>,
     /// Idle transitions spent spinning instead of parking.
     spins: Cell<u64>,
+    /// Of those, spins to a timer the clock event device woke the core ahead of.
+    lead_spins: Cell<u64>,
     /// Idle transitions.
     idles: Cell<u64>,
     /// Task polls that panicked.
@@ -255,6 +257,9 @@ impl Core {
                 ClockDevice::Epoll => 0,
             },
             timerfd_spurious: t.spurious,
+            timer_early: t.early,
+            lead_spins: c.lead_spins.get(),
+            wakeup_lead_ns: self.timers.lead(),
             remote_wakes_sent: t.remote_wakes_sent,
             remote_wakes_avoided: t.remote_wakes_avoided,
             clock_reads: self.timers.clock().reads(),

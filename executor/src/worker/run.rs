@@ -52,14 +52,14 @@ pub trait Driver {
     /// Nothing is runnable: go idle (production: the paused clock, the idle governor, or
     /// [`idle::sleep`](super::idle::sleep)).
     fn idle(&self);
-    /// The idle flush: applies the deferred re-arm; returns the deadline the clock event device
-    /// is armed for.
+    /// The idle flush: applies the deferred re-arm; returns the instant the clock event device
+    /// is programmed for (the core's own wakeup).
     fn flush_rearm(&self) -> Option<u64>;
     /// Publishes the counters for other threads.
     fn publish(&self);
-    /// Blocks until an event: I/O, the clock event device (armed for `armed`, what
+    /// Blocks until an event: I/O, the clock event device (programmed for `programmed`, what
     /// [`flush_rearm`](Self::flush_rearm) returned), or an unpark.
-    fn block(&self, armed: Option<u64>);
+    fn block(&self, programmed: Option<u64>);
 }
 
 /// What one turn ended with.
@@ -162,25 +162,41 @@ impl Core {
     /// any event came.
     pub(crate) fn poll_io(&self, timeout: Option<Duration>) -> bool {
         let polled = self.reactor.poll(timeout);
-        self.polled(polled)
+        self.polled(polled, false)
     }
 
     /// After a poll: a timerfd event, or with the epoll device any poll, makes the timers look
     /// at the clock (a read only if something is armed): nothing else tells them the deadline
-    /// passed while the core was busy.
+    /// passed while the core was busy. `woken`: the poll blocked from before the instant the
+    /// device was programmed for (its wakeup's latency teaches the lead).
     #[inline]
-    fn polled(&self, polled: std::io::Result<tickless_io::Polled>) -> bool {
+    fn polled(&self, polled: std::io::Result<tickless_io::Polled>, woken: bool) -> bool {
         let polled = match polled {
             Ok(p) => p,
             // epoll_wait on a valid epoll fd fails only on a broken invariant.
             Err(e) => panic!("tickless: polling the core's epoll instance failed: {e}"),
         };
         if polled.timer_event || self.timers.device() == ClockDevice::Epoll {
-            self.timers.device_event();
+            self.timers.device_event(woken);
         }
         polled.events > 0
     }
+
+    /// Whether a park until `programmed` (the device's instant) begins before it, so that the
+    /// wakeup's latency can be measured; a clock read, made only when the instant is near by
+    /// the loop's last reading (which is never ahead: an instant far by it is far), since the
+    /// lead matters for short waits and a timeout seconds out should cost a park nothing.
+    fn parks_before(&self, programmed: Option<u64>) -> bool {
+        programmed.is_some_and(|p| {
+            p.saturating_sub(self.timers.last_now()) <= LEARN_WITHIN_NS
+                && p > self.timers.clock().now()
+        })
+    }
 }
+
+/// How near (by the loop's last clock reading) the device's instant must be for a park to
+/// read the clock, so that its wakeup teaches the lead.
+const LEARN_WITHIN_NS: u64 = 4_000_000;
 
 /// The kernel timer slack the thread had before the loop lowered it, restored on drop.
 struct PreciseSlack(Option<u64>);
@@ -274,16 +290,23 @@ impl Driver for Core {
         Core::publish(self);
     }
 
-    fn block(&self, armed: Option<u64>) {
+    fn block(&self, programmed: Option<u64>) {
         bump(&self.counters.parks);
         match self.timers.device() {
-            ClockDevice::TimerFd => self.poll_io(None),
+            ClockDevice::TimerFd => {
+                let woken = self.parks_before(programmed);
+                let polled = self.reactor.poll(None);
+                self.polled(polled, woken)
+            }
             ClockDevice::Epoll => {
-                // One clock read; a deadline already past polls without blocking.
-                let timeout = armed
-                    .map(|a| Duration::from_nanos(a.saturating_sub(self.timers.clock().now())));
+                // One clock read; an instant already past polls without blocking.
+                let now = programmed.map(|_| self.timers.clock().now());
+                let timeout = programmed
+                    .zip(now)
+                    .map(|(p, now)| Duration::from_nanos(p.saturating_sub(now)));
+                let woken = programmed.zip(now).is_some_and(|(p, now)| p > now);
                 let polled = self.reactor.poll_precise(timeout);
-                self.polled(polled)
+                self.polled(polled, woken)
             }
         };
     }

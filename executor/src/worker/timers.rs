@@ -168,8 +168,11 @@ impl Timers {
         let paused = self.clock.pause();
         if paused {
             // Paused time never arms the timerfd: what the queue armed is no longer what
-            // the core wakes by (a real arming left behind fires once, and is ignored).
-            self.queue.borrow_mut().device_lost();
+            // the core wakes by (a real arming left behind fires once, and is ignored). Nor
+            // does it have a wakeup latency to lead by.
+            let mut queue = self.queue.borrow_mut();
+            queue.device_lost();
+            queue.set_leading(false);
         }
         paused
     }
@@ -179,7 +182,9 @@ impl Timers {
         let resumed = self.clock.resume();
         if resumed {
             // The timerfd knows nothing of what was armed while paused: arm it afresh.
-            self.queue.borrow_mut().device_lost();
+            let mut queue = self.queue.borrow_mut();
+            queue.device_lost();
+            queue.set_leading(true);
         }
         resumed
     }
@@ -236,20 +241,43 @@ impl Timers {
         queue.has_expired()
     }
 
-    /// The reactor saw an event of the timerfd: if something is armed, one clock read tells
-    /// the queue whether it has passed (or the event is stale).
-    pub(crate) fn device_event(&self) {
+    /// The clock event device may have fired (an event of the timerfd; with the epoll device,
+    /// any poll): if something is armed, one clock read tells the queue whether the instant
+    /// the device was programmed for has passed (or the event is stale). `woken`: the core was
+    /// parked since before that instant, so the time from it to now is the wakeup's latency,
+    /// which teaches the queue its lead.
+    pub(crate) fn device_event(&self, woken: bool) {
         let mut queue = self.queue.borrow_mut();
         if queue.armed().is_some() {
             let now = self.clock.now();
             self.last_now.set(self.last_now.get().max(now));
             self.fresh.set(2);
-            queue.device_fired(now);
+            if woken {
+                queue.device_woke(now);
+            } else {
+                queue.device_fired(now);
+            }
         }
     }
 
+    /// If the device's last expiry came ahead of the armed instant, by the lead, with nothing
+    /// due yet, that arming's lead (taken by the asking): the core waits out the rest awake.
+    pub(crate) fn take_early(&self) -> Option<u64> {
+        self.queue.borrow_mut().take_early()
+    }
+
+    /// The wakeup lead the core has learned, in nanoseconds.
+    pub(crate) fn lead(&self) -> u64 {
+        self.queue.borrow().lead()
+    }
+
+    /// The loop's last clock reading (never ahead of now).
+    pub(crate) fn last_now(&self) -> u64 {
+        self.last_now.get()
+    }
+
     /// The idle flush: applies the deferred re-arm (at most one `timerfd_settime`) and returns
-    /// the deadline the timerfd is armed for.
+    /// the instant the device is programmed for (the armed one less the lead).
     pub(crate) fn on_idle(&self) -> Option<u64> {
         // The core is about to wait: whatever wakes it, `last_now` will be old by then.
         self.fresh.set(0);

@@ -1,0 +1,194 @@
+//! The wakeup lead against a counting fake device and a manual clock: what it learns, where it
+//! programs the device, and that an expiry it brings ahead of a timer fires nothing early.
+
+use std::time::Duration;
+
+use tickless_timer::{Config, FakeDevice, RearmPolicy, Slack, TimerQueue};
+
+const US: u64 = 1_000;
+
+fn queue(lead_max_us: u64) -> TimerQueue<&'static str, FakeDevice> {
+    TimerQueue::new(
+        FakeDevice::default(),
+        Config {
+            lead_max: Duration::from_micros(lead_max_us),
+            ..Config::default()
+        },
+    )
+}
+
+/// Three exact timers, each woken `late_us` after the device's instant: the lead's first
+/// lesson. Returns the clock.
+fn teach(q: &mut TimerQueue<&'static str, FakeDevice>, late_us: u64) -> u64 {
+    let mut now = 0;
+    for _ in 0..3 {
+        q.insert(now + 1_000 * US, Slack::None, "lesson");
+        let programmed = q.on_idle().expect("armed");
+        now = programmed + late_us * US;
+        assert!(q.device_woke(now), "the lesson's timer is due");
+        assert_eq!(q.pop_expired().map(|(_, v)| v), Some("lesson"));
+    }
+    now
+}
+
+#[test]
+fn the_device_is_programmed_ahead_by_the_latency_it_learned() {
+    let mut q = queue(100);
+    assert_eq!(q.lead(), 0, "nothing learned yet");
+    let now = teach(&mut q, 40);
+    assert_eq!(q.lead(), 40 * US);
+    // A timer with a wide window: the device fires 40 µs before its end, inside it.
+    q.insert(
+        now + 10_000 * US,
+        Slack::Bounded(Duration::from_micros(500)),
+        "wide",
+    );
+    assert_eq!(q.on_idle(), Some(now + 10_460 * US));
+    assert_eq!(
+        q.armed(),
+        Some(now + 10_500 * US),
+        "armed for the window's end"
+    );
+    assert_eq!(q.device().armed, Some(now + 10_460 * US));
+    // It comes 30 µs late: inside the window, the timer is due, nothing waits.
+    assert!(q.device_woke(now + 10_490 * US));
+    assert_eq!(q.pop_expired().map(|(_, v)| v), Some("wide"));
+    assert_eq!(q.take_early(), None);
+    assert_eq!((q.stats().early, q.stats().spurious), (0, 0));
+}
+
+#[test]
+fn an_early_expiry_fires_nothing_and_says_so_once() {
+    let mut q = queue(100);
+    let now = teach(&mut q, 40);
+    let deadline = now + 5_000 * US;
+    q.insert(deadline, Slack::None, "exact");
+    assert_eq!(q.on_idle(), Some(deadline - 40 * US));
+    // The wakeup takes only 10 µs this time: 30 µs before the deadline.
+    assert!(!q.device_woke(deadline - 30 * US), "nothing fires early");
+    assert!(q.pop_expired().is_none());
+    assert_eq!(
+        (q.stats().early, q.stats().spurious),
+        (1, 0),
+        "early, not spurious"
+    );
+    assert_eq!(
+        q.take_early(),
+        Some(40 * US),
+        "the lead it was programmed with"
+    );
+    assert_eq!(q.take_early(), None, "taken");
+    // The arming is spent; the driver waits out the rest (the timer is the next expiration,
+    // within the lead) and advances to it.
+    assert_eq!(q.armed(), None);
+    assert_eq!(q.next_expiration(), Some(deadline));
+    q.advance(deadline - 1);
+    assert!(
+        q.pop_expired().is_none(),
+        "still nothing a nanosecond before"
+    );
+    q.advance(deadline);
+    assert_eq!(q.pop_expired().map(|(_, v)| v), Some("exact"));
+    // That short wakeup taught the lead a step down.
+    assert!(q.lead() < 40 * US);
+}
+
+#[test]
+fn an_expiry_past_the_armed_instant_with_nothing_due_is_still_spurious() {
+    let mut q = queue(100);
+    let now = teach(&mut q, 40);
+    let t = q.insert(now + 5_000 * US, Slack::None, "cancelled");
+    q.on_idle();
+    q.cancel(t).expect("pending");
+    // Lazy keeps the arming; it fires after the armed instant with nothing due.
+    assert!(!q.device_fired(now + 5_010 * US));
+    assert_eq!((q.stats().early, q.stats().spurious), (0, 1));
+    assert_eq!(q.take_early(), None);
+}
+
+#[test]
+fn a_signal_before_the_programmed_instant_is_stale_and_teaches_nothing() {
+    let mut q = queue(100);
+    let now = teach(&mut q, 40);
+    let lead = q.lead();
+    q.insert(now + 5_000 * US, Slack::None, "later");
+    let programmed = q.on_idle().expect("armed");
+    assert!(!q.device_woke(programmed - 1));
+    assert_eq!(q.programmed(), Some(programmed), "still armed");
+    assert_eq!(q.lead(), lead, "nothing learned");
+    assert_eq!((q.stats().early, q.stats().spurious), (0, 0));
+}
+
+#[test]
+fn the_lead_is_capped_and_device_fired_teaches_nothing() {
+    let mut q = queue(25);
+    let now = teach(&mut q, 40);
+    assert_eq!(q.lead(), 25 * US, "capped");
+    q.insert(now + 1_000 * US, Slack::None, "t");
+    let programmed = q.on_idle().expect("armed");
+    assert_eq!(q.armed(), Some(programmed + 25 * US));
+    // Found by a core that was busy, long after: no lesson.
+    assert!(q.device_fired(programmed + 900 * US));
+    q.insert(now + 2_000 * US, Slack::None, "u");
+    let programmed = q.on_idle().expect("armed");
+    assert_eq!(q.armed(), Some(programmed + 25 * US), "the same lead");
+    // While a lesson from a short wakeup takes it down a step.
+    q.device_woke(programmed + US);
+    assert!(q.lead() < 25 * US);
+}
+
+#[test]
+fn no_lead_without_a_cap_or_while_leading_is_off() {
+    let mut q = queue(0);
+    let now = teach(&mut q, 40);
+    assert_eq!(q.lead(), 0);
+    q.insert(now + 1_000 * US, Slack::None, "t");
+    assert_eq!(q.on_idle(), Some(now + 1_000 * US));
+
+    let mut q = queue(100);
+    let now = teach(&mut q, 40);
+    q.set_leading(false);
+    q.insert(now + 1_000 * US, Slack::None, "t");
+    assert_eq!(
+        q.on_idle(),
+        Some(now + 1_000 * US),
+        "programmed for the instant itself"
+    );
+    assert_eq!(q.lead(), 40 * US, "still known");
+    q.set_leading(true);
+    q.device_lost();
+    assert_eq!(q.on_idle(), Some(now + 960 * US));
+}
+
+#[test]
+fn every_policy_programs_with_the_lead() {
+    for policy in [RearmPolicy::Eager, RearmPolicy::OnIdle, RearmPolicy::Lazy] {
+        let mut q = TimerQueue::new(
+            FakeDevice::default(),
+            Config {
+                policy,
+                lead_max: Duration::from_micros(100),
+                ..Config::default()
+            },
+        );
+        let now = teach(&mut q, 40);
+        q.insert(now + 2_000 * US, Slack::None, "t");
+        q.on_idle();
+        assert_eq!(q.device().armed, Some(now + 1_960 * US), "{policy:?}");
+    }
+}
+
+#[test]
+fn an_early_expiry_whose_timer_comes_due_leaves_nothing_to_wait_out() {
+    let mut q = queue(100);
+    let now = teach(&mut q, 40);
+    let deadline = now + 5_000 * US;
+    q.insert(deadline, Slack::None, "exact");
+    q.on_idle();
+    assert!(!q.device_woke(deadline - 30 * US));
+    // The loop reads the clock again before it goes idle, and the timer is due by then.
+    q.advance(deadline + US);
+    assert_eq!(q.pop_expired().map(|(_, v)| v), Some("exact"));
+    assert_eq!(q.take_early(), None);
+    assert_eq!(q.stats().early, 1);
+}
