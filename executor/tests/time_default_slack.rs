@@ -222,10 +222,15 @@ fn a_sleep_until_woken_by_a_timer_learns_its_length_without_a_clock_read() -> io
     // The default needs the time a `sleep_until` has left; a task a timer just woke takes it
     // from the reading that expired the timer, so that it reads the clock no more often than
     // with a fixed slack (which needs no length at all). A clock read per registration would
-    // add one per sleep: 50 here.
-    let growing = Builder::new().cores(1).build()?;
+    // add one per sleep: 50 here. (No wakeup lead: a wakeup it brings early is waited out
+    // reading the clock, as many times as the wait takes.)
+    let growing = Builder::new()
+        .cores(1)
+        .wakeup_lead_max(Duration::ZERO)
+        .build()?;
     let fixed = Builder::new()
         .cores(1)
+        .wakeup_lead_max(Duration::ZERO)
         .default_slack(Duration::from_micros(4))
         .build()?;
     let n = 50;

@@ -226,6 +226,15 @@ impl<T, D: ClockEventDevice> TimerQueue<T, D> {
         self.wheel.next_expiration().map(|t| self.ticks.to_ns(t))
     }
 
+    /// A bound on the earliest deadline of the pending timers (deferrable ones included), in
+    /// nanoseconds: never later than it, and exact for the timers within 64 ticks (see
+    /// [`Wheel::next_deadline`]). [`advance`](Self::advance) to it makes that timer due if
+    /// the bound is exact. `None` when none is pending.
+    pub fn next_deadline(&mut self) -> Option<u64> {
+        self.attach_detached();
+        self.wheel.next_deadline().map(|t| self.ticks.to_ns(t))
+    }
+
     /// Adds a timer at `deadline` with `slack`; a deadline in the past fires at the next
     /// [`advance`](Self::advance).
     pub fn insert(&mut self, deadline: u64, slack: Slack, value: T) -> TimerHandle {
@@ -369,16 +378,15 @@ impl<T, D: ClockEventDevice> TimerQueue<T, D> {
     /// The device signalled at `now` (a clock reading taken after the signal). If the instant
     /// it was programmed for has passed, the arming is spent and due timers become ready; if
     /// none is due, the wakeup is spurious, or, if it came ahead of the armed instant by the
-    /// lead ([`programmed`](Self::programmed) <= `now` < [`armed`](Self::armed)), early: the
-    /// driver learns so from [`take_early`](Self::take_early). Otherwise the signal is stale
+    /// lead ([`programmed`](Self::programmed) <= `now` < [`armed`](Self::armed)) and a timer
+    /// still needs the core by the armed instant, early: the driver learns so from
+    /// [`take_early`](Self::take_early). Otherwise the signal is stale
     /// (the device was re-armed later, or disarmed, after it fired) and changes nothing. The
     /// queue alone knows what it armed: a device need not remember. Returns whether anything is
     /// due.
     pub fn device_fired(&mut self, now: u64) -> bool {
         let armed = match self.armed {
-            Some(armed) if self.ticks.to_ns(armed).saturating_sub(self.armed_lead) <= now => {
-                self.ticks.to_ns(armed)
-            }
+            Some(armed) if self.ticks.to_ns(armed).saturating_sub(self.armed_lead) <= now => armed,
             _ => return false,
         };
         self.armed = None;
@@ -390,7 +398,10 @@ impl<T, D: ClockEventDevice> TimerQueue<T, D> {
         self.advance(now);
         let due = self.wheel.has_due();
         if !due {
-            if now < armed {
+            // Early if it came before the armed instant and a timer still needs the core by
+            // then (else the timer it was armed for is gone: spurious, as without a lead).
+            let waited_for = self.wheel.next_expiration().is_some_and(|e| e <= armed);
+            if self.ticks.now(now) < armed && waited_for {
                 self.early = true;
                 self.stats.early += 1;
             } else {

@@ -468,6 +468,14 @@ impl<T> Wheel<T> {
         }
     }
 
+    /// A bound on the earliest tick of the pending timers not yet due, deferrable ones
+    /// included: never later than it, exact for a timer in a level-0 slot (within 64 ticks of
+    /// `elapsed`) and for any slot whose earliest timer was not removed (see
+    /// [`next_expiration`](Self::next_expiration)). `None` when none is pending.
+    pub fn next_deadline(&self) -> Option<u64> {
+        self.earliest_slot(false).map(|(.., bound)| bound)
+    }
+
     /// Advances the wheel to `now`: every timer whose tick is at or before `now` moves to the due
     /// list, in tick order, for [`pop_due`](Self::pop_due). Returns how many became due.
     /// Advancing to a tick before `elapsed` does nothing.

@@ -192,3 +192,18 @@ fn an_early_expiry_whose_timer_comes_due_leaves_nothing_to_wait_out() {
     assert_eq!(q.take_early(), None);
     assert_eq!(q.stats().early, 1);
 }
+
+#[test]
+fn an_expiry_ahead_of_a_cancelled_timer_is_spurious_not_early() {
+    let mut q = queue(100);
+    let now = teach(&mut q, 40);
+    let t = q.insert(now + 5_000 * US, Slack::None, "cancelled");
+    q.insert(now + 900_000 * US, Slack::None, "far");
+    let programmed = q.on_idle().expect("armed");
+    q.cancel(t).expect("pending");
+    // Lazy keeps the arming; it fires ahead of the armed instant, but nothing needs the core
+    // until the far timer: nothing to wait out.
+    assert!(!q.device_woke(programmed + 10 * US));
+    assert_eq!((q.stats().early, q.stats().spurious), (0, 1));
+    assert_eq!(q.take_early(), None);
+}

@@ -101,3 +101,31 @@ fn has_due_until_the_last_is_popped() {
     w.pop_due();
     assert!(!w.has_due());
 }
+
+#[test]
+fn next_deadline_is_the_earliest_tick_of_any_lane_deferrable_ones_included() {
+    let mut w = Wheel::new();
+    assert_eq!(w.next_deadline(), None);
+    w.insert_within(50, 1_000, 'a'); // its window ends at 1,050
+    w.insert(40, true, 'b'); // deferrable
+    w.insert_within(30, 0, 'c');
+    assert_eq!(w.next_deadline(), Some(30));
+    assert_eq!(w.next_expiration(), Some(30));
+    w.advance(30);
+    assert_eq!(w.next_deadline(), Some(40), "due timers are not counted");
+    assert_eq!(w.next_expiration(), Some(30), "due and not popped: now");
+    while w.pop_due().is_some() {}
+    assert_eq!(w.next_expiration(), Some(1_050), "the deferrable one never");
+    w.advance(45);
+    while w.pop_due().is_some() {}
+    assert_eq!(w.next_deadline(), Some(50));
+    // Far out, at a higher level: never later than the timer, and exact once it is close.
+    w.insert(1_000_000, false, 'd');
+    w.advance(1_000);
+    while w.pop_due().is_some() {}
+    assert!(w
+        .next_deadline()
+        .is_some_and(|d| (1_000..=1_000_000).contains(&d)));
+    w.advance(999_990);
+    assert_eq!(w.next_deadline(), Some(1_000_000));
+}

@@ -238,11 +238,11 @@ impl Builder {
     /// 90th percentile of that ([`tickless_timer::Lead`]), the *lead*, capped here; it programs
     /// the device that far ahead of the end of the earliest window. A wakeup that comes before
     /// any timer is due (a timer whose slack is smaller than the lead, typically) is early:
-    /// the core polls I/O without blocking until the end of the window, then fires it
-    /// (`CoreStats::timer_early`, `lead_spins`). So a timer fires within its window even on a
-    /// slow-waking machine, never before its deadline, and the price is at most the lead of
-    /// spinning per early wakeup; a timer whose window is wider than the lead costs no
-    /// spinning (it is due when the wakeup comes). KVM leads its guests' timers the same way
+    /// the core waits awake, watching the clock and its inbox (not I/O), until the first
+    /// deadline, then fires it (`CoreStats::timer_early`, `lead_spins`). So a timer fires
+    /// within its window even on a slow-waking machine, never before its deadline, and the
+    /// price is at most the lead of spinning per early wakeup; a timer whose window is wider
+    /// than the lead costs no spinning (it is due when the wakeup comes). KVM leads its guests' timers the same way
     /// (`lapic_timer_advance_ns`). `CoreStats::wakeup_lead_ns` says what a core learned.
     ///
     /// ```

@@ -64,21 +64,28 @@ impl Core {
     }
 
     /// The clock event device, programmed `lead` ahead of the end of the earliest window,
-    /// woke the core before anything was due: wait out the rest awake as long as the next
-    /// timer is within that lead (if a cancel moved it further, the next arming sleeps until
-    /// it instead). The wait watches the clock and the inbox, not I/O (a poll is a
-    /// system call; I/O that comes meanwhile waits at most the lead, as it would behind a
-    /// task that ran that long). Returns `true` if the core found work or the timer became
-    /// due.
+    /// woke the core before anything was due: wait out the rest awake as long as that window
+    /// ends within the lead (if a cancel moved it further, the next arming sleeps until it
+    /// instead). The wait watches the clock and the inbox, not I/O (a poll is a system call;
+    /// I/O that comes meanwhile waits at most the lead, as it would behind a task that ran
+    /// that long), and ends at the first deadline, not at the end of its window: awake, there
+    /// is nothing to gain by waiting longer. Returns `true` if the core found work or a timer
+    /// became due.
     fn spin_to_early_timer(&self, lead: u64) -> bool {
         let now = self.timers.clock().now();
         match self.timers.next_expiration() {
-            Some(next) if next.saturating_sub(now) <= lead => {
+            Some(end) if end.saturating_sub(now) <= lead => {
                 bump(&self.counters.lead_spins);
-                self.spin_until(next, true, false)
+                self.spin_until(end, Some(self.first_deadline(end)), false)
             }
             _ => false,
         }
+    }
+
+    /// The earliest deadline, for a spin that must end by `end` (the end of the earliest
+    /// window) anyway.
+    fn first_deadline(&self, end: u64) -> u64 {
+        self.timers.next_deadline().map_or(end, |d| d.min(end))
     }
 
     /// The idle governor: polls I/O without blocking for up to the spin window, or until the
@@ -88,18 +95,20 @@ impl Core {
     fn spin(&self) -> bool {
         let start = self.timers.clock().now();
         let next = self.timers.next_expiration();
-        let timer_soon = next.is_some_and(|t| t.saturating_sub(start) < self.spin_ns);
-        let until = match next {
-            Some(t) if timer_soon => t,
-            _ => start.saturating_add(self.spin_ns),
-        };
-        self.spin_until(until, timer_soon, true)
+        match next {
+            Some(end) if end.saturating_sub(start) < self.spin_ns => {
+                self.spin_until(end, Some(self.first_deadline(end)), true)
+            }
+            _ => self.spin_until(start.saturating_add(self.spin_ns), None, true),
+        }
     }
 
     /// Waits awake until the clock reaches `until`, or until work comes (then `true`),
-    /// polling I/O without blocking if `io`. At `until`, a `timer` is due: the timers are
-    /// advanced to the reading, and the core does not park (`true`); else it may (`false`).
-    fn spin_until(&self, until: u64, timer: bool, io: bool) -> bool {
+    /// polling I/O without blocking if `io`. With a timer whose deadline is at `first` (or
+    /// later: a bound) and whose window ends at `until`, the timers are advanced to each
+    /// reading from `first` on, and the wait ends (`true`) as soon as one is due, at `until`
+    /// at the latest. Without one, the core may park at `until` (`false`).
+    fn spin_until(&self, until: u64, first: Option<u64>, io: bool) -> bool {
         let clock = self.timers.clock();
         bump(&self.counters.spins);
         loop {
@@ -107,12 +116,16 @@ impl Core {
                 return true;
             }
             let now = clock.now();
-            if now >= until {
-                if timer {
-                    // The timer is due: expire it on the next turn, without parking.
+            if let Some(first) = first {
+                if now >= first {
+                    // Expire it on the next turn, without parking.
                     self.timers.advance(now);
-                    return true;
+                    if now >= until || self.timers.has_expired() {
+                        return true;
+                    }
                 }
+            }
+            if now >= until {
                 return false;
             }
             std::hint::spin_loop();

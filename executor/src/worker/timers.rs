@@ -289,6 +289,16 @@ impl Timers {
         self.queue.borrow_mut().next_expiration()
     }
 
+    /// A bound on the earliest deadline, never later than it (exact for a timer this close).
+    pub(crate) fn next_deadline(&self) -> Option<u64> {
+        self.queue.borrow_mut().next_deadline()
+    }
+
+    /// Whether timers are due and wait to be expired.
+    pub(crate) fn has_expired(&self) -> bool {
+        self.queue.borrow().has_expired()
+    }
+
     /// Makes every timer due at `now` (a reading just taken) ready to expire.
     pub(crate) fn advance(&self, now: u64) {
         self.last_now.set(now);
