@@ -20,8 +20,9 @@ pub enum Slept {
 
 /// The sleep sequence of a core that found nothing runnable and has just drained its inbox:
 /// flush the deferred re-arm, publish the counters, re-check the stop flag, publish "asleep
-/// until the armed deadline" unless something was handed over since the drain, block, and
-/// publish "running" again.
+/// until the device's instant" (the armed deadline less the wakeup lead: when the core wakes
+/// by itself) unless something was handed over since the drain, block, and publish "running"
+/// again.
 ///
 /// # Protocol
 ///
@@ -32,15 +33,15 @@ pub enum Slept {
 /// re-check.
 pub fn sleep<D: Driver>(d: &D) -> Slept {
     let shared: &Shared<D::Unpark> = d.shared();
-    let armed = d.flush_rearm();
+    let wakes_at = d.flush_rearm();
     d.publish();
     if shared.stop_requested() {
         return Slept::Stop;
     }
-    if !shared.handover.try_sleep(armed) {
+    if !shared.handover.try_sleep(wakes_at) {
         return Slept::Retry;
     }
-    d.block(armed);
+    d.block(wakes_at);
     shared.handover.woke();
     Slept::Woke
 }
