@@ -476,10 +476,15 @@ def defaults_block(results):
         f"{fmt(c('tickless_epoll', 'wakeups_per_s'))} wakeups a second; `sleep_precision` 100 µs "
         f"{fmt(sp('tickless_epoll', 'late_p50_us'))} / {fmt(sp('tickless_epoll', 'late_p99_us'))} µs "
         "late (p50 / p99); with a 1 s timeout per read it keeps "
-        f"{fmt(get('pingpong_timeout', 'tickless_epoll', 'keep_paired'))} of the untimed rate. "
-        "The wakeup, not the re-arm, is most of what a fire costs, so the saved system call does "
-        "not stand out of the runs' noise in CPU per fire: the timerfd stays the default, which "
-        "works on every kernel and keeps the re-arm policies' meaning."
+        f"{fmt(get('pingpong_timeout', 'tickless_epoll', 'keep_paired'))} of the untimed rate, at "
+        f"{fmt(get('pingpong_timeout', 'tickless_epoll', 'rtt_per_s'))} round trips a second against "
+        f"the timerfd's {fmt(get('pingpong_timeout', 'tickless', 'rtt_per_s'))} "
+        f"({ratio(get('pingpong_timeout', 'tickless_epoll', 'rtt_per_s'), get('pingpong_timeout', 'tickless', 'rtt_per_s'))}): "
+        "while a timeout is pending every park is a wait with a timeout, for which the kernel "
+        "sets up and cancels a timer of its own, where the timerfd's stale arming costs a park "
+        "nothing. The wakeup, not the re-arm, is most of what a fire costs, so the saved system "
+        "call does not stand out of the runs' noise in CPU per fire: the timerfd stays the "
+        "default, which works on every kernel and keeps the re-arm policies' meaning."
     )
     nl = lambda m: sp("tickless_nolead", m)
     if nl("late_p50_us") is not None and c("tickless_nolead", "wakeups_per_s") is not None:

@@ -148,7 +148,7 @@ mod tests {
         for _ in 0..100 {
             lead.observe(u64::MAX);
         }
-        assert_eq!(lead.ns(), 10_000);
+        assert_eq!((lead.ns(), lead.max_ns()), (10_000, 10_000));
         let mut none = Lead::new(0);
         none.observe(50_000);
         assert_eq!((none.ns(), none.max_ns()), (0, 0));

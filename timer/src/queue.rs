@@ -398,10 +398,10 @@ impl<T, D: ClockEventDevice> TimerQueue<T, D> {
         self.advance(now);
         let due = self.wheel.has_due();
         if !due {
-            // Early if it came before the armed instant and a timer still needs the core by
-            // then (else the timer it was armed for is gone: spurious, as without a lead).
-            let waited_for = self.wheel.next_expiration().is_some_and(|e| e <= armed);
-            if self.ticks.now(now) < armed && waited_for {
+            // Early if a timer still needs the core by the armed instant (then that instant
+            // is still ahead: the timer would be due otherwise); else the timer it was armed
+            // for is gone, and the wakeup is spurious, as without a lead.
+            if self.wheel.next_expiration().is_some_and(|e| e <= armed) {
                 self.early = true;
                 self.stats.early += 1;
             } else {

@@ -207,3 +207,20 @@ fn an_expiry_ahead_of_a_cancelled_timer_is_spurious_not_early() {
     assert_eq!((q.stats().early, q.stats().spurious), (0, 1));
     assert_eq!(q.take_early(), None);
 }
+
+#[test]
+fn next_deadline_is_the_first_deadline_not_the_end_of_its_window() {
+    let mut q = queue(100);
+    assert_eq!(q.next_deadline(), None);
+    q.insert(
+        7_000 * US,
+        Slack::Bounded(Duration::from_micros(500)),
+        "wide",
+    );
+    q.insert(7_200 * US, Slack::None, "exact");
+    assert_eq!(q.next_deadline(), Some(7_000 * US));
+    assert_eq!(q.next_expiration(), Some(7_200 * US));
+    q.advance(7_000 * US);
+    assert_eq!(q.pop_expired().map(|(_, v)| v), Some("wide"));
+    assert_eq!(q.next_deadline(), Some(7_200 * US));
+}
