@@ -150,7 +150,10 @@ impl Sleep {
     /// several timers with one wakeup, instead of the runtime's default (a share of its length:
     /// see [`Builder::default_slack_growing`](crate::Builder::default_slack_growing)).
     /// `Duration::ZERO` makes it exact: it fires at its deadline, rounded up to the
-    /// resolution. Takes effect at the next registration. A slack above
+    /// resolution (a window narrower than the core's wakeup latency is reached by waking that
+    /// much ahead and waiting the rest awake: see
+    /// [`Builder::wakeup_lead_max`](crate::Builder::wakeup_lead_max)). Takes effect at the
+    /// next registration. A slack above
     /// [`MAX_SLACK`](crate::runtime::MAX_SLACK) (one hour) is that much: a sleep that may be
     /// late without bound is [`deferrable`](Self::deferrable).
     pub fn slack(mut self, slack: Duration) -> Sleep {
