@@ -480,9 +480,9 @@ def defaults_block(results):
         f"{fmt(get('pingpong_timeout', 'tickless_epoll', 'rtt_per_s'))} round trips a second against "
         f"the timerfd's {fmt(get('pingpong_timeout', 'tickless', 'rtt_per_s'))} "
         f"({ratio(get('pingpong_timeout', 'tickless_epoll', 'rtt_per_s'), get('pingpong_timeout', 'tickless', 'rtt_per_s'))}): "
-        "while a timeout is pending every park is a wait with a timeout, for which the kernel "
-        "sets up and cancels a timer of its own, where the timerfd's stale arming costs a park "
-        "nothing. The wakeup, not the re-arm, is most of what a fire costs, so the saved system "
+        "while a deadline is armed (a pending timeout's, or Lazy's stale one) every park reads "
+        "the clock twice, before the wait for its timeout and after it for expiry, where the "
+        "timerfd's stale arming costs a park nothing. The wakeup, not the re-arm, is most of what a fire costs, so the saved system "
         "call does not stand out of the runs' noise in CPU per fire: the timerfd stays the "
         "default, which works on every kernel and keeps the re-arm policies' meaning."
     )
