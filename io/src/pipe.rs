@@ -1,7 +1,7 @@
 //! Anonymous pipes: `pipe()`, `PipeReader`, `PipeWriter`.
 
 use std::fs::File;
-use std::io::{self, Read, Write};
+use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -63,11 +63,11 @@ impl AsyncRead for PipeReader {
         cx: &mut Context<'_>,
         buf: &mut [u8],
     ) -> Poll<io::Result<usize>> {
-        let mut file = self.io.get_ref();
+        let fd = self.io.get_ref().as_fd();
         let len = buf.len();
         self.io
             .registration()
-            .poll_read_io(cx, len, || file.read(buf))
+            .poll_read_io(cx, len, || sys::read(fd, buf))
     }
 }
 
@@ -150,9 +150,9 @@ impl AsyncWrite for PipeWriter {
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
         let io = self.io()?;
-        let mut file = io.get_ref();
+        let fd = io.get_ref().as_fd();
         io.registration()
-            .poll_io(cx, Direction::Write, || file.write(buf))
+            .poll_io(cx, Direction::Write, || sys::write(fd, buf))
     }
 
     fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {

@@ -23,19 +23,15 @@ use crate::net::tcp_split::{OwnedReadHalf, OwnedWriteHalf};
 use crate::net::tcp_stream::TcpStream;
 use crate::net::unix::UnixStream;
 use crate::pipe::{PipeReader, PipeWriter};
-use crate::sys::cvt;
+use crate::sys;
 
 /// `read(2)` into memory that need not be initialised; returns how many bytes it wrote at the
 /// start of `buf` (those, and only those, are initialised afterwards).
 fn read_uninit(fd: RawFd, buf: &mut [MaybeUninit<u8>]) -> io::Result<usize> {
-    // What std caps a read at too: a longer count is not valid for `read(2)`'s `ssize_t`.
-    let len = buf.len().min(isize::MAX as usize);
-    // SAFETY: `buf` is valid for writes of `len` bytes for the duration of the call, and
-    // `read(2)` only writes through the pointer (never reads the memory), so it needs no
-    // initialised contents; `fd` is the descriptor of a live `AsyncFd` borrowed by our caller.
-    let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast::<libc::c_void>(), len) };
-    // `cvt` turns -1 into the errno; otherwise `n` is in `0..=len`, so it fits a `usize`.
-    cvt(n).map(|n| n.unsigned_abs())
+    // SAFETY: `buf` is valid for writes of its whole length for the duration of the call, and
+    // `read_raw` only writes through the pointer; `fd` is the descriptor of a live `AsyncFd`
+    // borrowed by our caller.
+    unsafe { sys::read_raw(fd, buf.as_mut_ptr().cast::<u8>(), buf.len()) }
 }
 
 /// Reads from a stream descriptor into the unfilled part of `buf`, without initialising it.

@@ -9,7 +9,7 @@ pub(crate) mod tcp_stream;
 pub(crate) mod udp;
 pub(crate) mod unix;
 
-use std::io::{self, Read};
+use std::io;
 use std::net::Shutdown;
 use std::os::fd::{AsFd, AsRawFd};
 use std::task::{Context, Poll};
@@ -19,18 +19,15 @@ use crate::ready::Direction;
 use crate::sys;
 
 /// Reads from a stream socket, trying first and waiting only on `WouldBlock`.
-pub(crate) fn poll_read<T>(
+pub(crate) fn poll_read<T: AsRawFd + AsFd>(
     io: &AsyncFd<T>,
     cx: &mut Context<'_>,
     buf: &mut [u8],
-) -> Poll<io::Result<usize>>
-where
-    T: AsRawFd,
-    for<'a> &'a T: Read,
-{
-    let mut socket = io.get_ref();
+) -> Poll<io::Result<usize>> {
+    let fd = io.get_ref().as_fd();
     let len = buf.len();
-    io.registration().poll_read_io(cx, len, || socket.read(buf))
+    io.registration()
+        .poll_read_io(cx, len, || sys::read(fd, buf))
 }
 
 /// Writes to a stream socket with `MSG_NOSIGNAL`: a closed peer gives `BrokenPipe`, not
