@@ -22,7 +22,8 @@
 #
 # Prints one line per run and, per runtime, the median over the rounds, in `compare`'s format:
 #   workload=<http_hello|http_axum> runtime=<tickless|tokio> rps=<requests/s> p50_us=... p75_us=...
-#     p90_us=... p99_us=... cpu_us_per_req=<server CPU time (user+system) per request> ...
+#     p90_us=... p99_us=... cpu_us_per_req=<server CPU time (user+system) per request>
+#     kernel_cpu_pct=<the share of it in the kernel (stime)> ...
 # then the ratios tickless/tokio against the targets (rps >= 1.2x, p99 <= 1.0x, CPU per
 # request <= 0.8x). wrk runs on the same cores as the servers, so requests per second and
 # latency measure the pair; CPU per request (from /proc/<pid>/stat) is the server's own cost.
@@ -103,6 +104,11 @@ clk_tck=$(getconf CLK_TCK)
 cpu_ticks() {
     sed 's/.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'
 }
+# stime alone: the part of it spent in the kernel (sampled at each clock tick, so a share of a
+# few seconds' load, not of one request).
+sys_ticks() {
+    sed 's/.*) //' "/proc/$1/stat" | awk '{ print $13 }'
+}
 
 # Nanoseconds the process's threads spent runnable but waiting for a CPU (schedstat's second
 # field, summed over threads), and their involuntary context switches: where a tail comes from
@@ -179,12 +185,14 @@ run_one() {
     local url
     start_server "$1" "$2"
     local runtime=$1
-    local cpu0 cpu1 delay0 delay1 pre0 pre1
+    local cpu0 cpu1 sys0 sys1 delay0 delay1 pre0 pre1
     cpu0=$(cpu_ticks "$server_pid")
+    sys0=$(sys_ticks "$server_pid")
     delay0=$(run_delay_ns "$server_pid")
     pre0=$(preempted "$server_pid")
     "${wrk_cpu[@]}" wrk -t"$threads" -c"$connections" -d"$duration" --latency "$url$path" >"$work/wrk"
     cpu1=$(cpu_ticks "$server_pid")
+    sys1=$(sys_ticks "$server_pid")
     delay1=$(run_delay_ns "$server_pid")
     pre1=$(preempted "$server_pid")
     stop_server
@@ -201,11 +209,15 @@ run_one() {
     local cpu_us
     cpu_us=$(awk -v t=$((cpu1 - cpu0)) -v hz="$clk_tck" -v n="$requests" \
         'BEGIN { printf "%.2f", t * 1000000 / hz / n }')
+    local kernel_pct
+    kernel_pct=$(awk -v s=$((sys1 - sys0)) -v t=$((cpu1 - cpu0)) \
+        'BEGIN { printf "%.1f", t > 0 ? s * 100 / t : 0 }')
     local delay_us preempt_k
     delay_us=$(awk -v d=$((delay1 - delay0)) -v n="$requests" 'BEGIN { printf "%.2f", d / 1000 / n }')
     preempt_k=$(awk -v p=$((pre1 - pre0)) -v n="$requests" 'BEGIN { printf "%.2f", p * 1000 / n }')
     echo "workload=$workload runtime=$runtime rps=$rps p50_us=$p50 p75_us=$p75 p90_us=$p90" \
-        "p99_us=$p99 cpu_us_per_req=$cpu_us run_delay_us_per_req=$delay_us" \
+        "p99_us=$p99 cpu_us_per_req=$cpu_us kernel_cpu_pct=$kernel_pct" \
+        "run_delay_us_per_req=$delay_us" \
         "preempted_per_1k_req=$preempt_k requests=$requests errors=$errors"
 }
 
@@ -228,7 +240,8 @@ median() {
 echo "# medians over $rounds rounds"
 for runtime in tickless tokio; do
     line="workload=$workload runtime=$runtime"
-    for metric in rps p50_us p75_us p90_us p99_us cpu_us_per_req run_delay_us_per_req preempted_per_1k_req; do
+    for metric in rps p50_us p75_us p90_us p99_us cpu_us_per_req kernel_cpu_pct \
+        run_delay_us_per_req preempted_per_1k_req; do
         line="$line $metric=$(median "$runtime" "$metric")"
     done
     echo "$line runs=$rounds"

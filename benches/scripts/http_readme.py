@@ -98,8 +98,9 @@ def main():
         + f"{noise}):",
         "",
         "| runtime | requests/s | p50 µs | p90 µs | p99 µs | server CPU µs per request "
-        "| server waiting for a CPU, µs per request | server preempted, per 1k requests |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| of which in the kernel | server waiting for a CPU, µs per request "
+        "| server preempted, per 1k requests |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
 
     def opt(f, m):
@@ -111,15 +112,19 @@ def main():
         except (KeyError, ValueError, ZeroDivisionError):
             return "n/a"
 
+    def pct(f):
+        return f"{f['kernel_cpu_pct']}%" if "kernel_cpu_pct" in f else "n/a"
+
     for name, f in ((tickless_name, t), (tokio_name, k)):
         lines.append(
             f"| {name} | {float(f['rps']):,.0f} | {f['p50_us']} | {f['p90_us']} | {f['p99_us']} "
-            f"| {f['cpu_us_per_req']} | {opt(f, 'run_delay_us_per_req')} "
+            f"| {f['cpu_us_per_req']} | {pct(f)} | {opt(f, 'run_delay_us_per_req')} "
             f"| {opt(f, 'preempted_per_1k_req')} |"
         )
     lines.append(
         f"| tickless / tokio | {r('rps'):.2f}x | {r('p50_us'):.2f}x | {r('p90_us'):.2f}x "
-        f"| {r('p99_us'):.2f}x | {r('cpu_us_per_req'):.2f}x | {ropt('run_delay_us_per_req')} "
+        f"| {r('p99_us'):.2f}x | {r('cpu_us_per_req'):.2f}x | {ropt('kernel_cpu_pct')} "
+        f"| {ropt('run_delay_us_per_req')} "
         f"| {ropt('preempted_per_1k_req')} |"
     )
     lines += ["", "Targets: `" + ratio_line.split(" ", 2)[2] + "`"]

@@ -137,7 +137,9 @@ impl Workload {
 /// How long the whole comparison runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Size {
-    /// A few minutes: the sizes of the issue, 7 repetitions of ping-pong, 3 of the rest.
+    /// A few minutes: the sizes of the issue, 7 repetitions of ping-pong, 5 of the rest (CPU
+    /// per timer fire is the noisiest figure on a virtual machine: one disturbed run in three
+    /// moved a median by a third).
     Full,
     /// About a minute and a half (up to two minutes more waiting on a busy machine): smaller
     /// counts, 3 repetitions of ping-pong, 1 of the rest.
@@ -186,7 +188,7 @@ impl Size {
         match self {
             Size::Full => Sizes {
                 pingpong_reps: 7,
-                timer_reps: 3,
+                timer_reps: 5,
                 rtts_same: 60_000,
                 rtts_cross: 20_000,
                 sleeps: sleeps(2_000, 500),
