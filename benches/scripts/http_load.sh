@@ -211,7 +211,7 @@ run_one() {
         'BEGIN { printf "%.2f", t * 1000000 / hz / n }')
     local kernel_pct
     kernel_pct=$(awk -v s=$((sys1 - sys0)) -v t=$((cpu1 - cpu0)) \
-        'BEGIN { printf "%.1f", t > 0 ? s * 100 / t : 0 }')
+        'BEGIN { printf "%.1f", (t > 0 ? s * 100 / t : 0) }')
     local delay_us preempt_k
     delay_us=$(awk -v d=$((delay1 - delay0)) -v n="$requests" 'BEGIN { printf "%.2f", d / 1000 / n }')
     preempt_k=$(awk -v p=$((pre1 - pre0)) -v n="$requests" 'BEGIN { printf "%.2f", p * 1000 / n }')
