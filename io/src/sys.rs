@@ -75,10 +75,10 @@ pub(crate) fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
 // `syscall(2)` rather than glibc's wrappers of the same names. Those wrappers are cancellation
 // points: in a process with more than one thread, each switches the thread to asynchronous
 // cancellation around the call and back, two atomic read-modify-writes of the thread's
-// cancellation word. On the machine of the README's figures that is about 23 ns a call, a
-// tenth of a same-core pipe ping-pong's round trip of six calls (a C loop of it: 1,228 ns a
-// round trip through the wrappers, 1,090 ns through `syscall`, with a second thread alive;
-// 1,040 either way without one). Rust never cancels a thread, so nothing is lost.
+// cancellation word. On the machine of the README's figures that was about 23 ns a call, a
+// tenth of a same-core pipe ping-pong's round trip of six calls, with a second thread alive,
+// and nothing without one (`bash benches/scripts/c_loops.sh` measures it in C). Rust never
+// cancels a thread, so nothing is lost.
 
 /// A byte count a read or write call returned, or its `errno`.
 fn count(ret: libc::c_long) -> io::Result<usize> {

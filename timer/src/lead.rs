@@ -3,12 +3,12 @@
 //!
 //! A device programmed for T does not wake a sleeping core at T: the kernel's timer, the
 //! hypervisor's delivery of it, the scheduler and the return from the wait all come first. On
-//! the virtual machines this was measured on that takes 30 to 50 µs (a bare `timerfd` loop's
-//! median is 34 µs, its 90th percentile 39 µs), on bare metal a few. A core that sleeps until
-//! the end of a timer's window therefore fires it that much past the window. KVM meets the same
-//! problem for its guests' timers and solves it the same way (`lapic_timer_advance_ns`, adaptive
-//! by default): program the device early by what the wakeup is measured to take, and wait out
-//! the rest awake.
+//! the virtual machines this was measured on that takes 30 to 50 µs, on bare metal a few
+//! (`bash benches/scripts/c_loops.sh` measures it with no runtime in the way). A core that
+//! sleeps until the end of a timer's window therefore fires it that much past the window. KVM
+//! meets the same problem for its guests' timers and solves it the same way
+//! (`lapic_timer_advance_ns`, adaptive by default): program the device early by what the
+//! wakeup is measured to take, and wait out the rest awake.
 
 /// The share of wakeups, in percent, that the lead is meant to bring in before the armed
 /// instant: the lead follows this quantile of the observed wakeup latency. The ones it does not
