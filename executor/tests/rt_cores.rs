@@ -371,6 +371,36 @@ fn an_idle_spin_with_nothing_to_find_ends_in_a_park() -> std::io::Result<()> {
 }
 
 #[test]
+fn a_timer_closer_than_the_spin_window_is_spun_to_and_never_fired_early() -> std::io::Result<()> {
+    // A 2 ms spin window and exact 100 µs sleeps (no wakeup lead, to see the governor alone):
+    // each idle transition finds its timer within the window and spins to it, polling I/O,
+    // instead of arming the device and parking; the timer is due when the spin ends.
+    let rt = tickless::Builder::new()
+        .cores(1)
+        .spin_before_park(std::time::Duration::from_millis(2))
+        .wakeup_lead_max(std::time::Duration::ZERO)
+        .build()?;
+    let before = rt.stats().total;
+    rt.block_on(async {
+        for i in 0..20 {
+            let deadline = tickless::time::Instant::now() + std::time::Duration::from_micros(100);
+            tickless::time::sleep_until(deadline)
+                .slack(std::time::Duration::ZERO)
+                .await;
+            assert!(
+                tickless::time::Instant::now() >= deadline,
+                "sleep {i} ended early"
+            );
+        }
+    });
+    let d = rt.stats().total - before;
+    assert_eq!(d.timer_fires, 20, "{d:?}");
+    assert_eq!(d.parks, 0, "spun to every timer: {d:?}");
+    assert!(d.spins >= 20, "{d:?}");
+    Ok(())
+}
+
+#[test]
 fn each_idle_transition_without_a_spin_window_is_one_park_and_one_epoll_wait() -> std::io::Result<()>
 {
     let rt = tickless::Builder::new().cores(1).build()?;
