@@ -57,10 +57,9 @@ pub mod io {
 /// The sockets (and the pipes of [`io`]) are `Send` and `Sync`, as tokio's are, so they fit in
 /// `Send` futures, `tokio::sync` channels and libraries' connection pools (hyper-util's
 /// `Client`, hyper's upgrades). Each is driven by the core that created it, though, and must be
-/// used there: [`spawn`] and [`spawn_local`] keep a task on
-/// the current core, so a stream handed to a task spawned where it was made just works. Used on
-/// any other thread (a tokio thread, a `Handle::spawn` onto another core), it panics with a
-/// message saying so. Dropped on any other thread, it is closed and leaves the core's epoll set
+/// used there: [`spawn`] and [`spawn_local`] keep a task on the current core, so a stream
+/// handed to a task spawned where it was made just works. Used on any other thread (a tokio
+/// thread, a `Handle::spawn` onto another core), it panics with a message saying so. Dropped on any other thread, it is closed and leaves the core's epoll set
 /// at once; the core frees the rest at its next turn.
 ///
 /// # Examples

@@ -111,8 +111,9 @@ struct Counters {
 ///
 /// Descriptors are registered under a token holding their slab key and a generation:
 /// edge-triggered through mio, except the byte streams (pipes, TCP and Unix streams), which are
-/// level-triggered with their interest kept to what tasks wait for (see `registration::Level`), so that a
-/// read that filled its buffer needs no second read to learn that the stream is drained.
+/// level-triggered with their interest kept to what tasks wait for (see `registration::Level`),
+/// so that a read that filled its buffer needs no second read to learn that the stream is
+/// drained.
 /// [`poll`](Self::poll) is one `epoll_wait`; it ORs each event's readiness into the
 /// registration, collects the wakers concerned, and wakes them only after releasing every
 /// borrow, so a waker may freely create or drop I/O objects on this reactor.

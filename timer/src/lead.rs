@@ -21,8 +21,8 @@ pub const LEAD_QUANTILE_PERCENT: u64 = 95;
 /// settles where that share of observations is below it.
 pub const LEAD_STEP_NS: u64 = 250;
 
-/// How far one observation above the lead moves it up.
-const UP_NS: u64 = LEAD_STEP_NS * LEAD_QUANTILE_PERCENT / (100 - LEAD_QUANTILE_PERCENT);
+/// How far one observation above the lead moves it up, in nanoseconds.
+pub const LEAD_UP_NS: u64 = LEAD_STEP_NS * LEAD_QUANTILE_PERCENT / (100 - LEAD_QUANTILE_PERCENT);
 
 /// A running estimate of a high quantile of the wakeup latency, capped.
 ///
@@ -93,7 +93,7 @@ impl Lead {
             return;
         }
         if late_ns > self.ns {
-            self.ns = self.ns.saturating_add(UP_NS).min(self.max_ns);
+            self.ns = self.ns.saturating_add(LEAD_UP_NS).min(self.max_ns);
         } else if late_ns < self.ns {
             self.ns = self.ns.saturating_sub(LEAD_STEP_NS);
         }
@@ -118,7 +118,7 @@ mod tests {
         for i in 0..1_000 {
             lead.observe(sample(i));
             assert!(
-                (quantile - 4 * UP_NS..=quantile + 2 * UP_NS).contains(&lead.ns()),
+                (quantile - 4 * LEAD_UP_NS..=quantile + 2 * LEAD_UP_NS).contains(&lead.ns()),
                 "{}",
                 lead.ns()
             );
@@ -134,7 +134,7 @@ mod tests {
         lead.observe(35_000);
         assert_eq!(lead.ns(), 35_000);
         lead.observe(36_000);
-        assert_eq!(lead.ns(), 35_000 + UP_NS, "then step by step");
+        assert_eq!(lead.ns(), 35_000 + LEAD_UP_NS, "then step by step");
         let mut capped = Lead::new(20_000);
         for late in [50_000, 40_000, 60_000] {
             capped.observe(late);
@@ -162,20 +162,24 @@ mod tests {
         }
         // A steady latency: the estimate sits on it, or a step below it.
         assert!(
-            (19_750..=20_000 + UP_NS).contains(&lead.ns()),
+            (19_750..=20_000 + LEAD_UP_NS).contains(&lead.ns()),
             "{}",
             lead.ns()
         );
         let before = lead.ns();
         lead.observe(900_000);
-        assert_eq!(lead.ns(), before + UP_NS, "one step up, whatever the size");
+        assert_eq!(
+            lead.ns(),
+            before + LEAD_UP_NS,
+            "one step up, whatever the size"
+        );
         // The machine got faster: 5 µs wakeups. Down a step a wakeup until it is there.
         for _ in 0..200 {
             lead.observe(5_000);
         }
         assert!((4_750..=5_000).contains(&lead.ns()), "{}", lead.ns());
         // ... and slower again: up a big step a wakeup.
-        for _ in 0..(50_000 / UP_NS + 2) {
+        for _ in 0..(50_000 / LEAD_UP_NS + 2) {
             lead.observe(50_000);
         }
         assert!(lead.ns() >= 50_000 - LEAD_STEP_NS, "{}", lead.ns());

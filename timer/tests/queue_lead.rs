@@ -94,19 +94,6 @@ fn an_early_expiry_fires_nothing_and_says_so_once() {
 }
 
 #[test]
-fn an_expiry_past_the_armed_instant_with_nothing_due_is_still_spurious() {
-    let mut q = queue(100);
-    let now = teach(&mut q, 40);
-    let t = q.insert(now + 5_000 * US, Slack::None, "cancelled");
-    q.on_idle();
-    q.cancel(t).expect("pending");
-    // Lazy keeps the arming; it fires after the armed instant with nothing due.
-    assert!(!q.device_fired(now + 5_010 * US));
-    assert_eq!((q.stats().early, q.stats().spurious), (0, 1));
-    assert_eq!(q.take_early(), None);
-}
-
-#[test]
 fn a_signal_before_the_programmed_instant_is_stale_and_teaches_nothing() {
     let mut q = queue(100);
     let now = teach(&mut q, 40);
@@ -194,18 +181,29 @@ fn an_early_expiry_whose_timer_comes_due_leaves_nothing_to_wait_out() {
 }
 
 #[test]
-fn an_expiry_ahead_of_a_cancelled_timer_is_spurious_not_early() {
-    let mut q = queue(100);
-    let now = teach(&mut q, 40);
-    let t = q.insert(now + 5_000 * US, Slack::None, "cancelled");
-    q.insert(now + 900_000 * US, Slack::None, "far");
-    let programmed = q.on_idle().expect("armed");
-    q.cancel(t).expect("pending");
-    // Lazy keeps the arming; it fires ahead of the armed instant, but nothing needs the core
-    // until the far timer: nothing to wait out.
-    assert!(!q.device_woke(programmed + 10 * US));
-    assert_eq!((q.stats().early, q.stats().spurious), (0, 1));
-    assert_eq!(q.take_early(), None);
+fn an_expiry_with_no_timer_left_to_wait_for_is_spurious_before_or_after_the_armed_instant() {
+    for ahead in [true, false] {
+        let mut q = queue(100);
+        let now = teach(&mut q, 40);
+        let t = q.insert(now + 5_000 * US, Slack::None, "cancelled");
+        q.insert(now + 900_000 * US, Slack::None, "far");
+        let programmed = q.on_idle().expect("armed");
+        q.cancel(t).expect("pending");
+        // Lazy keeps the arming; it fires, ahead of the armed instant or after it, with
+        // nothing due and nothing needing the core until the far timer: nothing to wait out.
+        let at = if ahead {
+            programmed + 10 * US
+        } else {
+            now + 5_010 * US
+        };
+        assert!(!q.device_woke(at), "ahead {ahead}");
+        assert_eq!(
+            (q.stats().early, q.stats().spurious),
+            (0, 1),
+            "ahead {ahead}"
+        );
+        assert_eq!(q.take_early(), None, "ahead {ahead}");
+    }
 }
 
 #[test]

@@ -235,15 +235,16 @@ impl Builder {
     /// (30 to 50 µs on the virtual machine the README's figures come from, a few µs on bare
     /// metal), so a core that sleeps until the end of a window fires its timers that much
     /// past it. Each core measures how late its device's wakeups reach it and keeps a running
-    /// 90th percentile of that ([`tickless_timer::Lead`]), the *lead*, capped here; it programs
+    /// 95th percentile of that ([`tickless_timer::Lead`]), the *lead*, capped here; it programs
     /// the device that far ahead of the end of the earliest window. A wakeup that comes before
     /// any timer is due (a timer whose slack is smaller than the lead, typically) is early:
     /// the core waits awake, watching the clock and its inbox (not I/O), until the first
     /// deadline, then fires it (`CoreStats::timer_early`, `lead_spins`). So a timer fires
     /// within its window even on a slow-waking machine, never before its deadline, and the
     /// price is at most the lead of spinning per early wakeup; a timer whose window is wider
-    /// than the lead costs no spinning (it is due when the wakeup comes). KVM leads its guests' timers the same way
-    /// (`lapic_timer_advance_ns`). `CoreStats::wakeup_lead_ns` says what a core learned.
+    /// than the lead costs no spinning (it is due when the wakeup comes). KVM leads its
+    /// guests' timers the same way (`lapic_timer_advance_ns`). `CoreStats::wakeup_lead_ns`
+    /// says what a core learned.
     ///
     /// ```
     /// use std::time::Duration;
@@ -379,8 +380,8 @@ impl Builder {
     ///
     /// A setting is out of range (kind `InvalidInput`, the message says which: a timer
     /// resolution of zero or above [`MAX_TIMER_RESOLUTION`], a default slack above
-    /// [`MAX_SLACK`], a wakeup lead cap above [`MAX_WAKEUP_LEAD`]); creating a core's epoll instance, timerfd or eventfd failed (typically
-    /// `EMFILE`); a thread could not be spawned; or pinning was asked for and is impossible
+    /// [`MAX_SLACK`], a wakeup lead cap above [`MAX_WAKEUP_LEAD`]); creating a core's epoll
+    /// instance, timerfd or eventfd failed (typically `EMFILE`); a thread could not be spawned; or pinning was asked for and is impossible
     /// (the error names the CPU).
     pub fn build(&mut self) -> io::Result<Runtime> {
         self.validate()?;
