@@ -26,11 +26,12 @@ mod worker;
 pub mod loom_exports {
     pub use crate::serve::Stop;
     pub use crate::task::join_slot::JoinSlot;
+    pub use crate::task::schedule;
     pub use crate::worker::block_on::MainWaker;
     pub use crate::worker::idle::{sleep, Slept};
     pub use crate::worker::run::{run, take_handed_over, turn, Driver, Step};
-    pub use crate::worker::shared::{Shared, Unpark};
-    pub use crate::worker::shutdown::close;
+    pub use crate::worker::shared::{Runnable, Shared, Unpark};
+    pub use crate::worker::shutdown::{close, shut_down, Owner};
     pub use crate::worker::timers::TimerValue;
 }
 

@@ -21,6 +21,13 @@ pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 #[cfg(not(loom))]
 pub(crate) use std::sync::{Condvar, Mutex, MutexGuard};
 
+/// Lets other threads run while this one waits for one of them (under loom, a model thread's
+/// yield, without which a wait loop never ends).
+#[cfg(loom)]
+pub(crate) use loom::thread::yield_now;
+#[cfg(not(loom))]
+pub(crate) use std::thread::yield_now;
+
 /// Locks `m`, ignoring poisoning: every lock of the runtime guards data that a panic cannot
 /// leave half-written (the critical sections call no user code).
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {

@@ -26,6 +26,8 @@ use tickless::{spawn, spawn_local, yield_now, Builder, JoinHandle, Runtime};
 const SLEEPERS: usize = 10_000;
 /// Tasks reading a pipe that never gets data when the runtime is dropped (2 fds each).
 const READERS: usize = 100;
+/// Runtimes dropped while a plain thread wakes their tasks.
+const ROUNDS: usize = 200;
 /// Bare timers (polled `Sleep`s owned by no task) when the runtime is dropped.
 const TIMERS: usize = 10_000;
 
@@ -367,5 +369,65 @@ fn a_runtime_is_reusable_after_block_on_returns_with_tasks_pending() -> io::Resu
     // The task is pending between the two calls; the second one drives it to the end.
     assert_eq!(rt.block_on(handle).unwrap(), "done");
     assert_eq!(*log.borrow(), [0, 1, 2]);
+    Ok(())
+}
+
+/// Shutdown owns its tasks: a task woken on another thread while its core shuts down has its
+/// future dropped on the core, never by the waking thread's refused hand-over (which, for a
+/// task made on its core, aborts the process). Tasks on core 1 woken in a loop by a plain
+/// thread while the runtime drops. A race, so many runtimes: before shutdown took ownership,
+/// the test binary aborted in most runs (see the loom model `shutdown_ownership.rs` for the
+/// interleaving itself).
+#[test]
+fn tasks_woken_by_a_plain_thread_while_the_runtime_drops_are_dropped_on_their_core(
+) -> io::Result<()> {
+    const TASKS: usize = 64;
+    for _ in 0..ROUNDS {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let slots: Vec<Arc<Mutex<Option<Waker>>>> =
+            (0..TASKS).map(|_| Arc::new(Mutex::new(None))).collect();
+        let rt = Builder::new().cores(2).build()?;
+        let handles: Vec<_> = slots
+            .iter()
+            .map(|slot| {
+                let (slot, guard) = (slot.clone(), DropGuard(drops.clone()));
+                rt.handle(1).spawn_pinned(move || async move {
+                    let _guard = guard;
+                    park_and_publish(slot).await;
+                })
+            })
+            .collect();
+        let stop = Arc::new(AtomicBool::new(false));
+        let rounds = Arc::new(AtomicUsize::new(0));
+        let waking = {
+            let (slots, stop, rounds) = (slots.clone(), stop.clone(), rounds.clone());
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    for s in &slots {
+                        let waker = s.lock().unwrap().clone();
+                        if let Some(w) = waker {
+                            w.wake();
+                        }
+                    }
+                    rounds.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+        };
+        // The core is busy taking wakes when the drop comes.
+        while rounds.load(Ordering::Relaxed) < 200 {
+            std::thread::yield_now();
+        }
+        drop(rt);
+        stop.store(true, Ordering::Relaxed);
+        waking.join().expect("the waking thread panicked");
+        assert_eq!(
+            drops.load(Ordering::SeqCst),
+            TASKS,
+            "every future dropped once"
+        );
+        for h in handles {
+            assert!(h.join().unwrap_err().is_cancelled());
+        }
+    }
     Ok(())
 }

@@ -18,7 +18,7 @@ use crate::worker::Core;
 /// The schedule function of every task: the local queue when woken on its core's thread (the
 /// core its header names), that core's inbox otherwise. A plain function, so that it captures
 /// nothing (see [`Runnable`]).
-fn schedule(runnable: Runnable) {
+pub fn schedule(runnable: Runnable) {
     let mut runnable = Some(runnable);
     with_current(|core| {
         let task = runnable.as_ref().expect("not taken yet");

@@ -86,8 +86,9 @@ pub(crate) struct Core {
     timers: Timers,
     /// The I/O driver.
     reactor: Rc<Reactor>,
-    /// Wakers of every live task that has been polled, so that shutdown can reach the ones
-    /// nobody will wake.
+    /// Wakers of every task that has been polled, from its first poll until its future is
+    /// dropped: the live futures shutdown must drop here, and how it reaches the ones nobody
+    /// will wake.
     tasks: RefCell<Slab<Waker>>,
     /// Idle spin window in nanoseconds.
     spin_ns: u64,
@@ -190,12 +191,10 @@ impl Core {
         self.tasks.borrow_mut().insert(waker.clone())
     }
 
-    /// Removes a task from the live-task set (its future is being dropped). A no-op while
-    /// shutdown has the set borrowed.
+    /// Removes a task from the live-task set: its future is being dropped. (The set is never
+    /// borrowed while a future drops: shutdown clones the wakers out before waking them.)
     pub(crate) fn untrack_task(&self, key: usize) {
-        if let Ok(mut tasks) = self.tasks.try_borrow_mut() {
-            tasks.try_remove(key);
-        }
+        self.tasks.borrow_mut().try_remove(key);
     }
 
     /// Counts a task poll that panicked.

@@ -17,7 +17,7 @@ use crate::worker::timers::TimerValue;
 /// less on every wake on the task's own core). A wake from another thread pays it back: it
 /// clones the `Arc` before the hand-over, since once handed over the task (and the header that
 /// holds the `Arc`) may run and be freed on its core before the hand-over returns.
-pub(crate) type Runnable = async_task::Runnable<Arc<Shared>>;
+pub type Runnable = async_task::Runnable<Arc<Shared>>;
 
 /// What wakes a core blocked in `epoll_wait`, from another thread: the core's eventfd in
 /// production, a model thread's unpark in `loom-tests/`.
@@ -97,7 +97,9 @@ impl<U: Unpark> Shared<U> {
     }
 
     /// Schedules a task woken on another thread: through the inbox, waking the core only if it
-    /// sleeps (once per burst). After the core closed, the task is already gone: drop it.
+    /// sleeps (once per burst). A closed core refuses it, and it is dropped here, which is
+    /// allowed: the core closes only once every task's future is dropped (see
+    /// `worker::shutdown`), so what is dropped here is a task without its future.
     pub(crate) fn schedule_remote(&self, runnable: Runnable) {
         self.push_now(TimerValue::Run(runnable));
     }

@@ -1,0 +1,187 @@
+//! Shutdown by ownership (`tickless`'s `worker::shutdown`), on the production code: the
+//! shutdown loop (`shut_down`), the inbox's close, the schedule function every task's waker
+//! calls, and the join slot a blocking job completes, against a model core that keeps its live
+//! tasks as the real one does.
+//!
+//! A task of the core is woken on another thread (a remote wake) and completed on a third (a
+//! blocking job's result) while the core shuts down. Whatever the interleaving, the task's
+//! future is dropped exactly once, and on the core's thread: a wake in flight when the core
+//! would close is waited for, never refused with the task's future still alive (in production,
+//! dropping a local task's future on another thread aborts the process).
+#![cfg(loom)]
+
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
+// `std`'s `Arc`, as in the executor: the schedule function's metadata is one.
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+
+use loom::sync::Mutex;
+use loom::thread::{self, ThreadId};
+use tickless::loom_exports::{
+    schedule, shut_down, Driver, JoinSlot, Owner, Runnable, Shared, TimerValue,
+};
+use tickless_io::Reactor;
+use tickless_timer::Op;
+
+/// The threads the model task's future was dropped on.
+#[derive(Default)]
+struct Trace {
+    /// The thread of each drop of the future.
+    dropped_on: Vec<ThreadId>,
+}
+
+/// The model core: a run queue and a live-task set, as `Core` keeps them; its loop is not run
+/// (the core is shutting down).
+struct ModelCore {
+    shared: Arc<Shared>,
+    queue: RefCell<VecDeque<Runnable>>,
+    /// Wakers of the polled tasks whose futures are alive (`Core::tasks`).
+    live: Arc<Mutex<Vec<Waker>>>,
+    ops: RefCell<Vec<Op<TimerValue>>>,
+}
+
+impl Driver for ModelCore {
+    type Unpark = tickless_io::Unparker;
+
+    fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+    fn count_main_poll(&self) {}
+    fn run_tasks(&self) -> usize {
+        unreachable!("the model core only shuts down")
+    }
+    fn ops_buffer(&self) -> &RefCell<Vec<Op<TimerValue>>> {
+        &self.ops
+    }
+    fn apply(&self, op: Op<TimerValue>) {
+        match op {
+            Op::Now(TimerValue::Run(runnable)) => self.queue.borrow_mut().push_back(runnable),
+            other => drop(other),
+        }
+    }
+    fn expire_timers(&self) -> bool {
+        false
+    }
+    fn has_ready_tasks(&self) -> bool {
+        !self.queue.borrow().is_empty()
+    }
+    fn poll_io_now(&self) {}
+    fn idle(&self) {}
+    fn flush_rearm(&self) -> Option<u64> {
+        None
+    }
+    fn publish(&self) {}
+    fn block(&self, _: Option<u64>) {}
+}
+
+impl Owner for ModelCore {
+    fn wake_live(&self) {
+        let wakers = self.live.lock().unwrap().clone();
+        for w in wakers {
+            w.wake();
+        }
+    }
+    fn drop_queued(&self) {
+        loop {
+            let next = self.queue.borrow_mut().pop_front();
+            match next {
+                Some(runnable) => drop(runnable),
+                None => return,
+            }
+        }
+    }
+    fn has_live(&self) -> bool {
+        !self.live.lock().unwrap().is_empty()
+    }
+}
+
+/// The task's future: at its first poll it joins the live set (as the harness does); it waits for a blocking job's result; its drop leaves the live set
+/// and records the thread.
+struct ModelTask {
+    live: Arc<Mutex<Vec<Waker>>>,
+    trace: Arc<Mutex<Trace>>,
+    job: Arc<JoinSlot<u32>>,
+    polled: bool,
+}
+
+impl Future for ModelTask {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if !self.polled {
+            self.polled = true;
+            self.live.lock().unwrap().push(cx.waker().clone());
+        }
+        match self.job.poll_take(cx) {
+            // Stays pending even when the job is done: only the shutdown ends it.
+            Poll::Ready(_) | Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl Drop for ModelTask {
+    fn drop(&mut self) {
+        self.live.lock().unwrap().clear();
+        self.trace
+            .lock()
+            .unwrap()
+            .dropped_on
+            .push(thread::current().id());
+    }
+}
+
+#[test]
+fn a_remote_wake_and_a_job_completion_racing_shutdown_leave_the_future_to_the_core() {
+    loom::model(|| {
+        let reactor = Reactor::new().expect("an epoll instance and an eventfd");
+        let shared = Arc::new(Shared::for_model(reactor.unparker()));
+        let core = ModelCore {
+            shared: shared.clone(),
+            queue: RefCell::new(VecDeque::new()),
+            live: Arc::new(Mutex::new(Vec::new())),
+            ops: RefCell::new(Vec::new()),
+        };
+        let trace = Arc::new(Mutex::new(Trace::default()));
+        let job = Arc::new(JoinSlot::new());
+        let future = ModelTask {
+            live: core.live.clone(),
+            trace: trace.clone(),
+            job: job.clone(),
+            polled: false,
+        };
+        let (runnable, task) = async_task::Builder::new()
+            .metadata(shared.clone())
+            .spawn(move |_| future, schedule);
+        task.detach();
+        // The first poll, on the core: the task is live, idle, its waker held elsewhere.
+        runnable.run();
+        // The remote waker reads the task's waker where the core keeps it (under the same
+        // lock), so that loom orders its wake against the core's shutdown steps: the wake's
+        // own state change is async-task's, which loom does not see.
+        let live = core.live.clone();
+        let remote = thread::spawn(move || {
+            let waker = live.lock().unwrap().first().cloned();
+            if let Some(w) = waker {
+                w.wake();
+            }
+        });
+        let pool = thread::spawn(move || {
+            let _unclaimed = job.complete(7);
+        });
+        shut_down(&core);
+        remote.join().unwrap();
+        pool.join().unwrap();
+
+        let core_thread = thread::current().id();
+        let dropped_on = std::mem::take(&mut trace.lock().unwrap().dropped_on);
+        assert_eq!(
+            dropped_on,
+            vec![core_thread],
+            "the future is dropped once, on the core"
+        );
+        drop(reactor);
+    });
+}
