@@ -57,11 +57,13 @@ pub mod io {
 ///
 /// The sockets (and the pipes of [`io`]) are `Send` and `Sync`, as tokio's are, so they fit in
 /// `Send` futures, `tokio::sync` channels and libraries' connection pools (hyper-util's
-/// `Client`, hyper's upgrades). Each is driven by the core that created it, though, and must be
-/// used there: [`spawn`] and [`spawn_local`] keep a task on the current core, so a stream
-/// handed to a task spawned where it was made just works. Used on any other thread (a tokio
-/// thread, a `Handle::spawn` onto another core), it panics with a message saying so. Dropped on any other thread, it is closed and leaves the core's epoll set
-/// at once; the core frees the rest at its next turn.
+/// `Client`, hyper's upgrades). Each belongs to the core that first polls it: a connection
+/// accepted on core 0 and handed to a task on core 1 registers with core 1's reactor at its
+/// first read or write, and is driven there from then on. Used later on any other thread (a
+/// tokio thread, another core), it panics with a message saying so; first polled where no core
+/// runs, or used after its core's runtime was shut down, it returns an error. Dropped on any
+/// other thread, it is closed and leaves the core's epoll set at once; the core frees the rest
+/// at its next turn.
 ///
 /// # Examples
 ///

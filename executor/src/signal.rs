@@ -247,7 +247,10 @@ impl Signal {
             }
             // The handler bumps the counter before it writes the pipe, so a delivery after the
             // load above makes an edge: we get polled again.
-            let event = ready!(self.fd.registration().poll_read_ready(cx));
+            // An error: its core is gone (or none runs here), which is tokio's `None`.
+            let Ok(event) = ready!(self.fd.registration().poll_read_ready(cx)) else {
+                return Poll::Ready(None);
+            };
             let mut buf = [0u8; 64];
             let mut pipe: &File = self.fd.get_ref();
             loop {

@@ -1,7 +1,7 @@
 //! I/O with a peer that has gone, inside a tickless runtime: pipes whose other end is closed
 //! (before or while a task waits on them), writes after close, TCP connects to a closed port,
-//! TCP peers that reset with data pending, empty buffers, and I/O objects made outside a
-//! runtime. Every case must end in an `io::Result`, never a panic or a `SIGPIPE`.
+//! TCP peers that reset with data pending, empty buffers, I/O objects made outside a runtime,
+//! and streams whose runtime is gone. Every case must end in an `io::Result`, never a panic or a `SIGPIPE`.
 
 use std::io::{self, ErrorKind};
 use std::net::{Shutdown, SocketAddr};
@@ -303,15 +303,50 @@ fn a_reader_waiting_on_a_socket_is_woken_when_the_peer_resets() -> io::Result<()
 }
 
 #[test]
-fn io_objects_made_outside_a_runtime_give_an_error_not_a_panic() {
-    let err = tickless::io::pipe().unwrap_err();
+fn io_objects_made_outside_a_runtime_work_in_one_and_give_an_error_outside() -> io::Result<()> {
+    // Made anywhere: each belongs to the core that first polls it.
+    let (mut w, mut r) = tickless::io::pipe()?;
+    let (mut a, mut b) = UnixStream::pair()?;
+    let std_listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let addr = std_listener.local_addr()?;
+    let listener = TcpListener::from_std(std_listener)?;
+    // Polled outside a runtime: an error, not a panic and not a wait.
+    let err = futures_lite::future::block_on(r.read(&mut [0u8; 1])).unwrap_err();
     assert!(err.to_string().contains("no tickless runtime"), "{err}");
-    let err = UnixStream::pair().unwrap_err();
+    let err = futures_lite::future::block_on(listener.accept()).unwrap_err();
     assert!(err.to_string().contains("no tickless runtime"), "{err}");
-    let std_listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = std_listener.local_addr().unwrap();
     let err = futures_lite::future::block_on(TcpStream::connect(addr)).unwrap_err();
     assert!(err.to_string().contains("no tickless runtime"), "{err}");
-    let err = TcpListener::from_std(std_listener).unwrap_err();
-    assert!(err.to_string().contains("no tickless runtime"), "{err}");
+    // In a runtime they work.
+    run(async {
+        w.write_all(b"p").await?;
+        let mut one = [0u8; 1];
+        r.read_exact(&mut one).await?;
+        a.write_all(b"u").await?;
+        b.read_exact(&mut one).await?;
+        let client = TcpStream::connect(addr).await?;
+        let (server, _) = listener.accept().await?;
+        assert_eq!(server.peer_addr()?, client.local_addr()?);
+        Ok(())
+    })
+}
+
+/// A stream keeps working only where its core runs: once that runtime is gone, every use
+/// returns an error, whether no runtime runs on the thread or another one does (before, the
+/// check compared threads, and a read on the same thread waited for ever with data queued).
+#[test]
+fn a_stream_whose_runtime_was_dropped_returns_an_error_not_a_hang() -> io::Result<()> {
+    let (mut a, mut b) = Runtime::new()?.block_on(async {
+        let (mut a, b) = UnixStream::pair()?;
+        a.write_all(b"bound").await?;
+        io::Result::Ok((a, b))
+    })?;
+    Runtime::new()?.block_on(async { b.write_all(b"data waiting").await })?;
+    let mut buf = [0u8; 16];
+    let err = futures_lite::future::block_on(a.read(&mut buf)).unwrap_err();
+    assert!(err.to_string().contains("has stopped"), "{err}");
+    let again = Runtime::new()?;
+    let err = again.block_on(a.read(&mut buf)).unwrap_err();
+    assert!(err.to_string().contains("has stopped"), "{err}");
+    Ok(())
 }

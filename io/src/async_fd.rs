@@ -83,18 +83,14 @@ impl<T: AsRawFd> AsyncFd<T> {
         })
     }
 
-    /// Registers the byte stream `inner` with `reactor` level-triggered (the crate's pipes and
-    /// stream sockets; see [`Registration::poll_read_io`]).
-    pub(crate) fn new_stream_in(
-        reactor: &Rc<Reactor>,
-        inner: T,
-        interest: Interest,
-    ) -> io::Result<Self> {
-        let registration = Registration::new_stream_in(reactor, inner.as_raw_fd(), interest)?;
-        Ok(AsyncFd {
-            registration,
+    /// Wraps `inner` for the crate's I/O types: registered with the reactor current where it is
+    /// first used (see [`Registration`]'s threads), level-triggered if `stream` (the byte
+    /// streams: pipes and stream sockets; see [`Registration::poll_read_io`]).
+    pub(crate) fn unbound(inner: T, interest: Interest, stream: bool) -> Self {
+        AsyncFd {
+            registration: Registration::unbound(inner.as_raw_fd(), interest, stream),
             inner,
-        })
+        }
     }
 
     /// The wrapped value.
@@ -184,7 +180,7 @@ impl<T: AsRawFd> AsyncFd<T> {
         cx: &mut Context<'_>,
         dir: Direction,
     ) -> Poll<io::Result<AsyncFdReadyGuard<'a, T>>> {
-        let event = ready!(self.registration.poll_ready(cx, dir));
+        let event = ready!(self.registration.poll_ready(cx, dir))?;
         Poll::Ready(Ok(AsyncFdReadyGuard {
             fd: self,
             event: Some(event),

@@ -4,15 +4,53 @@
 //! same guard that enters the core's reactor here, so the two cannot disagree; the lookup on
 //! every timer and spawn then needs no downcast.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::io;
 use std::rc::Rc;
 
+use crate::home::Home;
 use crate::reactor::Reactor;
 
+#[cfg(not(loom))]
 thread_local! {
     /// The reactor entered on this thread, if any.
     static CURRENT: RefCell<Option<Rc<Reactor>>> = const { RefCell::new(None) };
+    /// The address of that reactor's [`Home`] (0: none), what a registration compares its own
+    /// with on every use: one plain thread-local read.
+    static CURRENT_HOME: Cell<usize> = const { Cell::new(0) };
+}
+
+#[cfg(loom)]
+loom::thread_local! {
+    /// The reactor entered on this thread, if any (loom's threads share one OS thread, so the
+    /// models need loom's thread-locals).
+    static CURRENT: RefCell<Option<Rc<Reactor>>> = RefCell::new(None);
+    /// The address of that reactor's [`Home`] (0: none).
+    static CURRENT_HOME: Cell<usize> = Cell::new(0);
+}
+
+/// The address `home` has in [`CURRENT_HOME`].
+#[inline]
+fn address(home: &Home) -> usize {
+    std::ptr::from_ref(home) as usize
+}
+
+/// Whether `home`'s reactor is the one entered on this thread. A registration's `Arc<Home>`
+/// keeps the address from being reused while the registration lives.
+#[inline]
+pub(crate) fn is_current(home: &Home) -> bool {
+    // During the thread's exit, once its thread-locals are gone, nothing is current.
+    CURRENT_HOME
+        .try_with(|h| h.get() == address(home))
+        .unwrap_or(false)
+}
+
+/// Makes `reactor` (or nothing) current, returning what was.
+fn replace(reactor: Option<Rc<Reactor>>) -> Option<Rc<Reactor>> {
+    let home = reactor.as_ref().map_or(0, |r| address(r.home()));
+    // During thread exit the slots may already be gone; then there is nothing to restore.
+    let _gone = CURRENT_HOME.try_with(|h| h.set(home));
+    CURRENT.try_with(|c| c.replace(reactor)).ok().flatten()
 }
 
 /// The message of the error returned when no reactor is current.
@@ -38,7 +76,7 @@ impl std::fmt::Debug for EnterGuard {
 impl Reactor {
     /// Makes this reactor the thread's current one until the guard drops.
     pub fn enter(self: &Rc<Self>) -> EnterGuard {
-        let previous = CURRENT.with(|c| c.borrow_mut().replace(Rc::clone(self)));
+        let previous = replace(Some(Rc::clone(self)));
         EnterGuard { previous }
     }
 
@@ -66,8 +104,6 @@ impl Reactor {
 
 impl Drop for EnterGuard {
     fn drop(&mut self) {
-        let previous = self.previous.take();
-        // During thread exit the slot may already be gone; then there is nothing to restore.
-        let _was_current = CURRENT.try_with(|c| c.replace(previous));
+        let _ours = replace(self.previous.take());
     }
 }

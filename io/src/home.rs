@@ -1,14 +1,17 @@
-//! The part of a reactor that other threads can reach: which thread owns it, and where the
-//! registrations dropped away from that thread go.
+//! The part of a reactor that other threads can reach: whether the reactor still runs, and
+//! where the registrations dropped away from it go.
 //!
 //! The I/O types are `Send`, so that a stream can sit in a `Send` future or a library's
 //! connection pool, but their readiness and waker lists are plain cells read and written by the
 //! owning core alone. [`Home`] is what lets that hold:
 //!
-//! - every use of a registration first checks [`Home::is_current_thread`] (one thread-local read)
-//!   and panics with a clear message on any other thread;
-//! - a registration dropped on another thread (or on its own thread once the reactor is no
-//!   longer current there) removes its descriptor from the epoll set through
+//! - a registration belongs to the reactor that was current where it was first used (see
+//!   `Registration`), and every later use first checks that this reactor is the one entered on
+//!   the calling thread ([`Home::is_current`]: one thread-local read and a compare). Elsewhere
+//!   it panics with a clear message while the reactor lives, and gives an error once the reactor
+//!   is gone ([`Home::close`]), instead of waiting for events nobody will deliver;
+//! - a registration dropped away from its reactor (on another thread, or on its own thread once
+//!   the reactor is no longer current there) removes its descriptor from the epoll set through
 //!   its own registry (a duplicate of the epoll descriptor, usable from any thread and open
 //!   as long as a registration or the reactor needs it), then leaves its slab key in
 //!   [`Home::orphans`], raises [`Home::pending`] and unparks the reactor, which frees the slot
@@ -18,12 +21,10 @@
 //!   (`loom-tests/tests/foreign_drop.rs`). The unpark only makes a sleeping core get there
 //!   soon.
 
-use std::cell::Cell;
 use std::fmt;
 use std::io;
 use std::mem;
 use std::os::fd::{AsRawFd, RawFd};
-use std::sync::atomic::AtomicU64;
 
 use mio::unix::SourceFd;
 
@@ -39,38 +40,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 #[cfg(not(loom))]
 use std::sync::{Mutex, MutexGuard};
 
-/// A number naming one thread for the whole life of the process (never reused, unlike a
-/// thread-local's address); 0 is never given.
-pub(crate) fn current_thread() -> u64 {
-    /// The last number given to a thread. A plain counter even under loom: it orders nothing.
-    static LAST: AtomicU64 = AtomicU64::new(0);
-    let id = THREAD_ID.try_with(|id| {
-        if id.get() == 0 {
-            id.set(LAST.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1);
-        }
-        id.get()
-    });
-    // During the thread's exit, once its thread-locals are gone, it owns nothing any more.
-    id.unwrap_or(u64::MAX)
-}
-
-#[cfg(not(loom))]
-std::thread_local! {
-    /// This thread's number, given on first use.
-    static THREAD_ID: Cell<u64> = const { Cell::new(0) };
-}
-
-#[cfg(loom)]
-loom::thread_local! {
-    /// This thread's number, given on first use (loom's threads share one OS thread, so the
-    /// model needs loom's thread-locals).
-    static THREAD_ID: Cell<u64> = Cell::new(0);
-}
-
 /// A reactor's cross-thread part, shared by the reactor and each of its registrations.
 pub(crate) struct Home {
-    /// The thread the reactor was created on, the only one that may use its registrations.
-    owner: u64,
     /// A duplicate of the epoll descriptor, to deregister from any thread.
     registry: mio::Registry,
     /// Slab keys of registrations dropped away from the owner, already out of the epoll set.
@@ -82,18 +53,20 @@ pub(crate) struct Home {
     unparker: Unparker,
     /// Counters the reactor and its registrations advance on the reactor's thread.
     pub(crate) counters: SharedCounters,
+    /// The reactor is gone: its registrations will never see another event.
+    closed: AtomicBool,
 }
 
 impl Home {
     /// The home of a reactor created on this thread, polling `poll`, woken by `unparker`.
     pub(crate) fn new(poll: &mio::Poll, unparker: Unparker) -> io::Result<Home> {
         Ok(Home {
-            owner: current_thread(),
             registry: poll.registry().try_clone()?,
             orphans: Mutex::new(Vec::new()),
             pending: AtomicBool::new(false),
             unparker,
             counters: SharedCounters::default(),
+            closed: AtomicBool::new(false),
         })
     }
 
@@ -104,19 +77,30 @@ impl Home {
         self.registry.as_raw_fd()
     }
 
-    /// Whether this thread is the reactor's.
+    /// Whether this home's reactor is the one entered on this thread.
     #[inline]
-    pub(crate) fn is_current_thread(&self) -> bool {
-        current_thread() == self.owner
+    pub(crate) fn is_current(&self) -> bool {
+        crate::context::is_current(self)
     }
 
-    /// Panics unless this thread is the reactor's; `fd` names the object in the message.
-    #[inline]
+    /// The reactor is being dropped: from now on its registrations fail instead of waiting.
+    pub(crate) fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+    }
+
+    /// What using a registration of this home away from its reactor gives (`fd` names it): an
+    /// error once the reactor is gone, a panic while it lives (a misuse: the registration
+    /// belongs to another core).
+    #[cold]
     #[track_caller]
-    pub(crate) fn assert_current_thread(&self, fd: RawFd) {
-        if !self.is_current_thread() {
-            wrong_thread(fd);
+    pub(crate) fn used_elsewhere(&self, fd: RawFd) -> io::Error {
+        if self.closed.load(Ordering::Acquire) {
+            return io::Error::other(format!(
+                "tickless: the core that drives this I/O object (fd {fd}) has stopped: its \
+                 runtime was shut down or dropped"
+            ));
         }
+        wrong_core(fd)
     }
 
     /// Drops a registration away from the reactor's thread: `fd` leaves the epoll set now (it
@@ -153,20 +137,20 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// The panic of an I/O object used away from its core.
 #[cold]
 #[track_caller]
-fn wrong_thread(fd: RawFd) -> ! {
+fn wrong_core(fd: RawFd) -> ! {
     panic!(
         "tickless: an I/O object (fd {fd}) was used on a thread other than the core that \
-         registered it. A tickless stream is Send so that it can be stored in Send futures and \
-         types, but its readiness lives on one core: create it on the core that polls it, or \
-         run the task that uses it there (tickless::task::spawn_local, or tickless::spawn from \
-         that core), not on a tokio or std thread"
+         first polled it. A tickless stream is Send so that it can be stored in Send futures and \
+         types, and it belongs to the core that polls it first: poll it only there (a task \
+         spawned with tickless::spawn or tickless::task::spawn_local on that core), not on \
+         another core, a tokio thread or a std thread"
     )
 }
 
 impl fmt::Debug for Home {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Home")
-            .field("owner", &self.owner)
+            .field("closed", &self.closed.load(Ordering::Relaxed))
             .finish_non_exhaustive()
     }
 }

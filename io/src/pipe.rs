@@ -10,23 +10,21 @@ use futures_io::{AsyncRead, AsyncWrite};
 use mio::Interest;
 
 use crate::async_fd::AsyncFd;
-use crate::reactor::Reactor;
 use crate::ready::Direction;
 use crate::sys;
 
-/// Creates a pipe whose ends are registered with the current reactor:
-/// `(writer, reader)`, the order of tokio's `pipe` and of data flow.
+/// Creates a pipe: `(writer, reader)`, the order of tokio's `pipe` and of data flow. Each end
+/// registers with the core that first polls it (see [`Registration`](crate::Registration)'s
+/// threads), so the two ends may be driven by different cores.
 ///
 /// Both ends are `O_NONBLOCK | O_CLOEXEC` (`pipe2`).
 ///
 /// # Errors
 ///
-/// No reactor is current, or `pipe2` failed (typically `EMFILE`).
+/// `pipe2` failed (typically `EMFILE`).
 pub fn pipe() -> io::Result<(PipeWriter, PipeReader)> {
     let (read, write) = sys::pipe()?;
-    let writer = PipeWriter::register(write)?;
-    let reader = PipeReader::register(read)?;
-    Ok((writer, reader))
+    Ok((PipeWriter::register(write), PipeReader::register(read)))
 }
 
 /// The read end of a pipe.
@@ -40,20 +38,20 @@ pub struct PipeReader {
 
 impl PipeReader {
     /// Takes over a pipe's read end (or any readable stream descriptor), setting it
-    /// non-blocking and registering it with the current reactor.
+    /// non-blocking; it registers with the core that first polls it.
     ///
     /// # Errors
     ///
-    /// No reactor is current, `fcntl` failed, or epoll refused the descriptor.
+    /// `fcntl` failed.
     pub fn from_owned_fd(fd: OwnedFd) -> io::Result<PipeReader> {
         sys::set_nonblocking(fd.as_fd())?;
-        PipeReader::register(fd)
+        Ok(PipeReader::register(fd))
     }
 
-    /// Registers a descriptor already non-blocking.
-    fn register(fd: OwnedFd) -> io::Result<PipeReader> {
-        let io = AsyncFd::new_stream_in(&Reactor::current()?, File::from(fd), Interest::READABLE)?;
-        Ok(PipeReader { io })
+    /// Wraps a descriptor already non-blocking.
+    fn register(fd: OwnedFd) -> PipeReader {
+        let io = AsyncFd::unbound(File::from(fd), Interest::READABLE, true);
+        PipeReader { io }
     }
 }
 
@@ -96,20 +94,20 @@ pub struct PipeWriter {
 
 impl PipeWriter {
     /// Takes over a pipe's write end (or any writable stream descriptor), setting it
-    /// non-blocking and registering it with the current reactor.
+    /// non-blocking; it registers with the core that first polls it.
     ///
     /// # Errors
     ///
-    /// No reactor is current, `fcntl` failed, or epoll refused the descriptor.
+    /// `fcntl` failed.
     pub fn from_owned_fd(fd: OwnedFd) -> io::Result<PipeWriter> {
         sys::set_nonblocking(fd.as_fd())?;
-        PipeWriter::register(fd)
+        Ok(PipeWriter::register(fd))
     }
 
-    /// Registers a descriptor already non-blocking.
-    fn register(fd: OwnedFd) -> io::Result<PipeWriter> {
-        let io = AsyncFd::new_stream_in(&Reactor::current()?, File::from(fd), Interest::WRITABLE)?;
-        Ok(PipeWriter { io: Some(io) })
+    /// Wraps a descriptor already non-blocking.
+    fn register(fd: OwnedFd) -> PipeWriter {
+        let io = AsyncFd::unbound(File::from(fd), Interest::WRITABLE, true);
+        PipeWriter { io: Some(io) }
     }
 
     /// The open descriptor, or the error for writing after close.

@@ -487,6 +487,13 @@ impl Reactor {
     }
 }
 
+impl Drop for Reactor {
+    fn drop(&mut self) {
+        // Registrations that outlive it fail from now on instead of waiting for events.
+        self.home.close();
+    }
+}
+
 impl fmt::Debug for Reactor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Reactor")

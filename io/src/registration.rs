@@ -7,7 +7,7 @@ use std::fmt;
 use std::io;
 use std::os::fd::RawFd;
 use std::rc::Rc;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::task::{ready, Context, Poll, Waker};
 
 use crate::home::Home;
@@ -254,7 +254,8 @@ fn epoll_ctl(epfd: RawFd, op: libc::c_int, fd: RawFd, events: u32, data: u64) ->
 
 // SAFETY: the cells and the waker lists are only read or written on the reactor's thread: by
 // the reactor, which is `!Send`, and through a `Registration`, whose every access goes through
-// `Registration::io`, which asserts it runs on the reactor's thread (`Home`). From any other
+// `Registration::io`, which checks that the reactor is the one entered on the calling thread
+// (`Home::is_current`; a `Reactor` is `!Send`, so it is entered only on its own thread). From any other
 // thread the value can only be dropped, as the last `Arc`, and then nothing else can touch it;
 // what its drop releases (wakers) is itself `Send`.
 unsafe impl Send for ScheduledIo {}
@@ -375,10 +376,19 @@ impl ScheduledIo {
 ///
 /// # Threads
 ///
-/// A registration is `Send` and `Sync`, so that the types built on it can live in `Send`
-/// futures, but it belongs to the thread of its reactor: using it anywhere else panics with a
-/// message saying so. It may be dropped anywhere: away from its reactor's thread the
-/// descriptor leaves the epoll set at once and the reactor frees the rest at its next poll.
+/// A registration belongs to the core that first uses it: the crate's I/O types make theirs
+/// unbound, and the first poll, wherever a reactor is current,
+/// registers the descriptor with that reactor. So a stream accepted on one core and handed to a
+/// task on another is driven by the other. ([`new`](Self::new) and [`new_in`](Self::new_in)
+/// register at once, with the current or the given reactor.)
+///
+/// It is `Send` and `Sync`, so that the types built on it can live in `Send` futures, but once
+/// bound it must be used where its reactor is current: anywhere else it panics with a message
+/// saying so, while that reactor lives; once the reactor is gone (its runtime was shut down or
+/// dropped), every use returns an error instead of waiting for an event that will never come.
+/// First used where no reactor is current, it returns an error. It may be dropped anywhere:
+/// away from its reactor the descriptor leaves the epoll set at once and the reactor frees the
+/// rest at its next poll.
 ///
 /// # Invariant
 ///
@@ -386,29 +396,48 @@ impl ScheduledIo {
 /// deregisters it by number. [`AsyncFd`](crate::AsyncFd) upholds this by dropping its
 /// registration before the value that owns the descriptor.
 pub struct Registration {
-    /// The reactor's cross-thread part: its thread, and where a drop elsewhere goes.
+    /// The registered descriptor (see the invariant above).
+    fd: RawFd,
+    /// The directions it is registered for.
+    interest: mio::Interest,
+    /// Level-triggered (the byte streams, see [`Level`]) rather than edge-triggered.
+    level: bool,
+    /// Its place in the reactor of the core that first used it; set once, by that use.
+    /// Reached through [`io`](Self::io) only, which checks the reactor is current.
+    bound: OnceLock<Bound>,
+}
+
+/// A registration's place in a reactor.
+struct Bound {
+    /// The reactor's cross-thread part: whether it is current here, where a drop elsewhere goes.
     home: Arc<Home>,
-    /// Readiness and wakers, shared with the reactor's slab. Reached through
-    /// [`io`](Self::io) only, which checks the thread.
+    /// Readiness and wakers, shared with the reactor's slab.
     io: Arc<ScheduledIo>,
     /// This registration's key in the reactor's slab.
     key: usize,
-    /// The registered descriptor (see the invariant above).
-    fd: RawFd,
+}
+
+/// The error of a first use where no reactor is current.
+fn no_runtime(fd: RawFd) -> io::Error {
+    io::Error::other(format!(
+        "no tickless runtime is running on this thread: an I/O object (fd {fd}) is driven by \
+         the core that first polls it, and none runs here"
+    ))
 }
 
 impl Registration {
-    /// Registers `fd` with this thread's current reactor, for the given interest.
+    /// Registers `fd` with this thread's current reactor, for the given interest, at once.
     ///
     /// # Errors
     ///
     /// No reactor is current on this thread, or epoll refused the descriptor (for example
     /// `EPERM` for a regular file, `EEXIST` if it is already registered).
     pub fn new(fd: RawFd, interest: mio::Interest) -> io::Result<Registration> {
-        Registration::new_in(&Reactor::current()?, fd, interest)
+        let reactor = Reactor::current().map_err(|_| no_runtime(fd))?;
+        Registration::new_in(&reactor, fd, interest)
     }
 
-    /// Registers `fd` with `reactor`, for the given interest.
+    /// Registers `fd` with `reactor`, for the given interest, at once.
     ///
     /// # Errors
     ///
@@ -418,94 +447,120 @@ impl Registration {
         fd: RawFd,
         interest: mio::Interest,
     ) -> io::Result<Registration> {
-        Registration::with_trigger(reactor, fd, interest, false)
+        let registration = Registration::unbound(fd, interest, false);
+        registration.bind(reactor)?;
+        Ok(registration)
     }
 
-    /// Registers the byte stream `fd` with `reactor` level-triggered (see [`Level`]): reads
-    /// through [`poll_read_io`](Self::poll_read_io) then never pay a read that says
-    /// `WouldBlock` after one that filled the buffer.
-    pub(crate) fn new_stream_in(
-        reactor: &Rc<Reactor>,
-        fd: RawFd,
-        interest: mio::Interest,
-    ) -> io::Result<Registration> {
-        Registration::with_trigger(reactor, fd, interest, true)
-    }
-
-    /// Registers `fd` with `reactor`, level-triggered if `level`.
-    fn with_trigger(
-        reactor: &Rc<Reactor>,
-        fd: RawFd,
-        interest: mio::Interest,
-        level: bool,
-    ) -> io::Result<Registration> {
-        let (key, io) = reactor.register(fd, interest, level)?;
-        Ok(Registration {
-            home: Arc::clone(reactor.home()),
-            io,
-            key,
+    /// A registration of `fd` for `interest` that registers with the reactor current where it
+    /// is first used (level-triggered if `level`: the byte streams, whose reads through
+    /// [`poll_read_io`](Self::poll_read_io) then never pay a read that says `WouldBlock` after
+    /// one that filled the buffer).
+    pub(crate) fn unbound(fd: RawFd, interest: mio::Interest, level: bool) -> Registration {
+        Registration {
             fd,
-        })
-    }
-
-    /// The shared state, after checking that this is the reactor's thread (once per call of
-    /// the public methods: the loops below hold on to it).
-    ///
-    /// # Panics
-    ///
-    /// On any other thread, with a message naming the descriptor.
-    #[inline]
-    #[track_caller]
-    fn io(&self) -> &ScheduledIo {
-        self.home.assert_current_thread(self.fd);
-        &self.io
-    }
-
-    /// The reactor this registration belongs to, for registering a descriptor it produced
-    /// (an accepted connection) with the same one.
-    ///
-    /// # Errors
-    ///
-    /// This thread's current reactor is not the registration's (or none is current).
-    pub fn reactor(&self) -> io::Result<Rc<Reactor>> {
-        match Reactor::current() {
-            Ok(reactor) if Arc::ptr_eq(reactor.home(), &self.home) => Ok(reactor),
-            _ => Err(io::Error::other(
-                "this registration's reactor is not current on this thread",
-            )),
+            interest,
+            level,
+            bound: OnceLock::new(),
         }
     }
 
-    /// The readiness recorded right now (all directions).
+    /// Registers the descriptor with `reactor` (current on this thread, or about to be
+    /// polled here), unless another thread bound it first.
+    fn bind(&self, reactor: &Rc<Reactor>) -> io::Result<&Bound> {
+        let (key, io) = reactor.register(self.fd, self.interest, self.level)?;
+        let home = Arc::clone(reactor.home());
+        match self.bound.set(Bound { home, io, key }) {
+            Ok(()) => Ok(self.bound.get().expect("set just now")),
+            Err(ours) => {
+                // Used on two threads at once, and the other bound it first: it is the other
+                // core's. Undo ours; using it here is then a misuse.
+                reactor.deregister(ours.key, self.fd);
+                let theirs = self.bound.get().expect("set by the other thread");
+                Err(theirs.home.used_elsewhere(self.fd))
+            }
+        }
+    }
+
+    /// Its place in the reactor current here: bound by this first use, or checked to be this
+    /// reactor's (once per call of the public methods: the loops below hold on to it).
+    ///
+    /// # Errors
+    ///
+    /// First used where no reactor is current; bound to a reactor that is gone; epoll refused
+    /// the descriptor at the first use.
     ///
     /// # Panics
     ///
-    /// Away from the reactor's thread, as every method that looks at readiness.
+    /// Bound to another reactor that still lives (another core's, or a runtime on this thread
+    /// that is not the one running), with a message naming the descriptor.
+    #[inline]
+    #[track_caller]
+    fn io(&self) -> io::Result<&Bound> {
+        match self.bound.get() {
+            Some(bound) if bound.home.is_current() => Ok(bound),
+            _ => self.first_use(),
+        }
+    }
+
+    /// [`io`](Self::io) when the registration is not bound to the current reactor: bind it,
+    /// or say why it cannot be used here.
+    #[cold]
+    #[inline(never)]
+    #[track_caller]
+    fn first_use(&self) -> io::Result<&Bound> {
+        if let Some(bound) = self.bound.get() {
+            return Err(bound.home.used_elsewhere(self.fd));
+        }
+        let reactor = Reactor::current().map_err(|_| no_runtime(self.fd))?;
+        self.bind(&reactor)
+    }
+
+    /// The readiness recorded right now (all directions); empty before the first use, and
+    /// where the registration cannot be used.
+    ///
+    /// # Panics
+    ///
+    /// Bound to another core's live reactor, as every method that looks at readiness.
     pub fn readiness(&self) -> Ready {
-        self.io().readiness.get()
+        self.io().map_or(Ready::EMPTY, |b| b.io.readiness.get())
     }
 
     /// Ready once `dir` has readiness; otherwise registers the task's waker.
     ///
     /// Every task that polls while not ready is woken by the next event in that direction.
-    pub fn poll_ready(&self, cx: &mut Context<'_>, dir: Direction) -> Poll<ReadyEvent> {
-        self.io().poll_ready(cx, dir, &self.home)
+    ///
+    /// # Errors
+    ///
+    /// As every method that uses the registration: first used where no reactor is current,
+    /// bound to a reactor that is gone, or refused by epoll at its first use.
+    pub fn poll_ready(&self, cx: &mut Context<'_>, dir: Direction) -> Poll<io::Result<ReadyEvent>> {
+        let b = self.io()?;
+        b.io.poll_ready(cx, dir, &b.home).map(Ok)
     }
 
     /// [`poll_ready`](Self::poll_ready) for [`Direction::Read`].
-    pub fn poll_read_ready(&self, cx: &mut Context<'_>) -> Poll<ReadyEvent> {
-        self.io().poll_ready(cx, Direction::Read, &self.home)
+    ///
+    /// # Errors
+    ///
+    /// As [`poll_ready`](Self::poll_ready).
+    pub fn poll_read_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<ReadyEvent>> {
+        self.poll_ready(cx, Direction::Read)
     }
 
     /// [`poll_ready`](Self::poll_ready) for [`Direction::Write`].
-    pub fn poll_write_ready(&self, cx: &mut Context<'_>) -> Poll<ReadyEvent> {
-        self.io().poll_ready(cx, Direction::Write, &self.home)
+    ///
+    /// # Errors
+    ///
+    /// As [`poll_ready`](Self::poll_ready).
+    pub fn poll_write_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<ReadyEvent>> {
+        self.poll_ready(cx, Direction::Write)
     }
 
     /// Counts a `WouldBlock` in `dir` (see [`IoStats`](crate::IoStats)).
     #[inline]
-    fn count_would_block(&self, dir: Direction) {
-        let counters = &self.home.counters;
+    fn count_would_block(home: &Home, dir: Direction) {
+        let counters = &home.counters;
         match dir {
             Direction::Read => counters.read_would_blocks.incr(),
             Direction::Write => counters.write_would_blocks.incr(),
@@ -518,13 +573,17 @@ impl Registration {
     /// the next read must still run (and return end of file) instead of waiting for an edge that
     /// will never come. Call this after a syscall returned `WouldBlock`.
     pub fn clear_readiness(&self, event: ReadyEvent) {
-        self.io().clear(event, Ready::ALL_CLOSED);
+        if let Ok(b) = self.io() {
+            b.io.clear(event, Ready::ALL_CLOSED);
+        }
     }
 
     /// Clears every bit `event` observed, closed ones included, unless an event has arrived
     /// since: what a `WouldBlock` proves.
     pub(crate) fn clear_would_block(&self, event: ReadyEvent) {
-        self.io().clear(event, Ready::EMPTY);
+        if let Ok(b) = self.io() {
+            b.io.clear(event, Ready::EMPTY);
+        }
     }
 
     /// Clears read readiness (except the closed bit) whatever arrived since.
@@ -533,14 +592,18 @@ impl Registration {
     /// reactor cannot have run in between; otherwise use
     /// [`clear_readiness`](Self::clear_readiness).
     pub fn clear_read_ready(&self) {
-        self.io().clear_direction(Direction::Read);
+        if let Ok(b) = self.io() {
+            b.io.clear_direction(Direction::Read);
+        }
     }
 
     /// Clears write readiness (except the closed bit) whatever arrived since.
     ///
     /// The same caveat as [`clear_read_ready`](Self::clear_read_ready) applies.
     pub fn clear_write_ready(&self) {
-        self.io().clear_direction(Direction::Write);
+        if let Ok(b) = self.io() {
+            b.io.clear_direction(Direction::Write);
+        }
     }
 
     /// Runs the syscall `f` once `dir` is ready, until it does not say `WouldBlock`.
@@ -548,6 +611,10 @@ impl Registration {
     /// `WouldBlock` clears the readiness the attempt was based on (every bit, closed ones
     /// included: the syscall has just shown that this direction cannot make progress) and
     /// waits for the next event; `Interrupted` retries at once. Any other result is returned.
+    ///
+    /// # Errors
+    ///
+    /// Those of `f`, and as [`poll_ready`](Self::poll_ready).
     #[inline]
     pub fn poll_io<R>(
         &self,
@@ -555,13 +622,13 @@ impl Registration {
         dir: Direction,
         mut f: impl FnMut() -> io::Result<R>,
     ) -> Poll<io::Result<R>> {
-        let io = self.io();
+        let b = self.io()?;
         loop {
-            let event = ready!(io.poll_ready(cx, dir, &self.home));
+            let event = ready!(b.io.poll_ready(cx, dir, &b.home));
             match f() {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    self.count_would_block(dir);
-                    io.clear(event, Ready::EMPTY);
+                    Self::count_would_block(&b.home, dir);
+                    b.io.clear(event, Ready::EMPTY);
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 result => return Poll::Ready(result),
@@ -578,6 +645,10 @@ impl Registration {
     /// "drained" from "more to read", and the next `epoll_wait` can, at no cost when the loop
     /// goes there anyway. Not for datagram sockets, where a short read says nothing about the
     /// queue.
+    ///
+    /// # Errors
+    ///
+    /// As [`poll_io`](Self::poll_io).
     #[inline]
     pub fn poll_read_io(
         &self,
@@ -585,16 +656,17 @@ impl Registration {
         len: usize,
         mut f: impl FnMut() -> io::Result<usize>,
     ) -> Poll<io::Result<usize>> {
-        let io = self.io();
+        let b = self.io()?;
+        let io = &b.io;
         loop {
-            let event = ready!(io.poll_ready(cx, Direction::Read, &self.home));
+            let event = ready!(io.poll_ready(cx, Direction::Read, &b.home));
             match f() {
                 Ok(n) if n > 0 && (n < len || io.level.is_some()) => {
                     io.clear(event, Ready::ALL_CLOSED);
                     return Poll::Ready(Ok(n));
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    self.count_would_block(Direction::Read);
+                    Self::count_would_block(&b.home, Direction::Read);
                     io.clear(event, Ready::EMPTY);
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -608,17 +680,17 @@ impl Registration {
     /// # Errors
     ///
     /// `WouldBlock` if `dir` is not ready or `f` said so (the readiness is then cleared), or
-    /// any other error of `f`. `Interrupted` is retried.
+    /// any other error of `f`. `Interrupted` is retried. And as [`poll_ready`](Self::poll_ready).
     pub fn try_io<R>(&self, dir: Direction, mut f: impl FnMut() -> io::Result<R>) -> io::Result<R> {
-        let io = self.io();
+        let b = self.io()?;
         loop {
-            let Some(event) = io.ready_now(dir) else {
+            let Some(event) = b.io.ready_now(dir) else {
                 return Err(io::ErrorKind::WouldBlock.into());
             };
             match f() {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    self.count_would_block(dir);
-                    io.clear(event, Ready::EMPTY);
+                    Self::count_would_block(&b.home, dir);
+                    b.io.clear(event, Ready::EMPTY);
                     return Err(e);
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -630,32 +702,35 @@ impl Registration {
 
 impl Drop for Registration {
     fn drop(&mut self) {
-        if self.home.is_current_thread() {
-            let home = &self.home;
-            let removed = Reactor::with_current(|r| {
-                let ours = Arc::ptr_eq(r.home(), home);
-                if ours {
-                    r.deregister(self.key, self.fd);
-                }
-                ours
-            });
-            if removed == Some(true) {
+        // Never used on a core: nothing was registered.
+        let Some(b) = self.bound.take() else { return };
+        if b.home.is_current() {
+            // The current reactor is this registration's (the thread-local says so).
+            let removed = Reactor::with_current(|r| r.deregister(b.key, self.fd));
+            if removed.is_some() {
                 return;
             }
         }
         // Another thread, or the reactor is no longer current here (a thread-local destructor,
         // after the runtime's loop): leave the slot to the reactor.
-        self.home.orphan(self.key, self.fd);
+        b.home.orphan(b.key, self.fd);
     }
 }
 
 impl fmt::Debug for Registration {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut d = f.debug_struct("Registration");
-        d.field("fd", &self.fd).field("key", &self.key);
-        if self.home.is_current_thread() {
-            d.field("readiness", &self.io.readiness.get());
-        }
+        d.field("fd", &self.fd);
+        match self.bound.get() {
+            None => d.field("bound", &false),
+            Some(b) => {
+                d.field("key", &b.key);
+                if b.home.is_current() {
+                    d.field("readiness", &b.io.readiness.get());
+                }
+                &mut d
+            }
+        };
         d.finish_non_exhaustive()
     }
 }

@@ -1,5 +1,7 @@
-//! The I/O types are `Send`: they may be moved to and dropped on any thread, and used only on
-//! the thread of the reactor that registered them.
+//! The I/O types are `Send`: they may be moved to and dropped on any thread. Each belongs to
+//! the reactor current where it is first polled; used later anywhere else it panics while that
+//! reactor lives, and returns an error once it is gone; first polled where no reactor is
+//! current, it returns an error. Never a hang.
 
 mod common;
 
@@ -10,7 +12,8 @@ use std::thread;
 use std::time::Duration;
 
 use common::block_on;
-use futures_lite::AsyncReadExt;
+use futures_lite::future::poll_once;
+use futures_lite::{AsyncRead, AsyncReadExt};
 use tickless_io::{
     pipe, AsyncFd, Interest, OwnedReadHalf, OwnedWriteHalf, PipeReader, PipeWriter, Reactor,
     Registration, TcpListener, TcpStream, UdpSocket, UnixListener, UnixStream,
@@ -32,11 +35,109 @@ fn the_io_types_are_send_and_sync() {
     send_sync::<Registration>();
 }
 
+/// Polls one read of `stream` where the current reactor is (nothing to read: it waits), so
+/// that the stream belongs to it; returns what the poll said.
+fn poll_read(stream: &mut (impl AsyncRead + Unpin)) -> Option<io::Result<usize>> {
+    let mut buf = [0u8; 1];
+    futures_lite::future::block_on(poll_once(stream.read(&mut buf)))
+}
+
+/// The message of the panic `f` dies of.
+fn panic_message(f: impl FnOnce()) -> String {
+    let payload = panic::catch_unwind(AssertUnwindSafe(f)).expect_err("it must panic");
+    payload
+        .downcast_ref::<String>()
+        .cloned()
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_stream_registers_with_the_reactor_that_first_polls_it() -> io::Result<()> {
+    // Made where no reactor is current (on an acceptor's core, say): nothing registered yet.
+    let (a, _b) = UnixStream::pair()?;
+    let (w, r) = pipe()?;
+    let registered = thread::spawn(move || -> io::Result<_> {
+        let (mut a, mut r) = (a, r);
+        let reactor = Reactor::new()?;
+        let _enter = reactor.enter();
+        assert_eq!(reactor.stats().registrations, 0);
+        assert!(poll_read(&mut a).is_none(), "nothing to read: it waits");
+        assert!(poll_read(&mut r).is_none());
+        Ok(reactor.stats().registrations)
+    })
+    .join()
+    .unwrap()?;
+    assert_eq!(
+        registered, 2,
+        "both registered with the reactor that polled them"
+    );
+    drop(w);
+    Ok(())
+}
+
+#[test]
+fn a_stream_first_polled_where_no_reactor_is_current_returns_an_error() -> io::Result<()> {
+    let (mut a, _b) = UnixStream::pair()?;
+    let err = poll_read(&mut a)
+        .expect("an error, not a wait")
+        .unwrap_err();
+    assert!(err.to_string().contains("no tickless runtime"), "{err}");
+    // Not bound by the failed attempt: a reactor entered later takes it.
+    let reactor = Reactor::new()?;
+    let _enter = reactor.enter();
+    assert!(poll_read(&mut a).is_none());
+    assert_eq!(reactor.stats().registrations, 1);
+    Ok(())
+}
+
+#[test]
+fn a_stream_whose_reactor_is_gone_returns_an_error_instead_of_waiting() -> io::Result<()> {
+    let (mut a, mut b) = std::os::unix::net::UnixStream::pair()
+        .and_then(|(a, b)| Ok((UnixStream::from_std(a)?, b)))?;
+    {
+        let first = Reactor::new()?;
+        let _enter = first.enter();
+        assert!(poll_read(&mut a).is_none());
+    }
+    // Its reactor is dropped; data is waiting.
+    std::io::Write::write_all(&mut b, b"x")?;
+    // On the same thread, with no reactor, and under another reactor: an error each time.
+    for second in [None, Some(Reactor::new()?)] {
+        let _enter = second.as_ref().map(Reactor::enter);
+        let err = poll_read(&mut a)
+            .expect("an error, not a wait")
+            .unwrap_err();
+        assert!(err.to_string().contains("has stopped"), "{err}");
+    }
+    Ok(())
+}
+
+#[test]
+fn a_stream_polled_under_another_live_reactor_on_its_own_thread_panics() -> io::Result<()> {
+    let first = Reactor::new()?;
+    let second = Reactor::new()?;
+    let (mut a, _b) = UnixStream::pair()?;
+    {
+        let _enter = first.enter();
+        assert!(poll_read(&mut a).is_none());
+    }
+    // Another runtime's core on the same thread: before, the thread check passed and the read
+    // waited on a reactor nobody polled.
+    let _enter = second.enter();
+    let message = panic_message(|| drop(poll_read(&mut a)));
+    assert!(
+        message.contains("other than the core that first polled it"),
+        "{message}"
+    );
+    Ok(())
+}
+
 #[test]
 fn a_stream_dropped_on_another_thread_leaves_the_epoll_set_and_its_slot() -> io::Result<()> {
     let reactor = Reactor::new()?;
     let _enter = reactor.enter();
-    let (a, b) = UnixStream::pair()?;
+    let (mut a, mut b) = UnixStream::pair()?;
+    assert!(poll_read(&mut a).is_none() && poll_read(&mut b).is_none());
     let (peer, kept) = std::os::unix::net::UnixStream::pair()?;
     kept.set_nonblocking(true)?;
     let kept_fd = kept.as_raw_fd();
@@ -69,28 +170,25 @@ fn a_stream_dropped_on_another_thread_leaves_the_epoll_set_and_its_slot() -> io:
 fn a_stream_used_on_another_thread_panics_saying_so() -> io::Result<()> {
     let reactor = Reactor::new()?;
     let _enter = reactor.enter();
-    let (a, _b) = UnixStream::pair()?;
+    let (mut a, _b) = UnixStream::pair()?;
+    assert!(
+        poll_read(&mut a).is_none(),
+        "polled here first: it belongs here"
+    );
     let message = thread::spawn(move || {
         let mut a = a;
-        let caught = panic::catch_unwind(AssertUnwindSafe(|| {
-            let mut buf = [0u8; 4];
-            futures_lite::future::block_on(a.read(&mut buf))
-        }));
-        let payload = caught.expect_err("a read on another thread must panic");
-        payload
-            .downcast_ref::<String>()
-            .cloned()
-            .unwrap_or_default()
+        panic_message(|| drop(poll_read(&mut a)))
     })
     .join()
     .unwrap();
     assert!(
-        message.contains("used on a thread other than the core that registered it"),
+        message.contains("used on a thread other than the core that first polled it"),
         "{message}"
     );
-    // The stream was dropped there: the reactor frees it.
+    // The stream was dropped there: the reactor frees it (`_b` was never polled).
     reactor.poll(Some(Duration::ZERO))?;
-    assert_eq!(reactor.stats().registrations, 1);
+    let stats = reactor.stats();
+    assert_eq!((stats.registrations, stats.orphans_freed), (0, 1));
     Ok(())
 }
 
@@ -99,7 +197,13 @@ fn a_stream_dropped_where_its_reactor_is_no_longer_current_is_freed_later() -> i
     let reactor = Reactor::new()?;
     let (w, r) = {
         let _enter = reactor.enter();
-        pipe()?
+        let (mut w, mut r) = pipe()?;
+        assert!(poll_read(&mut r).is_none());
+        let wrote = futures_lite::future::block_on(poll_once(futures_lite::AsyncWriteExt::write(
+            &mut w, b"",
+        )));
+        assert!(matches!(wrote, Some(Ok(0))));
+        (w, r)
     };
     // Same thread, but no reactor entered (as in a thread-local destructor after the loop).
     drop(w);
@@ -123,7 +227,9 @@ fn a_stream_that_outlives_its_reactor_drops_quietly_and_closes() -> io::Result<(
         let reactor = Reactor::new()?;
         let _enter = reactor.enter();
         let (a, b) = std::os::unix::net::UnixStream::pair()?;
-        Ok((UnixStream::from_std(a)?, b))
+        let mut a = UnixStream::from_std(a)?;
+        assert!(poll_read(&mut a).is_none());
+        Ok((a, b))
     })
     .join()
     .unwrap()?;

@@ -148,6 +148,8 @@ fn a_read_that_fills_the_buffer_leaves_the_rest_to_the_next_poll() -> io::Result
     let _enter = reactor.enter();
     let (mut w, mut r) = pipe()?;
     common::block_on(&reactor, async {
+        // A read of nothing registers the reader with this reactor (its first poll).
+        assert_eq!(r.read(&mut []).await?, 0);
         w.write_all(&[1, 2, 3, 4, 5, 6, 7, 8]).await?;
         let mut buf = [0u8; 4];
         let before = reactor.stats();
@@ -176,6 +178,8 @@ fn an_unread_stream_does_not_make_every_poll_return() -> io::Result<()> {
     let (a, mut b) = UnixStream::pair()?;
     common::block_on(&reactor, async {
         let mut buf = [0u8; 4];
+        // A read of nothing registers `a` with this reactor (its first poll).
+        assert_eq!((&a).read(&mut []).await?, 0);
         // Nobody reads `a` yet: the first poll reports the data, records it, and disarms the
         // read interest (one epoll_ctl); later polls see nothing.
         b.write_all(b"ping").await?;
@@ -214,6 +218,8 @@ fn a_hang_up_nobody_waits_for_does_not_make_every_poll_return() -> io::Result<()
     let reactor = Reactor::new()?;
     let _enter = reactor.enter();
     let (a, b) = UnixStream::pair()?;
+    // A read of nothing registers `a` with this reactor (its first poll).
+    assert_eq!(common::block_on(&reactor, (&a).read(&mut []))?, 0);
     drop(b);
     // Level-triggered epoll reports a hang-up whatever the interest: the stream leaves the
     // set once an event finds nobody waiting.

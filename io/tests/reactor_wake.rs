@@ -106,7 +106,8 @@ fn current_follows_enter_and_its_guards() -> io::Result<()> {
         err.to_string(),
         "no tickless runtime is running on this thread"
     );
-    assert!(pipe().is_err(), "I/O types need a current reactor");
+    // I/O types can be made anywhere; they register with the core that first polls them.
+    assert!(pipe().is_ok());
 
     let outer = Reactor::new()?;
     let inner = Reactor::new()?;

@@ -10,10 +10,21 @@
 #![cfg(loom)]
 
 use std::io::Read;
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
+use futures_io::AsyncRead;
 use loom::thread;
 use tickless_io::{Reactor, UnixStream};
+
+/// Polls a read of nothing on the current reactor: the stream's first poll, which registers it
+/// there.
+fn register(mut stream: &UnixStream) {
+    let mut cx = Context::from_waker(Waker::noop());
+    let polled = Pin::new(&mut stream).poll_read(&mut cx, &mut []);
+    assert!(matches!(polled, Poll::Ready(Ok(0))));
+}
 
 #[test]
 fn a_drop_elsewhere_racing_a_poll_is_freed_by_the_next_poll() {
@@ -21,6 +32,8 @@ fn a_drop_elsewhere_racing_a_poll_is_freed_by_the_next_poll() {
         let reactor = Reactor::new().unwrap();
         let _enter = reactor.enter();
         let (a, b) = UnixStream::pair().unwrap();
+        register(&a);
+        register(&b);
         let dropper = thread::spawn(move || drop(a));
         // The core turns while the other thread drops.
         reactor.poll(Some(Duration::ZERO)).unwrap();
@@ -42,6 +55,8 @@ fn two_drops_elsewhere_racing_a_poll_are_both_freed_by_the_next_poll() {
         let reactor = Reactor::new().unwrap();
         let _enter = reactor.enter();
         let (a, b) = UnixStream::pair().unwrap();
+        register(&a);
+        register(&b);
         let droppers = [
             thread::spawn(move || drop(a)),
             thread::spawn(move || drop(b)),
@@ -64,6 +79,8 @@ fn a_drop_elsewhere_racing_the_reactors_drop_closes_the_stream() {
         let (a, _b) = UnixStream::pair().unwrap();
         let (c, mut d) = std::os::unix::net::UnixStream::pair().unwrap();
         let c = UnixStream::from_std(c).unwrap();
+        register(&a);
+        register(&c);
         let dropper = thread::spawn(move || drop((a, c)));
         drop(enter);
         drop(reactor);

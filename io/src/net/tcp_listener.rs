@@ -5,14 +5,12 @@ use std::future::poll_fn;
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
-use std::rc::Rc;
 use std::task::{ready, Context, Poll};
 
 use mio::Interest;
 
 use crate::async_fd::AsyncFd;
 use crate::net::tcp_stream::TcpStream;
-use crate::reactor::Reactor;
 use crate::ready::Direction;
 use crate::sys;
 
@@ -20,11 +18,14 @@ use crate::sys;
 /// [`TcpListener::bind_reuseport_std`]; the kernel caps it at `somaxconn`.
 pub(crate) const REUSEPORT_BACKLOG: i32 = 1024;
 
-/// A TCP listener, registered with the reactor of the core that created it.
+/// A TCP listener, driven by the core that first polls it (see
+/// [`Registration`](crate::Registration)'s threads).
 ///
-/// Accepted streams register with the same reactor. For a thread-per-core server, give each
-/// core its own listener on the same port with [`bind_reuseport`](Self::bind_reuseport) and the
-/// kernel spreads connections across them.
+/// An accepted stream is not registered anywhere yet: it belongs to the core that first polls
+/// it, so one accept loop can hand its connections to tasks on other cores. For a
+/// thread-per-core server without that hand-off, give each core its own listener on the same
+/// port with [`bind_reuseport`](Self::bind_reuseport) and the kernel spreads connections across
+/// them.
 pub struct TcpListener {
     /// The non-blocking listening socket, registered for reading.
     io: AsyncFd<mio::net::TcpListener>,
@@ -38,12 +39,10 @@ impl TcpListener {
     ///
     /// # Errors
     ///
-    /// No reactor is current, the address did not resolve, or the last bind failed (for
-    /// instance `AddrInUse`).
+    /// The address did not resolve, or the last bind failed (for instance `AddrInUse`).
     pub async fn bind<A: ToSocketAddrs>(addr: A) -> io::Result<TcpListener> {
-        let reactor = Reactor::current()?;
         sys::each_addr(addr, |addr| {
-            TcpListener::from_mio(&reactor, mio::net::TcpListener::bind(addr)?)
+            Ok(TcpListener::from_mio(mio::net::TcpListener::bind(addr)?))
         })
     }
 
@@ -56,32 +55,30 @@ impl TcpListener {
     ///
     /// # Errors
     ///
-    /// No reactor is current, or creating, configuring, binding or listening failed.
+    /// Creating, configuring, binding or listening failed.
     pub fn bind_reuseport(addr: SocketAddr) -> io::Result<TcpListener> {
-        let reactor = Reactor::current()?;
         let fd = sys::reuseport_listener(addr, REUSEPORT_BACKLOG)?;
         let listener = mio::net::TcpListener::from_std(std::net::TcpListener::from(fd));
-        TcpListener::from_mio(&reactor, listener)
+        Ok(TcpListener::from_mio(listener))
     }
 
-    /// Takes over a listening std socket, setting it non-blocking and registering it with the
-    /// current reactor.
+    /// Takes over a listening std socket, setting it non-blocking; it registers with the core
+    /// that first polls it.
     ///
     /// # Errors
     ///
-    /// No reactor is current, or making it non-blocking or registering it failed.
+    /// Making it non-blocking failed.
     pub fn from_std(listener: std::net::TcpListener) -> io::Result<TcpListener> {
         listener.set_nonblocking(true)?;
-        TcpListener::from_mio(
-            &Reactor::current()?,
-            mio::net::TcpListener::from_std(listener),
-        )
+        Ok(TcpListener::from_mio(mio::net::TcpListener::from_std(
+            listener,
+        )))
     }
 
-    /// Registers a non-blocking mio listener with `reactor`.
-    fn from_mio(reactor: &Rc<Reactor>, listener: mio::net::TcpListener) -> io::Result<Self> {
-        let io = AsyncFd::new_in(reactor, listener, Interest::READABLE)?;
-        Ok(TcpListener { io })
+    /// Wraps a non-blocking mio listener, for the core that first polls it.
+    fn from_mio(listener: mio::net::TcpListener) -> Self {
+        let io = AsyncFd::unbound(listener, Interest::READABLE, false);
+        TcpListener { io }
     }
 
     /// Accepts a connection.
@@ -89,7 +86,9 @@ impl TcpListener {
     /// # Errors
     ///
     /// As `accept4(2)`: for instance `EMFILE` when out of descriptors, or
-    /// `ConnectionAborted`. The listener stays usable.
+    /// `ConnectionAborted`. The listener stays usable. And as
+    /// [`Registration::poll_ready`](crate::Registration::poll_ready): first polled where no
+    /// runtime runs, or after its core stopped.
     ///
     /// After `EMFILE` or `ENFILE` the connection stays queued and the listener stays readable,
     /// so calling `accept` again at once fails again at once: a loop that retries without
@@ -108,12 +107,10 @@ impl TcpListener {
     /// As [`accept`](Self::accept).
     pub fn poll_accept(&self, cx: &mut Context<'_>) -> Poll<io::Result<(TcpStream, SocketAddr)>> {
         let registration = self.io.registration();
-        // Before accepting, so that a connection is never taken and then dropped for want of
-        // a reactor to register it with.
-        let reactor = registration.reactor()?;
         let (socket, addr) =
             ready!(registration.poll_io(cx, Direction::Read, || self.io.get_ref().accept()))?;
-        Poll::Ready(TcpStream::from_mio(&reactor, socket).map(|s| (s, addr)))
+        // Not registered yet: with the core that first polls it.
+        Poll::Ready(Ok((TcpStream::from_mio(socket), addr)))
     }
 
     /// The address the listener is bound to (with the real port after binding port 0).

@@ -5,7 +5,6 @@ use std::future::poll_fn;
 use std::io;
 use std::net::{Shutdown, SocketAddr};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
-use std::rc::Rc;
 use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 
@@ -66,8 +65,7 @@ impl TcpStream {
 
     /// Starts a non-blocking connect and waits for it to complete.
     async fn connect_addr(addr: SocketAddr) -> io::Result<TcpStream> {
-        let socket = mio::net::TcpStream::connect(addr)?;
-        let stream = TcpStream::from_mio(&Reactor::current()?, socket)?;
+        let stream = TcpStream::from_mio(mio::net::TcpStream::connect(addr)?);
         poll_fn(|cx| stream.poll_connected(cx)).await?;
         Ok(stream)
     }
@@ -78,7 +76,7 @@ impl TcpStream {
     /// peer address says it succeeded; without either the wakeup was spurious.
     fn poll_connected(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         loop {
-            let event = ready!(self.io.registration().poll_write_ready(cx));
+            let event = ready!(self.io.registration().poll_write_ready(cx))?;
             let socket = self.io.get_ref();
             if let Some(e) = socket.take_error()? {
                 return Poll::Ready(Err(e));
@@ -96,24 +94,21 @@ impl TcpStream {
         }
     }
 
-    /// Takes over a connected std stream, setting it non-blocking and registering it with the
-    /// current reactor.
+    /// Takes over a connected std stream, setting it non-blocking; it registers with the core
+    /// that first polls it.
     ///
     /// # Errors
     ///
-    /// No reactor is current, or making it non-blocking or registering it failed.
+    /// Making it non-blocking failed.
     pub fn from_std(stream: std::net::TcpStream) -> io::Result<TcpStream> {
         stream.set_nonblocking(true)?;
-        TcpStream::from_mio(&Reactor::current()?, mio::net::TcpStream::from_std(stream))
+        Ok(TcpStream::from_mio(mio::net::TcpStream::from_std(stream)))
     }
 
-    /// Registers a non-blocking mio stream with `reactor`.
-    pub(crate) fn from_mio(
-        reactor: &Rc<Reactor>,
-        socket: mio::net::TcpStream,
-    ) -> io::Result<TcpStream> {
-        let io = AsyncFd::new_stream_in(reactor, socket, Interest::READABLE | Interest::WRITABLE)?;
-        Ok(TcpStream { io })
+    /// Wraps a non-blocking mio stream, for the core that first polls it.
+    pub(crate) fn from_mio(socket: mio::net::TcpStream) -> TcpStream {
+        let io = AsyncFd::unbound(socket, Interest::READABLE | Interest::WRITABLE, true);
+        TcpStream { io }
     }
 
     /// The local address of the connection.
@@ -180,7 +175,7 @@ impl TcpStream {
     ///
     /// None today; `io::Result` for tokio's signature.
     pub async fn readable(&self) -> io::Result<()> {
-        poll_fn(|cx| self.io.registration().poll_read_ready(cx).map(|_| Ok(()))).await
+        poll_fn(|cx| self.io.registration().poll_read_ready(cx).map_ok(drop)).await
     }
 
     /// Waits until the stream may be writable, as tokio's `writable`.
@@ -189,7 +184,7 @@ impl TcpStream {
     ///
     /// None today; `io::Result` for tokio's signature.
     pub async fn writable(&self) -> io::Result<()> {
-        poll_fn(|cx| self.io.registration().poll_write_ready(cx).map(|_| Ok(()))).await
+        poll_fn(|cx| self.io.registration().poll_write_ready(cx).map_ok(drop)).await
     }
 
     /// Reads what is there without waiting, as tokio's `try_read`: `Ok(0)` at end of file,

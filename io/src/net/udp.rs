@@ -5,13 +5,11 @@ use std::future::poll_fn;
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
-use std::rc::Rc;
 use std::task::{Context, Poll};
 
 use mio::Interest;
 
 use crate::async_fd::AsyncFd;
-use crate::reactor::Reactor;
 use crate::ready::Direction;
 use crate::sys;
 
@@ -31,29 +29,28 @@ impl UdpSocket {
     ///
     /// # Errors
     ///
-    /// No reactor is current, the address did not resolve, or the last bind failed.
+    /// The address did not resolve, or the last bind failed.
     pub async fn bind<A: ToSocketAddrs>(addr: A) -> io::Result<UdpSocket> {
-        let reactor = Reactor::current()?;
         sys::each_addr(addr, |addr| {
-            UdpSocket::from_mio(&reactor, mio::net::UdpSocket::bind(addr)?)
+            Ok(UdpSocket::from_mio(mio::net::UdpSocket::bind(addr)?))
         })
     }
 
-    /// Takes over a bound std socket, setting it non-blocking and registering it with the
-    /// current reactor.
+    /// Takes over a bound std socket, setting it non-blocking; it registers with the core that
+    /// first polls it.
     ///
     /// # Errors
     ///
-    /// No reactor is current, or making it non-blocking or registering it failed.
+    /// Making it non-blocking failed.
     pub fn from_std(socket: std::net::UdpSocket) -> io::Result<UdpSocket> {
         socket.set_nonblocking(true)?;
-        UdpSocket::from_mio(&Reactor::current()?, mio::net::UdpSocket::from_std(socket))
+        Ok(UdpSocket::from_mio(mio::net::UdpSocket::from_std(socket)))
     }
 
-    /// Registers a non-blocking mio socket with `reactor`.
-    fn from_mio(reactor: &Rc<Reactor>, socket: mio::net::UdpSocket) -> io::Result<UdpSocket> {
-        let io = AsyncFd::new_in(reactor, socket, Interest::READABLE | Interest::WRITABLE)?;
-        Ok(UdpSocket { io })
+    /// Wraps a non-blocking mio socket, for the core that first polls it.
+    fn from_mio(socket: mio::net::UdpSocket) -> UdpSocket {
+        let io = AsyncFd::unbound(socket, Interest::READABLE | Interest::WRITABLE, false);
+        UdpSocket { io }
     }
 
     /// Sets the default destination of [`send`](Self::send) and the only source
@@ -114,7 +111,7 @@ impl UdpSocket {
     ///
     /// None today; `io::Result` for tokio's signature.
     pub async fn readable(&self) -> io::Result<()> {
-        poll_fn(|cx| self.io.registration().poll_read_ready(cx).map(|_| Ok(()))).await
+        poll_fn(|cx| self.io.registration().poll_read_ready(cx).map_ok(drop)).await
     }
 
     /// Waits until a datagram may be sent, as tokio's `writable`.
@@ -123,7 +120,7 @@ impl UdpSocket {
     ///
     /// None today; `io::Result` for tokio's signature.
     pub async fn writable(&self) -> io::Result<()> {
-        poll_fn(|cx| self.io.registration().poll_write_ready(cx).map(|_| Ok(()))).await
+        poll_fn(|cx| self.io.registration().poll_write_ready(cx).map_ok(drop)).await
     }
 
     /// Receives a datagram from the connected peer without waiting, as tokio's `try_recv`.

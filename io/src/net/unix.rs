@@ -7,14 +7,12 @@ use std::net::Shutdown;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::os::unix::net::SocketAddr;
 use std::path::Path;
-use std::rc::Rc;
 use std::task::{ready, Context, Poll};
 
 use mio::Interest;
 
 use crate::async_fd::AsyncFd;
 use crate::net::impl_stream_io;
-use crate::reactor::Reactor;
 use crate::ready::Direction;
 
 /// A Unix domain stream listener, registered with the reactor of the core that created it.
@@ -31,34 +29,31 @@ impl UnixListener {
     ///
     /// # Errors
     ///
-    /// No reactor is current, or binding failed (for instance `AddrInUse` if the file
-    /// exists).
+    /// Binding failed (for instance `AddrInUse` if the file exists).
     pub fn bind<P: AsRef<Path>>(path: P) -> io::Result<UnixListener> {
-        let listener = mio::net::UnixListener::bind(path)?;
-        UnixListener::from_mio(&Reactor::current()?, listener)
+        Ok(UnixListener::from_mio(mio::net::UnixListener::bind(path)?))
     }
 
-    /// Takes over a listening std socket, setting it non-blocking and registering it with the
-    /// current reactor.
+    /// Takes over a listening std socket, setting it non-blocking; it registers with the core
+    /// that first polls it.
     ///
     /// # Errors
     ///
-    /// No reactor is current, or making it non-blocking or registering it failed.
+    /// Making it non-blocking failed.
     pub fn from_std(listener: std::os::unix::net::UnixListener) -> io::Result<UnixListener> {
         listener.set_nonblocking(true)?;
-        UnixListener::from_mio(
-            &Reactor::current()?,
-            mio::net::UnixListener::from_std(listener),
-        )
+        Ok(UnixListener::from_mio(mio::net::UnixListener::from_std(
+            listener,
+        )))
     }
 
-    /// Registers a non-blocking mio listener with `reactor`.
-    fn from_mio(reactor: &Rc<Reactor>, listener: mio::net::UnixListener) -> io::Result<Self> {
-        let io = AsyncFd::new_in(reactor, listener, Interest::READABLE)?;
-        Ok(UnixListener { io })
+    /// Wraps a non-blocking mio listener, for the core that first polls it.
+    fn from_mio(listener: mio::net::UnixListener) -> Self {
+        let io = AsyncFd::unbound(listener, Interest::READABLE, false);
+        UnixListener { io }
     }
 
-    /// Accepts a connection; the stream registers with this listener's reactor.
+    /// Accepts a connection; the stream registers with the core that first polls it.
     ///
     /// # Errors
     ///
@@ -74,12 +69,9 @@ impl UnixListener {
     /// As [`accept`](Self::accept).
     pub fn poll_accept(&self, cx: &mut Context<'_>) -> Poll<io::Result<(UnixStream, SocketAddr)>> {
         let registration = self.io.registration();
-        // Before accepting, so that a connection is never taken and then dropped for want of
-        // a reactor to register it with.
-        let reactor = registration.reactor()?;
         let (socket, addr) =
             ready!(registration.poll_io(cx, Direction::Read, || self.io.get_ref().accept()))?;
-        Poll::Ready(UnixStream::from_mio(&reactor, socket).map(|s| (s, addr)))
+        Poll::Ready(Ok((UnixStream::from_mio(socket), addr)))
     }
 
     /// The address the listener is bound to.
@@ -110,7 +102,8 @@ impl fmt::Debug for UnixListener {
     }
 }
 
-/// A Unix domain stream connection, registered with the reactor of the core that created it.
+/// A Unix domain stream connection, driven by the core that first polls it (see
+/// [`Registration`](crate::Registration)'s threads).
 ///
 /// Implements futures-io's `AsyncRead` and `AsyncWrite`, also on `&UnixStream`.
 /// [`poll_close`](futures_io::AsyncWrite::poll_close) shuts down the write side. Writes use
@@ -125,49 +118,44 @@ impl UnixStream {
     ///
     /// # Errors
     ///
-    /// No reactor is current, or the connect failed: `NotFound` without a socket file,
+    /// No runtime runs here, or the connect failed: `NotFound` without a socket file,
     /// `ConnectionRefused` without a listener on it, `WouldBlock` if its backlog is full.
     pub async fn connect<P: AsRef<Path>>(path: P) -> io::Result<UnixStream> {
-        let socket = mio::net::UnixStream::connect(path)?;
-        let stream = UnixStream::from_mio(&Reactor::current()?, socket)?;
+        let stream = UnixStream::from_mio(mio::net::UnixStream::connect(path)?);
         // A Unix connect completes or fails at once, but wait for writability anyway, as for
         // TCP, and read the socket error it may have left.
-        poll_fn(|cx| stream.io.registration().poll_write_ready(cx).map(|_| ())).await;
+        poll_fn(|cx| stream.io.registration().poll_write_ready(cx)).await?;
         match stream.io.get_ref().take_error()? {
             Some(e) => Err(e),
             None => Ok(stream),
         }
     }
 
-    /// Creates a connected pair of streams, both registered with the current reactor.
+    /// Creates a connected pair of streams; each registers with the core that first polls it.
     ///
     /// # Errors
     ///
-    /// No reactor is current, or `socketpair(2)` failed.
+    /// `socketpair(2)` failed.
     pub fn pair() -> io::Result<(UnixStream, UnixStream)> {
-        let reactor = Reactor::current()?;
         let (a, b) = mio::net::UnixStream::pair()?;
-        Ok((
-            UnixStream::from_mio(&reactor, a)?,
-            UnixStream::from_mio(&reactor, b)?,
-        ))
+        Ok((UnixStream::from_mio(a), UnixStream::from_mio(b)))
     }
 
-    /// Takes over a connected std stream, setting it non-blocking and registering it with the
-    /// current reactor.
+    /// Takes over a connected std stream, setting it non-blocking; it registers with the core
+    /// that first polls it.
     ///
     /// # Errors
     ///
-    /// No reactor is current, or making it non-blocking or registering it failed.
+    /// Making it non-blocking failed.
     pub fn from_std(stream: std::os::unix::net::UnixStream) -> io::Result<UnixStream> {
         stream.set_nonblocking(true)?;
-        UnixStream::from_mio(&Reactor::current()?, mio::net::UnixStream::from_std(stream))
+        Ok(UnixStream::from_mio(mio::net::UnixStream::from_std(stream)))
     }
 
-    /// Registers a non-blocking mio stream with `reactor`.
-    fn from_mio(reactor: &Rc<Reactor>, socket: mio::net::UnixStream) -> io::Result<Self> {
-        let io = AsyncFd::new_stream_in(reactor, socket, Interest::READABLE | Interest::WRITABLE)?;
-        Ok(UnixStream { io })
+    /// Wraps a non-blocking mio stream, for the core that first polls it.
+    fn from_mio(socket: mio::net::UnixStream) -> Self {
+        let io = AsyncFd::unbound(socket, Interest::READABLE | Interest::WRITABLE, true);
+        UnixStream { io }
     }
 
     /// The local address.
