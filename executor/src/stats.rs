@@ -96,6 +96,14 @@ counters! {
     /// Tasks alive on the core now (polled at least once and not yet dropped), as tokio's
     /// `num_alive_tasks`: a gauge, not a count (a sum over cores is the runtime's).
     alive_tasks,
+    /// Connections accepted by the listeners this core drives.
+    accepts,
+    /// Tasks that `tickless::spawn` on this core placed on another core (see
+    /// [`Placement`](crate::runtime::Placement)).
+    tasks_placed,
+    /// Descriptors registered with this core's reactor now (each I/O object registers with the
+    /// core that first polls it): a gauge, not a count.
+    io_registrations,
 }
 
 impl Add for CoreStats {
@@ -201,6 +209,6 @@ mod tests {
     fn fields_are_in_declaration_order() {
         let f = numbered().fields();
         assert_eq!(f[0], ("polls", 1));
-        assert_eq!(f[COUNTERS - 1], ("alive_tasks", COUNTERS as u64));
+        assert_eq!(f[COUNTERS - 1], ("io_registrations", COUNTERS as u64));
     }
 }

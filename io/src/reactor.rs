@@ -411,7 +411,15 @@ impl Reactor {
             epoll_ctls: self.home.counters.epoll_ctls.get(),
             read_would_blocks: self.home.counters.read_would_blocks.get(),
             write_would_blocks: self.home.counters.write_would_blocks.get(),
+            accepts: self.accepts(),
         }
+    }
+
+    /// Connections accepted so far by the listeners this reactor drives (one load): what tells
+    /// the runtime that a task just accepted one (see `tickless::spawn`'s placement).
+    #[inline]
+    pub fn accepts(&self) -> u64 {
+        self.home.counters.accepts.get()
     }
 
     /// Registers `fd` for `interest`, edge-triggered through mio, or level-triggered if

@@ -557,6 +557,14 @@ impl Registration {
         self.poll_ready(cx, Direction::Write)
     }
 
+    /// Counts a connection accepted through this (listening) registration, which is bound to
+    /// the current reactor: the accept just succeeded through it.
+    pub(crate) fn count_accept(&self) {
+        if let Some(b) = self.bound.get() {
+            b.home.counters.accepts.incr();
+        }
+    }
+
     /// Counts a `WouldBlock` in `dir` (see [`IoStats`](crate::IoStats)).
     #[inline]
     fn count_would_block(home: &Home, dir: Direction) {

@@ -38,6 +38,8 @@ pub struct IoStats {
     pub read_would_blocks: u64,
     /// Writes (and sends, connects) that returned `WouldBlock` through a registration.
     pub write_would_blocks: u64,
+    /// Connections accepted by the listeners this reactor drives (TCP and Unix).
+    pub accepts: u64,
 }
 
 impl Add for IoStats {
@@ -62,6 +64,7 @@ impl AddAssign for IoStats {
         self.epoll_ctls += rhs.epoll_ctls;
         self.read_would_blocks += rhs.read_would_blocks;
         self.write_would_blocks += rhs.write_would_blocks;
+        self.accepts += rhs.accepts;
     }
 }
 
@@ -117,4 +120,6 @@ pub(crate) struct SharedCounters {
     pub(crate) read_would_blocks: OwnerCounter,
     /// Writes that returned `WouldBlock`.
     pub(crate) write_would_blocks: OwnerCounter,
+    /// Connections accepted.
+    pub(crate) accepts: OwnerCounter,
 }

@@ -14,7 +14,8 @@ use crate::runtime::Runtime;
 use crate::worker::config::{CoreConfig, DefaultSlack};
 use crate::worker::device::ClockDevice;
 use crate::worker::id::CoreId;
-use crate::worker::Core;
+use crate::worker::placement::{Peers, Placement};
+use crate::worker::{Core, Siblings};
 
 /// The coarsest timer resolution [`Builder::build`] accepts.
 pub const MAX_TIMER_RESOLUTION: Duration = Duration::from_secs(1);
@@ -96,6 +97,7 @@ impl Builder {
                 spin: Duration::ZERO,
                 always_wake: false,
                 device: ClockDevice::TimerFd,
+                placement: Placement::Spread,
             },
             max_blocking_threads: DEFAULT_MAX_THREADS,
             blocking_keep_alive: DEFAULT_KEEP_ALIVE,
@@ -120,6 +122,23 @@ impl Builder {
     /// Default `false`. [`build`](Self::build) fails, naming the CPU, if pinning is impossible.
     pub fn pin(&mut self, pin: bool) -> &mut Self {
         self.pin = pin;
+        self
+    }
+
+    /// Where [`tickless::spawn`](crate::spawn) puts new tasks; see [`Placement`]. Default
+    /// [`Placement::Spread`]: a task spawned right after an accept goes to the less loaded of
+    /// the spawning core and another, so that one accept loop uses every core; every other
+    /// spawn stays local.
+    ///
+    /// ```
+    /// use tickless::runtime::{Builder, Placement};
+    ///
+    /// let rt = Builder::new().cores(2).placement(Placement::Local).build()?;
+    /// assert_eq!(rt.block_on(async { tickless::spawn(async { tickless::core_id() }).await })?, 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn placement(&mut self, placement: Placement) -> &mut Self {
+        self.core.placement = placement;
         self
     }
 
@@ -416,19 +435,24 @@ impl Builder {
         let blocking = BlockingPool::new(self.max_blocking_threads, self.blocking_keep_alive);
         let tokio = TokioRuntime::start(self.tokio_context)?;
         let tokio_context = tokio.context();
-        let core0 = Core::new(CoreId { runtime, index: 0 }, config, blocking.clone())?;
+        let peers = std::sync::Arc::new(Peers::default());
+        let siblings = Siblings {
+            blocking: blocking.clone(),
+            peers: peers.clone(),
+        };
+        let core0 = Core::new(CoreId { runtime, index: 0 }, config, siblings.clone())?;
         let (done_tx, done_rx) = mpsc::channel();
         let mut rt = Runtime::new_parts(core0, blocking.clone(), tokio, done_rx, restore_affinity);
         for (index, cpu) in cpus.iter().enumerate().skip(1) {
             let (tx, rx) = mpsc::sync_channel(1);
             let done = done_tx.clone();
             let cpu = *cpu;
-            let pool = blocking.clone();
+            let siblings = siblings.clone();
             let tokio = tokio_context.clone();
             let id = CoreId { runtime, index };
             let thread = thread::Builder::new()
                 .name(format!("tickless-core-{index}"))
-                .spawn(move || core_thread(id, config, pool, tokio, cpu, tx, done))?;
+                .spawn(move || core_thread(id, config, siblings, tokio, cpu, tx, done))?;
             let started = rx.recv().unwrap_or_else(|_| {
                 Err(io::Error::other(format!(
                     "core {index}'s thread died while starting"
@@ -437,6 +461,8 @@ impl Builder {
             // On an error, dropping `rt` stops and joins the cores started so far.
             rt.add_core(started?, thread);
         }
+        // Every core runs: placement may use them all.
+        peers.set(rt.shared.clone().into_boxed_slice());
         Ok(rt)
     }
 }

@@ -21,6 +21,8 @@ pub use builder::{
 };
 pub use handle::Handle;
 
+pub use crate::worker::placement::Placement;
+
 use crate::blocking::BlockingPool;
 use crate::stats::Stats;
 use crate::worker::shared::Shared;

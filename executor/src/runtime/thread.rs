@@ -5,7 +5,6 @@ use std::io;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{mpsc, Arc};
 
-use crate::blocking::BlockingPool;
 use crate::catch::drop_caught;
 use crate::runtime::tokio_context::TokioContext;
 use crate::task::join_error::panic_message;
@@ -13,7 +12,7 @@ use crate::worker::config::CoreConfig;
 use crate::worker::id::CoreId;
 use crate::worker::shared::Shared;
 use crate::worker::shutdown::close;
-use crate::worker::Core;
+use crate::worker::{Core, Siblings};
 
 /// Tells the runtime a core's thread is gone, however it ends (a panic included).
 struct Done(mpsc::Sender<usize>, usize);
@@ -34,7 +33,7 @@ impl Drop for Done {
 pub(crate) fn core_thread(
     id: CoreId,
     config: CoreConfig,
-    blocking: Arc<BlockingPool>,
+    siblings: Siblings,
     tokio: TokioContext,
     cpu: Option<usize>,
     started: mpsc::SyncSender<io::Result<Arc<Shared>>>,
@@ -43,7 +42,7 @@ pub(crate) fn core_thread(
     let _done = Done(done, id.index);
     let core = cpu
         .map_or(Ok(()), tickless_io::cpu::pin_current_thread)
-        .and_then(|()| Core::new(id, config, blocking));
+        .and_then(|()| Core::new(id, config, siblings));
     let core = match core {
         Ok(core) => core,
         Err(e) => {

@@ -46,6 +46,7 @@ where
         .metadata(core.shared().clone())
         .spawn_local(move |_| wrapped, schedule);
     task.detach();
+    core.shared().load.add();
     let waker = runnable.waker();
     core.schedule_local(runnable);
     JoinHandle::new(slot, waker, core.id(), None)
@@ -67,6 +68,7 @@ where
         .metadata(shared.clone())
         .spawn(move |_| wrapped, schedule);
     task.detach();
+    shared.load.add();
     let waker = runnable.waker();
     let deferred = match deadline {
         None => {
@@ -115,10 +117,21 @@ where
     with_current(|core| spawn_on(core, future)).expect(NO_RUNTIME)
 }
 
-/// Spawns a future on the current core, as `tokio::spawn` does; the future must be `Send`.
+/// Spawns a `Send` future, as `tokio::spawn` does: on the current core, or, when the task
+/// spawning it has just accepted a connection, possibly on another core.
 ///
-/// Tasks never migrate between cores: this is [`spawn_local`] with tokio's bounds, so that code
-/// written for tokio compiles unchanged.
+/// Tasks never migrate: where a task runs is decided here, once. The rule
+/// ([`Placement::Spread`](crate::runtime::Placement::Spread), the default): a spawn that
+/// follows an accept in the same poll of the spawning task (the usual accept loop handing a
+/// connection to its task) goes to the less loaded of this core and one other, taken in turn,
+/// counting the tasks spawned onto each and not yet finished; every other spawn (a connection
+/// spawning a writer, a task spawning a helper) stays on this core, where the streams it may
+/// capture are registered. The accepted stream is registered with no core yet: it belongs to
+/// the core that first polls it, the connection task's. So a server written the tokio way (one
+/// listener, one accept loop, `spawn` per connection) uses every core. A placed spawn costs
+/// what a [`Handle::spawn`](crate::Handle::spawn) costs: one push into the other core's inbox,
+/// and an eventfd write only if that core sleeps. `Builder::placement(Placement::Local)` keeps
+/// every task on its spawning core; [`spawn_local`] always does.
 ///
 /// # Panics
 ///
@@ -140,7 +153,11 @@ where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    with_current(|core| spawn_on(core, future)).expect(NO_RUNTIME)
+    with_current(|core| match core.placement_target() {
+        Some(target) => spawn_remote(&target, future, None),
+        None => spawn_on(core, future),
+    })
+    .expect(NO_RUNTIME)
 }
 
 /// Runs `f` on the runtime's blocking pool, so that work that blocks (a password hash, a file

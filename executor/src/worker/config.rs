@@ -5,6 +5,7 @@ use std::time::Duration;
 use tickless_timer::{Config, Slack};
 
 use crate::worker::device::ClockDevice;
+use crate::worker::placement::Placement;
 
 /// Everything a core needs to know, from the runtime, to start.
 #[derive(Debug, Clone, Copy)]
@@ -21,6 +22,8 @@ pub(crate) struct CoreConfig {
     pub(crate) always_wake: bool,
     /// What the core sleeps on until its next timer.
     pub(crate) device: ClockDevice,
+    /// Where `spawn` puts new tasks.
+    pub(crate) placement: Placement,
 }
 
 /// How the slack of a timer that gives none is chosen.

@@ -10,8 +10,8 @@
 //! The rest of the folder is one concept a file: [`run`] (the loop and one turn of it),
 //! [`idle`] (the idle sequence and the idle governor), [`block_on`] (the `block_on` future and
 //! its waker), [`shutdown`] (dropping every task on its core), [`timers`] (the time types'
-//! interface to the wheel), [`registry`] (reaching a core by id), [`clock`], [`device`],
-//! [`config`] and [`id`].
+//! interface to the wheel), [`placement`] (where `spawn` puts a new task), [`registry`]
+//! (reaching a core by id), [`clock`], [`device`], [`config`] and [`id`].
 
 pub(crate) mod block_on;
 pub(crate) mod clock;
@@ -19,6 +19,7 @@ pub(crate) mod config;
 pub mod device;
 pub(crate) mod id;
 pub(crate) mod idle;
+pub(crate) mod placement;
 pub(crate) mod registry;
 pub(crate) mod run;
 pub(crate) mod shared;
@@ -43,6 +44,7 @@ use clock::{nanos, Clock};
 use config::CoreConfig;
 use device::ClockDevice;
 use id::CoreId;
+use placement::{Peers, Placement};
 use shared::{Runnable, Shared};
 use timers::{TimerValue, Timers};
 
@@ -66,6 +68,8 @@ struct Counters {
     drop_panics: Cell<u64>,
     /// Wakes by the core (timers, hand-overs) that panicked; the reactor counts its own.
     wake_panics: Cell<u64>,
+    /// Tasks `spawn` placed on another core.
+    placed: Cell<u64>,
 }
 
 /// Adds one to a counter.
@@ -98,8 +102,26 @@ pub(crate) struct Core {
     counters: Counters,
     /// Hand-overs taken in one go, kept to reuse the allocation.
     ops_buf: RefCell<Vec<Op<TimerValue>>>,
+    /// Where `spawn` puts new tasks.
+    placement: Placement,
+    /// The runtime's cores, for placing tasks.
+    peers: Arc<Peers>,
+    /// The next other core placement looks at (taken in turn).
+    next_peer: Cell<usize>,
+    /// The reactor's accept count as of the start of the task poll running now, or of the
+    /// last spawn that used an accept: a spawn finding it moved follows an accept.
+    accepts_seen: Cell<u64>,
     /// Timers fired in one batch, kept to reuse the allocation.
     fired_buf: RefCell<Vec<TimerValue>>,
+}
+
+/// What a core shares with the rest of its runtime.
+#[derive(Clone)]
+pub(crate) struct Siblings {
+    /// The runtime's blocking pool.
+    pub(crate) blocking: Arc<BlockingPool>,
+    /// The runtime's cores, for placing tasks.
+    pub(crate) peers: Arc<Peers>,
 }
 
 /// A reactor with a timerfd, for the timerfd device.
@@ -118,8 +140,9 @@ impl Core {
     pub(crate) fn new(
         id: CoreId,
         config: CoreConfig,
-        blocking: Arc<BlockingPool>,
+        siblings: Siblings,
     ) -> io::Result<Rc<Core>> {
+        let Siblings { blocking, peers } = siblings;
         let (reactor, timerfd) = match config.device {
             ClockDevice::TimerFd => with_timerfd()?,
             ClockDevice::Epoll => {
@@ -152,6 +175,10 @@ impl Core {
             counters: Counters::default(),
             ops_buf: RefCell::new(Vec::new()),
             fired_buf: RefCell::new(Vec::new()),
+            placement: config.placement,
+            peers,
+            next_peer: Cell::new(0),
+            accepts_seen: Cell::new(0),
         }))
     }
 
@@ -195,6 +222,27 @@ impl Core {
     /// borrowed while a future drops: shutdown clones the wakers out before waking them.)
     pub(crate) fn untrack_task(&self, key: usize) {
         self.tasks.borrow_mut().try_remove(key);
+        self.shared.load.remove();
+    }
+
+    /// A task poll starts: remember the accept count, so that a spawn in it can tell whether
+    /// it follows an accept (see [`placement`]).
+    #[inline]
+    fn poll_starts(&self) {
+        self.accepts_seen.set(self.reactor.accepts());
+    }
+
+    /// Where a `Send` task spawned now should go (see [`placement`]): `None` for this core.
+    pub(crate) fn placement_target(&self) -> Option<Arc<Shared>> {
+        let accepts = self.reactor.accepts();
+        if accepts == self.accepts_seen.get() || self.placement == Placement::Local {
+            return None;
+        }
+        // This spawn uses the accept; another spawn in the same poll stays local.
+        self.accepts_seen.set(accepts);
+        let target = self.peers.target(&self.shared, &self.next_peer)?;
+        bump(&self.counters.placed);
+        Some(target)
     }
 
     /// Counts a task poll that panicked.
@@ -222,6 +270,8 @@ impl Core {
                 // future's drop reports the cancel to its handle). If it already fired, it is
                 // queued, and its next poll sees the abort.
                 if let Some(value) = deferred.take().and_then(|h| self.timers.cancel(h)) {
+                    // Never polled, so never counted off the load by its drop.
+                    self.shared.load.remove();
                     drop_caught(value);
                 }
             }
@@ -268,6 +318,9 @@ impl Core {
             drop_panics: c.drop_panics.get(),
             wake_panics: c.wake_panics.get() + io.waker_panics,
             alive_tasks: self.tasks.borrow().len() as u64,
+            accepts: io.accepts,
+            tasks_placed: c.placed.get(),
+            io_registrations: io.registrations,
         }
     }
 }

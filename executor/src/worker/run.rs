@@ -35,7 +35,7 @@ pub trait Driver {
     type Unpark: Unpark;
     /// The part other threads touch.
     fn shared(&self) -> &Arc<Shared<Self::Unpark>>;
-    /// Counts a poll of the `block_on` future.
+    /// Counts a poll of the `block_on` future, which is about to start.
     fn count_main_poll(&self);
     /// Runs queued tasks, at most a budget's worth; returns how many ran.
     fn run_tasks(&self) -> usize;
@@ -218,6 +218,7 @@ impl Driver for Core {
 
     fn count_main_poll(&self) {
         bump(&self.counters.polls);
+        self.poll_starts();
     }
 
     fn run_tasks(&self) -> usize {
@@ -227,6 +228,7 @@ impl Driver for Core {
             let next = self.queue.borrow_mut().pop_front();
             let Some(runnable) = next else { break };
             bump(&self.counters.polls);
+            self.poll_starts();
             // The task's future catches its own panics (`task::harness`): `run` unwinds only
             // on a broken invariant of the runtime.
             runnable.run();

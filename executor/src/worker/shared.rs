@@ -9,6 +9,7 @@ use tickless_timer::{Handover, Op, Wake as WakeDecision};
 use crate::stats::{CoreStats, Published};
 use crate::sync::{lock, AtomicBool, Mutex, Ordering};
 use crate::worker::id::CoreId;
+use crate::worker::placement::Load;
 use crate::worker::timers::TimerValue;
 
 /// A task ready to run, carrying (in its header) the shared half of the core it belongs to:
@@ -51,8 +52,10 @@ pub struct Shared<U = Unparker> {
     /// Writes the core's eventfd; `None` once the core is gone (which closes the eventfd even
     /// while wakers of its tasks live on). Locked only to wake a sleeping core.
     unparker: Mutex<Option<U>>,
-    /// Set to ask the core's loop to stop.
+    /// Set to ask the core's loop to stop (and when it died).
     stop: AtomicBool,
+    /// Tasks spawned onto the core and not yet finished, for placement.
+    pub(crate) load: Load,
     /// The core's counters as of its last idle transition, for other threads.
     published: Published,
     /// Why the core's thread ended by a panic (the panic's message), if it did.
@@ -73,6 +76,7 @@ impl<U: Unpark> Shared<U> {
             },
             unparker: Mutex::new(Some(unparker)),
             stop: AtomicBool::new(false),
+            load: Load::default(),
             published: Published::default(),
             death: Mutex::new(None),
             thread: std::thread::current().id(),
@@ -152,6 +156,18 @@ impl<U: Unpark> Shared<U> {
         self.stop.load(Ordering::Acquire)
     }
 
+    /// Whether a task may be placed here: the core is neither stopping nor dead. (A hint: a
+    /// placed spawn that races the stop is refused and its handle says cancelled, as any
+    /// spawn onto a stopped core.)
+    pub(crate) fn takes_placed_work(&self) -> bool {
+        !self.stop.load(Ordering::Relaxed)
+    }
+
+    /// Its load, as placement compares it.
+    pub(crate) fn load(&self) -> usize {
+        self.load.get()
+    }
+
     /// Core side, at the end of shutdown: no kick will write the eventfd after this returns.
     pub fn close_unparker(&self) -> Option<U> {
         lock(&self.unparker).take()
@@ -186,6 +202,8 @@ impl<U: Unpark> Shared<U> {
     /// Records that the core's thread died of a panic with `message`; it no longer sleeps.
     pub(crate) fn set_death(&self, message: String) {
         *lock(&self.death) = Some(message);
+        // Nothing is placed on it any more.
+        self.stop.store(true, Ordering::Release);
         // It died where it was, possibly inside its sleep: say it does not sleep any more.
         self.handover.woke();
     }

@@ -109,6 +109,7 @@ impl TcpListener {
         let registration = self.io.registration();
         let (socket, addr) =
             ready!(registration.poll_io(cx, Direction::Read, || self.io.get_ref().accept()))?;
+        registration.count_accept();
         // Not registered yet: with the core that first polls it.
         Poll::Ready(Ok((TcpStream::from_mio(socket), addr)))
     }

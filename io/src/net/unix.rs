@@ -71,6 +71,7 @@ impl UnixListener {
         let registration = self.io.registration();
         let (socket, addr) =
             ready!(registration.poll_io(cx, Direction::Read, || self.io.get_ref().accept()))?;
+        registration.count_accept();
         Poll::Ready(Ok((UnixStream::from_mio(socket), addr)))
     }
 

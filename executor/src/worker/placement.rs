@@ -1,0 +1,93 @@
+//! Where `tickless::spawn` puts a new task: on the spawning core, or, right after an accept,
+//! on the less loaded of this core and another, so that the usual accept loop (one listener,
+//! a task per connection) spreads its connections over the cores.
+//!
+//! # The rule
+//!
+//! A task never migrates; where it runs is decided once, at spawn. `spawn` keeps a task on the
+//! spawning core unless the task being polled has just accepted a connection (the core's
+//! reactor counted an accept during this poll, and no spawn has used that accept yet). Such a
+//! spawn is the accept loop handing a connection to its task, which captures a stream that is
+//! not registered anywhere yet (a stream belongs to the core that first polls it). It goes to
+//! the less loaded of this core and one other core, taken in turn (the power of two choices),
+//! by the number of tasks spawned onto each and not yet finished; ties stay local. Every other
+//! spawn (a connection spawning a writer, a ping-pong's helper, a task spawning work) stays
+//! local, where the streams it may capture are registered.
+//!
+//! # Cost
+//!
+//! A placed spawn is a remote spawn: one push into the other core's inbox and at most one
+//! eventfd write (none if that core is awake), plus one atomic add on its load counter. Every
+//! spawn pays one atomic add on its core's counter and one load of the reactor's accept
+//! counter; every task poll, one load and one store to remember that counter.
+
+use std::cell::Cell;
+use std::sync::{Arc, OnceLock};
+
+use crate::sync::{AtomicUsize, Ordering};
+use crate::worker::shared::Shared;
+
+/// How `tickless::spawn` places new tasks ([`Builder::placement`](crate::Builder::placement)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Placement {
+    /// A task spawned right after an accept goes to the less loaded of the spawning core and
+    /// another (see `tickless::spawn`); every other spawn stays on the spawning core.
+    #[default]
+    Spread,
+    /// Every task stays on the spawning core.
+    Local,
+}
+
+/// Every core of a runtime, for placing tasks: set once, when the last core has started.
+#[derive(Default)]
+pub(crate) struct Peers(OnceLock<Box<[Arc<Shared>]>>);
+
+impl Peers {
+    /// Records the runtime's cores, by index.
+    pub(crate) fn set(&self, cores: Box<[Arc<Shared>]>) {
+        // Set once, by the builder; a second call would be a bug, and changes nothing.
+        let _first = self.0.set(cores);
+    }
+
+    /// The core a spawn on `me` that follows an accept should go to: one other core, taken in
+    /// turn from `next`, if it carries less load than `me` and still takes work; `None` to
+    /// stay (also while the runtime is still starting).
+    pub(crate) fn target(&self, me: &Shared, next: &Cell<usize>) -> Option<Arc<Shared>> {
+        let cores = self.0.get()?;
+        let n = cores.len();
+        if n < 2 {
+            return None;
+        }
+        // The others in turn: index `me` is skipped by stepping over it.
+        let step = next.get() % (n - 1);
+        next.set(step + 1);
+        let index = if step >= me.id.index { step + 1 } else { step };
+        let other = &cores[index];
+        (other.takes_placed_work() && other.load() < me.load()).then(|| other.clone())
+    }
+}
+
+/// A core's load, as placement compares it: tasks spawned onto it (from any thread) and not
+/// yet finished.
+#[derive(Default)]
+pub(crate) struct Load(AtomicUsize);
+
+impl Load {
+    /// A task was spawned onto the core.
+    #[inline]
+    pub(crate) fn add(&self) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A task of the core finished (its future was dropped after it was polled).
+    #[inline]
+    pub(crate) fn remove(&self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// The current value (a hint: others change it meanwhile).
+    #[inline]
+    pub(crate) fn get(&self) -> usize {
+        self.0.load(Ordering::Relaxed)
+    }
+}
