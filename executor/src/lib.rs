@@ -26,7 +26,7 @@ mod worker;
 pub mod loom_exports {
     pub use crate::serve::Stop;
     pub use crate::task::join_slot::JoinSlot;
-    pub use crate::task::schedule;
+    pub use crate::task::{schedule, spawn_remote};
     pub use crate::worker::block_on::MainWaker;
     pub use crate::worker::idle::{sleep, Slept};
     pub use crate::worker::run::{run, take_handed_over, turn, Driver, Step};

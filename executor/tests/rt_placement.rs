@@ -98,7 +98,10 @@ fn one_accept_loop_spreads_its_connections_over_the_cores() -> io::Result<()> {
 
 #[test]
 fn with_local_placement_every_connection_stays_on_the_accepting_core() -> io::Result<()> {
-    let rt = Builder::new().cores(2).placement(Placement::Local).build()?;
+    let rt = Builder::new()
+        .cores(2)
+        .placement(Placement::Local)
+        .build()?;
     let per_core = serve_tokio_shape(&rt, 20)?;
     assert_eq!(per_core, vec![20, 0]);
     assert_eq!(rt.stats().cores[0].tasks_placed, 0);
@@ -167,7 +170,9 @@ fn a_spawn_that_follows_no_accept_stays_on_its_core_however_loaded() -> io::Resu
             let parked: Vec<_> = (0..50)
                 .map(|_| tickless::spawn(std::future::pending::<()>()))
                 .collect();
-            let helper = tickless::spawn(async { tickless::core_id() }).await.unwrap();
+            let helper = tickless::spawn(async { tickless::core_id() })
+                .await
+                .unwrap();
             for p in &parked {
                 p.abort();
             }
@@ -226,7 +231,11 @@ fn a_connection_that_spawns_a_writer_keeps_it_on_its_core() -> io::Result<()> {
     })?;
     for line in client.join().unwrap()? {
         let mut it = line.split_whitespace();
-        assert_eq!(it.next(), it.next(), "the writer ran on its connection's core: {line}");
+        assert_eq!(
+            it.next(),
+            it.next(),
+            "the writer ran on its connection's core: {line}"
+        );
     }
     Ok(())
 }

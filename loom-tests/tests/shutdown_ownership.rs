@@ -7,7 +7,9 @@
 //! blocking job's result) while the core shuts down. Whatever the interleaving, the task's
 //! future is dropped exactly once, and on the core's thread: a wake in flight when the core
 //! would close is waited for, never refused with the task's future still alive (in production,
-//! dropping a local task's future on another thread aborts the process).
+//! dropping a local task's future on another thread aborts the process). And a task spawned
+//! onto the core from another thread (a placed spawn, `Handle::spawn`) while it shuts down is
+//! dropped once: by the core, or, refused, by its spawner, never polled.
 #![cfg(loom)]
 
 use std::cell::RefCell;
@@ -21,7 +23,7 @@ use std::task::{Context, Poll, Waker};
 use loom::sync::Mutex;
 use loom::thread::{self, ThreadId};
 use tickless::loom_exports::{
-    schedule, shut_down, Driver, JoinSlot, Owner, Runnable, Shared, TimerValue,
+    schedule, shut_down, spawn_remote, Driver, JoinSlot, Owner, Runnable, Shared, TimerValue,
 };
 use tickless_io::Reactor;
 use tickless_timer::Op;
@@ -182,6 +184,58 @@ fn a_remote_wake_and_a_job_completion_racing_shutdown_leave_the_future_to_the_co
             vec![core_thread],
             "the future is dropped once, on the core"
         );
+        drop(reactor);
+    });
+}
+
+/// A `Send` future that records where it was dropped, and whether it was ever polled.
+struct Placed {
+    trace: Arc<Mutex<Trace>>,
+    polled: Arc<Mutex<bool>>,
+}
+
+impl Future for Placed {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> {
+        *self.polled.lock().unwrap() = true;
+        Poll::Pending
+    }
+}
+
+impl Drop for Placed {
+    fn drop(&mut self) {
+        self.trace
+            .lock()
+            .unwrap()
+            .dropped_on
+            .push(thread::current().id());
+    }
+}
+
+#[test]
+fn a_spawn_from_another_thread_racing_shutdown_is_dropped_once_unpolled() {
+    loom::model(|| {
+        let reactor = Reactor::new().expect("an epoll instance and an eventfd");
+        let shared = Arc::new(Shared::for_model(reactor.unparker()));
+        let core = ModelCore {
+            shared: shared.clone(),
+            queue: RefCell::new(VecDeque::new()),
+            live: Arc::new(Mutex::new(Vec::new())),
+            ops: RefCell::new(Vec::new()),
+        };
+        let trace = Arc::new(Mutex::new(Trace::default()));
+        let polled = Arc::new(Mutex::new(false));
+        let future = Placed {
+            trace: trace.clone(),
+            polled: polled.clone(),
+        };
+        // The spawner: `spawn`'s placement, or a `Handle::spawn`, is this call.
+        let spawner = thread::spawn(move || drop(spawn_remote(&shared, future, None)));
+        shut_down(&core);
+        spawner.join().unwrap();
+        assert_eq!(trace.lock().unwrap().dropped_on.len(), 1, "dropped once");
+        assert!(!*polled.lock().unwrap(), "never polled");
         drop(reactor);
     });
 }

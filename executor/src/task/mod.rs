@@ -14,9 +14,10 @@ pub(crate) use deferred::DeferredStart;
 pub use join_error::JoinError;
 pub use join_handle::JoinHandle;
 pub use join_set::JoinSet;
+#[cfg(not(loom))]
+pub(crate) use spawn::spawn_remote;
 #[cfg(loom)]
 #[doc(hidden)]
-pub use spawn::schedule;
-pub(crate) use spawn::spawn_remote;
+pub use spawn::{schedule, spawn_remote};
 pub use spawn::{spawn, spawn_blocking, spawn_local};
 pub use yield_now::yield_now;

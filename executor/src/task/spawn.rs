@@ -54,11 +54,7 @@ where
 
 /// Spawns a `Send` future onto the core of `shared`, from any thread: it runs there at once,
 /// or from `deadline` (ns on the runtime's clock) on, through the core's timer hand-over.
-pub(crate) fn spawn_remote<F, T>(
-    shared: &Arc<Shared>,
-    future: F,
-    deadline: Option<u64>,
-) -> JoinHandle<T>
+pub fn spawn_remote<F, T>(shared: &Arc<Shared>, future: F, deadline: Option<u64>) -> JoinHandle<T>
 where
     F: Future<Output = T> + Send + 'static,
     T: Send + 'static,

@@ -137,11 +137,7 @@ impl Core {
     /// # Errors
     ///
     /// Creating the epoll instance, the timerfd or the eventfd failed (typically `EMFILE`).
-    pub(crate) fn new(
-        id: CoreId,
-        config: CoreConfig,
-        siblings: Siblings,
-    ) -> io::Result<Rc<Core>> {
+    pub(crate) fn new(id: CoreId, config: CoreConfig, siblings: Siblings) -> io::Result<Rc<Core>> {
         let Siblings { blocking, peers } = siblings;
         let (reactor, timerfd) = match config.device {
             ClockDevice::TimerFd => with_timerfd()?,
