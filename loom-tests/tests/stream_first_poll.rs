@@ -12,7 +12,7 @@
 
 use std::io::Read;
 use std::pin::Pin;
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Waker};
 use std::time::Duration;
 
 use futures_io::AsyncRead;
