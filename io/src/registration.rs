@@ -494,13 +494,21 @@ impl Registration {
     ///
     /// Bound to another reactor that still lives (another core's, or a runtime on this thread
     /// that is not the one running), with a message naming the descriptor.
-    #[inline]
+    #[inline(always)]
     #[track_caller]
     fn io(&self) -> io::Result<&Bound> {
-        match self.bound.get() {
-            Some(bound) if bound.home.is_current() => Ok(bound),
-            _ => self.first_use(),
+        match self.here() {
+            Some(bound) => Ok(bound),
+            None => self.first_use(),
         }
+    }
+
+    /// Its place in the reactor current here, if it is bound to that one: the fast path of
+    /// [`io`](Self::io), a load of the binding and a compare with one thread-local.
+    #[inline(always)]
+    fn here(&self) -> Option<&Bound> {
+        let bound = self.bound.get()?;
+        bound.home.is_current().then_some(bound)
     }
 
     /// [`io`](Self::io) when the registration is not bound to the current reactor: bind it,
@@ -535,7 +543,10 @@ impl Registration {
     /// As every method that uses the registration: first used where no reactor is current,
     /// bound to a reactor that is gone, or refused by epoll at its first use.
     pub fn poll_ready(&self, cx: &mut Context<'_>, dir: Direction) -> Poll<io::Result<ReadyEvent>> {
-        let b = self.io()?;
+        let b = match self.here() {
+            Some(b) => b,
+            None => self.first_use()?,
+        };
         b.io.poll_ready(cx, dir, &b.home).map(Ok)
     }
 
@@ -630,7 +641,10 @@ impl Registration {
         dir: Direction,
         mut f: impl FnMut() -> io::Result<R>,
     ) -> Poll<io::Result<R>> {
-        let b = self.io()?;
+        let b = match self.here() {
+            Some(b) => b,
+            None => self.first_use()?,
+        };
         loop {
             let event = ready!(b.io.poll_ready(cx, dir, &b.home));
             match f() {
@@ -664,7 +678,10 @@ impl Registration {
         len: usize,
         mut f: impl FnMut() -> io::Result<usize>,
     ) -> Poll<io::Result<usize>> {
-        let b = self.io()?;
+        let b = match self.here() {
+            Some(b) => b,
+            None => self.first_use()?,
+        };
         let io = &b.io;
         loop {
             let event = ready!(io.poll_ready(cx, Direction::Read, &b.home));
@@ -690,7 +707,10 @@ impl Registration {
     /// `WouldBlock` if `dir` is not ready or `f` said so (the readiness is then cleared), or
     /// any other error of `f`. `Interrupted` is retried. And as [`poll_ready`](Self::poll_ready).
     pub fn try_io<R>(&self, dir: Direction, mut f: impl FnMut() -> io::Result<R>) -> io::Result<R> {
-        let b = self.io()?;
+        let b = match self.here() {
+            Some(b) => b,
+            None => self.first_use()?,
+        };
         loop {
             let Some(event) = b.io.ready_now(dir) else {
                 return Err(io::ErrorKind::WouldBlock.into());

@@ -105,6 +105,7 @@ impl OwnerCounter {
     }
 
     /// The current value.
+    #[inline]
     pub(crate) fn get(&self) -> u64 {
         self.0.load(Ordering::Relaxed)
     }
