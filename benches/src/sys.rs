@@ -89,24 +89,38 @@ pub fn allowed_cpus() -> io::Result<Vec<usize>> {
 ///
 /// The kernel refused (the CPU is offline or outside the process's mask); the error names it.
 pub fn pin_current_thread(cpu: usize) -> io::Result<()> {
-    if cpu >= 8 * mem::size_of::<libc::cpu_set_t>() {
+    set_thread_cpus(&[cpu])
+}
+
+/// Lets the calling thread (and the threads it starts from now on) run on `cpus` only.
+///
+/// # Errors
+///
+/// `InvalidInput` for no CPU or one beyond the kernel's set; otherwise the kernel refused (a
+/// CPU offline or outside the process's cgroup); the error names the CPUs.
+pub fn set_thread_cpus(cpus: &[usize]) -> io::Result<()> {
+    let size = 8 * mem::size_of::<libc::cpu_set_t>();
+    if cpus.is_empty() || cpus.iter().any(|&c| c >= size) {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
-            format!("no CPU {cpu}"),
+            format!("no CPUs {cpus:?} to run on"),
         ));
     }
     // SAFETY: an all-zero cpu_set_t is a valid, empty set.
     let mut set: libc::cpu_set_t = unsafe { mem::zeroed() };
-    // SAFETY: `cpu` is below the set's size, checked above.
-    unsafe { libc::CPU_SET(cpu, &mut set) };
+    for &cpu in cpus {
+        // SAFETY: `cpu` is below the set's size, checked above.
+        unsafe { libc::CPU_SET(cpu, &mut set) };
+    }
     // SAFETY: `set` is a cpu_set_t of the size passed; pid 0 names the calling thread.
     let rc = unsafe { libc::sched_setaffinity(0, mem::size_of::<libc::cpu_set_t>(), &set) };
     if rc != 0 {
         let e = io::Error::last_os_error();
-        return Err(io::Error::new(
-            e.kind(),
-            format!("pinning to CPU {cpu}: {e}"),
-        ));
+        let what = match cpus {
+            [one] => format!("pinning to CPU {one}"),
+            _ => format!("running on CPUs {cpus:?}"),
+        };
+        return Err(io::Error::new(e.kind(), format!("{what}: {e}")));
     }
     Ok(())
 }

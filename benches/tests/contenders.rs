@@ -2,16 +2,20 @@
 //! whatever the figures. No assertion on time.
 
 use std::io;
+use std::process::Command;
 use std::time::Duration;
 
 use tickless_benches::rt::{Contender, ALL};
 use tickless_benches::workload::pingpong::{Mode, Plan};
+use tickless_benches::workload::server;
 use tickless_benches::workload::timers::{ChurnPlan, IdlePlan, SleepPlan};
 
-/// The contenders that can run here (io_uring may be disabled).
+/// The contenders that can run here (io_uring may be disabled), but `tickless_per_core`, which
+/// runs `server_tokio_shape` alone.
 fn contenders() -> Vec<(&'static str, Contender)> {
     ALL.iter()
         .copied()
+        .filter(|(_, c)| *c != Contender::TicklessPerCore)
         .filter(|(name, c)| match c.available() {
             Ok(()) => true,
             Err(e) => {
@@ -89,5 +93,77 @@ fn timer_workloads() -> io::Result<()> {
         let r = c.churn(churn)?;
         assert!(r.late.count > 0, "{name}: no sleep completed in the window");
     }
+    Ok(())
+}
+
+/// `server_tokio_shape`'s client: this package's `compare` binary, as `compare` starts it.
+fn client(args: &[String]) -> io::Result<Command> {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_compare"));
+    cmd.args(["__child", "server_client"]).args(args);
+    Ok(cmd)
+}
+
+#[test]
+fn server_tokio_shape_on_its_contenders() -> io::Result<()> {
+    let plan = server::Plan {
+        cores: 2,
+        conns: 8,
+        client_threads: 2,
+        warmup: Duration::from_millis(20),
+        window: Duration::from_millis(100),
+    };
+    for name in ["tickless", "tokio", "tickless_per_core"] {
+        let c = Contender::named(name).expect("a contender");
+        let m = c.server(&plan, client)?;
+        assert_eq!(m.conns.len(), 2, "{name}: a count per core or worker");
+        assert_eq!(
+            m.conns.iter().sum::<u64>(),
+            8,
+            "{name}: every connection counted once, where its handler started"
+        );
+        assert!(m.requests.iter().sum::<u64>() > 0, "{name}: {m:?}");
+        assert!(m.rps > 0.0 && m.cpu_us_per_req > 0.0, "{name}: {m:?}");
+        assert!(m.p50_us <= m.p99_us, "{name}: {m:?}");
+    }
+    let e = Contender::Smol.server(&plan, client).unwrap_err();
+    assert_eq!(e.kind(), io::ErrorKind::Unsupported, "{e}");
+    Ok(())
+}
+
+#[test]
+fn server_client_reports_a_bad_server() -> io::Result<()> {
+    // A server that answers every request wrongly: the client must fail, and say why.
+    let plan = server::Plan {
+        cores: 1,
+        conns: 2,
+        client_threads: 1,
+        warmup: Duration::from_millis(10),
+        window: Duration::from_millis(50),
+    };
+    let e = server::measure(&plan, client, |serving| {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+        serving.listening(listener.local_addr()?);
+        let mut served = Vec::new();
+        for _ in 0..plan.conns {
+            let (stream, _) = listener.accept()?;
+            served.push(std::thread::spawn(move || {
+                use std::io::{BufRead, Write};
+                let mut lines = io::BufReader::new(stream.try_clone()?);
+                let mut line = String::new();
+                while lines.read_line(&mut line)? > 0 {
+                    (&stream).write_all(b"VALUE wrong\n")?;
+                    line.clear();
+                }
+                io::Result::Ok(())
+            }));
+        }
+        for s in served {
+            let _ = s.join();
+        }
+        Ok(())
+    })
+    .unwrap_err();
+    assert!(e.to_string().contains("the client failed"), "{e}");
+    assert!(e.to_string().contains("answered"), "{e}");
     Ok(())
 }

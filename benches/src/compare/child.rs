@@ -1,15 +1,21 @@
 //! One measurement, in the child process `compare` starts for it:
-//! `compare __child <size> <workload> <contender> [rtts=N]`.
+//! `compare __child <size> <workload> <contender> [rtts=N] [cores=N]`.
 //!
 //! It prints one line per result, `label=value ... metric=number ...`, and exits 0; exits
 //! [`EXIT_SKIP`] with a reason on stdout if the contender cannot run here; exits 1 on failure.
+//!
+//! `server_tokio_shape`'s child is the server; it starts its client as a child of its own,
+//! `compare __child server_client <args>` (`workload::server::client`), which prints its
+//! marks and result itself.
 
 use std::io::{self, Write};
 use std::process::ExitCode;
 
-use super::plan::{Size, Workload};
+use super::plan::{Size, Workload, DEFAULT_CORES};
+use super::runner::child_command;
 use crate::rt::Contender;
 use crate::workload::pingpong::{Mode, Plan, Run, PAIRED_BLOCK};
+use crate::workload::server::{self, Measured};
 use crate::workload::timers::Lateness;
 
 /// The exit code of a measurement the contender cannot make here (io_uring unavailable).
@@ -71,11 +77,18 @@ pub fn main(args: &[String]) -> ExitCode {
 fn usage() -> io::Error {
     io::Error::new(
         io::ErrorKind::InvalidInput,
-        "usage: compare __child <full|quick|smoke> <workload> <contender> [rtts=N] | probe <contender>",
+        "usage: compare __child <full|quick|smoke> <workload> <contender> [rtts=N] [cores=N] \
+         | probe <contender> | server_client <args>",
     )
 }
 
 fn run(args: &[String]) -> io::Result<Vec<String>> {
+    if let [first, rest @ ..] = args {
+        if first == CLIENT {
+            server::client::main(rest)?;
+            return Ok(Vec::new()); // it printed its lines as it went
+        }
+    }
     if let [probe, name] = args {
         if probe == "probe" {
             let c = Contender::named(name).ok_or_else(usage)?;
@@ -91,11 +104,19 @@ fn run(args: &[String]) -> io::Result<Vec<String>> {
     let size = size_named(size).ok_or_else(usage)?;
     let workload = Workload::named(workload).ok_or_else(usage)?;
     let c = Contender::named(contender).ok_or_else(usage)?;
-    let mut rtts = None;
+    let (mut rtts, mut cores) = (None, None);
     for a in rest {
-        match a.strip_prefix("rtts=").map(str::parse) {
-            Some(Ok(n)) => rtts = Some(n),
-            _ => return Err(usage()),
+        if let Some(n) = a.strip_prefix("rtts=") {
+            rtts = Some(n.parse().map_err(|_| usage())?);
+        } else if let Some(n) = a.strip_prefix("cores=") {
+            cores = Some(
+                n.parse::<usize>()
+                    .ok()
+                    .filter(|&n| n > 0)
+                    .ok_or_else(usage)?,
+            );
+        } else {
+            return Err(usage());
         }
     }
     let sizes = size.sizes();
@@ -148,10 +169,42 @@ fn run(args: &[String]) -> io::Result<Vec<String>> {
                 lateness(&r.late)
             )]
         }
+        Workload::ServerTokioShape => {
+            let plan = sizes.server.plan(cores.unwrap_or(DEFAULT_CORES));
+            let client = |args: &[String]| {
+                let mut all = vec![CLIENT.to_string()];
+                all.extend_from_slice(args);
+                child_command(&[], &all)
+            };
+            vec![server_line(&c.server(&plan, client)?, c.is_tickless())]
+        }
         Workload::PingpongSame | Workload::PingpongCross | Workload::PingpongTimeout => {
             unreachable!("handled above")
         }
     })
+}
+
+/// The client's subcommand: `compare __child server_client <args>`.
+const CLIENT: &str = "server_client";
+
+/// A `server_tokio_shape` result. Where each connection ran is tickless's alone: a tokio task
+/// moves between workers, so its requests' spread says all there is.
+fn server_line(m: &Measured, tickless: bool) -> String {
+    let mut line = format!(
+        "rps={} p50_us={} p99_us={} cpu_us_per_req={} busiest_req_share={}",
+        fmt_num(m.rps),
+        fmt_num(m.p50_us),
+        fmt_num(m.p99_us),
+        fmt_num(m.cpu_us_per_req),
+        fmt_num(m.busiest_req_share()),
+    );
+    if tickless {
+        line += &format!(" busiest_conn_share={}", fmt_num(m.busiest_conn_share()));
+        for (core, n) in m.conns.iter().enumerate() {
+            line += &format!(" conns_core{core}={n}");
+        }
+    }
+    line
 }
 
 /// The timeouts' cost measured within this process: blocks of round trips alternately

@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! cargo run --release -p tickless-benches --bin compare [-- --quick | --smoke]
-//!     [--only WORKLOAD,...] [--runtimes NAME,...] [--no-syscalls] [--http]
+//!     [--only WORKLOAD,...] [--runtimes NAME,...] [--cores N,...] [--no-syscalls] [--http]
 //! ```
 //!
 //! Output (stdout): `# ...` notes, one `workload=<w> runtime=<r> [labels] <metric>=<median>
@@ -40,6 +40,8 @@ struct Options {
     only: Vec<Workload>,
     /// Contenders to run (all if empty).
     runtimes: Vec<String>,
+    /// `server_tokio_shape`'s core counts, each measured apart.
+    cores: Vec<usize>,
     /// Count system calls.
     syscalls: bool,
     /// Also run the `http_hello` workload (hyper under wrk, through `scripts/http_load.sh`).
@@ -47,17 +49,20 @@ struct Options {
 }
 
 const USAGE: &str = "usage: compare [--quick | --smoke] [--only WORKLOAD,...] \
-[--runtimes NAME,...] [--no-syscalls] [--http]
+[--runtimes NAME,...] [--cores N,...] [--no-syscalls] [--http]
   --quick      about 1.5 minutes (up to 2 more waiting on a busy machine): smaller counts,
                fewer repetitions
   --smoke      a few seconds, tiny counts: checks every path runs, measures nothing
-  --only       workloads: pingpong_same,pingpong_cross,pingpong_timeout,sleep_precision,idle,timer_churn
+  --only       workloads: pingpong_same,pingpong_cross,pingpong_timeout,sleep_precision,idle,
+               timer_churn,server_tokio_shape
   --runtimes   contenders: tickless,tickless_spin50us,tickless_slack1ms,tickless_slack0,
                tickless_slack10us,tickless_slack100us,tickless_prop4,tickless_prop16,
                tickless_prop64,tickless_knee8ms,
                tickless_eager,tickless_onidle,tickless_lazy,tickless_epoll,
-               tickless_epoll_onidle,tickless_nolead,tokio,smol,monoio_legacy,
-               monoio_uring,threads,floor
+               tickless_epoll_onidle,tickless_nolead,tickless_per_core,tokio,smol,
+               monoio_legacy,monoio_uring,threads,floor
+  --cores      server_tokio_shape's cores (tickless) and workers (tokio), each count measured
+               apart: 1,2,4,8,16 for a scaling curve (default 2)
   --no-syscalls  skip the strace count
   --http       also run http_hello: tickless's and tokio's hyper servers under wrk
                (benches/scripts/http_load.sh; builds the examples, installs wrk if missing)";
@@ -67,6 +72,7 @@ fn parse_options(args: &[String]) -> Result<Options, String> {
         size: Size::Full,
         only: Vec::new(),
         runtimes: Vec::new(),
+        cores: Vec::new(),
         syscalls: true,
         http: false,
     };
@@ -91,9 +97,25 @@ fn parse_options(args: &[String]) -> Result<Options, String> {
                     o.runtimes.push(name.to_string());
                 }
             }
+            "--cores" => {
+                let v = it.next().ok_or("--cores needs a list")?;
+                for n in v.split(',') {
+                    let cores = n
+                        .parse::<usize>()
+                        .ok()
+                        .filter(|&c| (1..=1024).contains(&c))
+                        .ok_or(format!("--cores: {n:?} is not a core count from 1 to 1024"))?;
+                    if !o.cores.contains(&cores) {
+                        o.cores.push(cores);
+                    }
+                }
+            }
             "-h" | "--help" => return Err(USAGE.into()),
             other => return Err(format!("unknown argument {other:?}\n{USAGE}")),
         }
+    }
+    if o.cores.is_empty() {
+        o.cores.push(plan::DEFAULT_CORES);
     }
     Ok(o)
 }
@@ -139,10 +161,46 @@ fn quiet_budget(size: Size) -> Duration {
     }
 }
 
+/// One measurement to make, as often as its workload's repetitions say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Job {
+    /// The workload.
+    workload: Workload,
+    /// The contender's name.
+    contender: &'static str,
+    /// The server's cores, for a workload that takes them.
+    cores: Option<usize>,
+}
+
+impl Job {
+    /// The child's arguments.
+    fn args(&self, size: Size) -> Vec<String> {
+        let mut args = vec![
+            child::size_name(size).to_string(),
+            self.workload.name().into(),
+            self.contender.into(),
+        ];
+        if let Some(n) = self.cores {
+            args.push(format!("cores={n}"));
+        }
+        args
+    }
+
+    /// `server_tokio_shape tickless (2 cores)`, for progress and notes.
+    fn title(&self) -> String {
+        let cores = self
+            .cores
+            .map_or(String::new(), |n| format!(" ({})", report::cores_text(n)));
+        format!("{} {}{cores}", self.workload.name(), self.contender)
+    }
+}
+
 /// A measurement kept although other processes used the CPUs meanwhile.
 #[derive(Debug, Clone)]
 struct Disturbed {
+    /// `Job::title`'s workload part (with its cores, if any).
     workload: String,
+    /// The contender.
     runtime: String,
     /// CPUs the others used, on average.
     others: f64,
@@ -154,11 +212,12 @@ struct Disturbed {
 /// and what others used during it is returned with it.
 fn measure_quietly(
     size: Size,
-    args: &[String],
+    job: &Job,
     patience: &mut quiet::Patience,
     disturbed: &mut Vec<Disturbed>,
 ) -> (Outcome, Option<f64>) {
-    let run = || match child_command(&[], args) {
+    let args = job.args(size);
+    let run = || match child_command(&[], &args) {
         Ok(cmd) => run_child(cmd, child_limit(size)),
         Err(e) => Outcome::Failed(e.to_string()),
     };
@@ -182,16 +241,18 @@ fn measure_quietly(
         }
         patience.charge(began.elapsed());
         eprintln!(
-            "  ({} {}: other processes used {others:.2} CPUs meanwhile: measuring again; {})",
-            args[1],
-            args[2],
+            "  ({}: other processes used {others:.2} CPUs meanwhile: measuring again; {})",
+            job.title(),
             patience.left_text()
         );
     }
     let (outcome, others) = last.expect("at least one attempt");
+    let cores = job
+        .cores
+        .map_or(String::new(), |n| format!(" ({})", report::cores_text(n)));
     disturbed.push(Disturbed {
-        workload: args[1].clone(),
-        runtime: args[2].clone(),
+        workload: format!("{}{cores}", job.workload.name()),
+        runtime: job.contender.into(),
         others,
     });
     (outcome, Some(others))
@@ -201,27 +262,54 @@ fn measure_quietly(
 fn run(opts: &Options) -> usize {
     let started = Instant::now();
     let sizes = opts.size.sizes();
-    let size_arg = child::size_name(opts.size).to_string();
     let mut notes: Vec<String> = Vec::new();
     let mut failed = 0;
 
     // The jobs, in report order.
-    let mut jobs: Vec<(Workload, &'static str)> = Vec::new();
+    let mut jobs: Vec<Job> = Vec::new();
     for w in Workload::ALL {
         if !opts.only.is_empty() && !opts.only.contains(&w) {
             continue;
         }
-        for &c in w.contenders() {
-            if opts.runtimes.is_empty() || opts.runtimes.iter().any(|r| r == c) {
-                jobs.push((w, c));
+        let cores: Vec<Option<usize>> = if w.takes_cores() {
+            opts.cores.iter().copied().map(Some).collect()
+        } else {
+            vec![None]
+        };
+        for &n in &cores {
+            for &c in w.contenders() {
+                if opts.runtimes.is_empty() || opts.runtimes.iter().any(|r| r == c) {
+                    jobs.push(Job {
+                        workload: w,
+                        contender: c,
+                        cores: n,
+                    });
+                }
             }
         }
+    }
+    // Where each core count's server and client run.
+    let cores = if jobs.iter().any(|j| j.cores.is_some()) {
+        opts.cores.as_slice()
+    } else {
+        &[]
+    };
+    for &n in cores {
+        let plan = sizes.server.plan(n);
+        notes.push(format!(
+            "server_tokio_shape at {}: {} connections, a client of {} threads (tokio \
+             current-thread runtimes, in a process of its own); {}",
+            report::cores_text(n),
+            plan.conns,
+            plan.client_threads,
+            crate::workload::server::placement_text(n)
+        ));
     }
 
     // Contenders that may not run here (io_uring disabled, say) are probed once.
     let mut unavailable: Vec<&str> = Vec::new();
     for c in ["monoio_legacy", "monoio_uring"] {
-        if !jobs.iter().any(|j| j.1 == c) {
+        if !jobs.iter().any(|j| j.contender == c) {
             continue;
         }
         let cmd = child_command(&[], &["probe".into(), c.into()]);
@@ -237,10 +325,10 @@ fn run(opts: &Options) -> usize {
             }
         }
     }
-    jobs.retain(|j| !unavailable.contains(&j.1));
+    jobs.retain(|j| !unavailable.contains(&j.contender));
 
     // Round-robin: every job once per repetition.
-    let total: usize = jobs.iter().map(|j| sizes.reps(j.0)).sum();
+    let total: usize = jobs.iter().map(|j| sizes.reps(j.workload)).sum();
     eprintln!(
         "compare: {total} measurements ({}), each in a fresh process{}; progress here, the \
          report on stdout at the end",
@@ -259,27 +347,33 @@ fn run(opts: &Options) -> usize {
     let mut patience = quiet::Patience::new(quiet_budget(opts.size));
     let mut disturbed: Vec<Disturbed> = Vec::new();
     let mut measured = 0;
-    let reps = jobs.iter().map(|j| sizes.reps(j.0)).max().unwrap_or(0);
+    let reps = jobs
+        .iter()
+        .map(|j| sizes.reps(j.workload))
+        .max()
+        .unwrap_or(0);
     for rep in 0..reps {
-        for &(w, c) in &jobs {
+        for job in &jobs {
+            let (w, c) = (job.workload, job.contender);
             if rep >= sizes.reps(w) {
                 continue;
             }
-            let args = [size_arg.clone(), w.name().into(), c.into()];
             started_jobs += 1;
-            let (outcome, others) =
-                measure_quietly(opts.size, &args, &mut patience, &mut disturbed);
+            let (outcome, others) = measure_quietly(opts.size, job, &mut patience, &mut disturbed);
             let disturbed_by = others.map_or(String::new(), |o| {
                 format!(", disturbed: others used {o:.2} CPUs")
             });
             match outcome {
                 Outcome::Done(lines) => {
                     measured += 1;
-                    for m in lines {
+                    for mut m in lines {
+                        if let Some(n) = job.cores {
+                            // A label, so that each core count is a result of its own.
+                            m.labels.insert(0, ("cores".into(), n.to_string()));
+                        }
                         eprintln!(
-                            "[{started_jobs}/{total}] {} {} (run {} of {}{disturbed_by}) {}",
-                            w.name(),
-                            c,
+                            "[{started_jobs}/{total}] {} (run {} of {}{disturbed_by}) {}",
+                            job.title(),
                             rep + 1,
                             sizes.reps(w),
                             m.metrics
@@ -293,15 +387,15 @@ fn run(opts: &Options) -> usize {
                     }
                 }
                 Outcome::Skipped(why) => {
-                    let note = format!("{} {c} skipped: {why}", w.name());
+                    let note = format!("{} skipped: {why}", job.title());
                     if !notes.contains(&note) {
                         notes.push(note);
                     }
                 }
                 Outcome::Failed(why) => {
                     failed += 1;
-                    eprintln!("[{}] {} {c} FAILED: {why}", rep + 1, w.name());
-                    notes.push(format!("{} {c} run {} failed: {why}", w.name(), rep + 1));
+                    eprintln!("[{}] {} FAILED: {why}", rep + 1, job.title());
+                    notes.push(format!("{} run {} failed: {why}", job.title(), rep + 1));
                 }
             }
         }
@@ -317,7 +411,12 @@ fn run(opts: &Options) -> usize {
         match syscalls::ensure_strace(opts.size != Size::Smoke) {
             Err(why) => notes.push(format!("syscalls skipped: {why}")),
             Ok(()) => {
-                for &(w, c) in &jobs {
+                for &Job {
+                    workload: w,
+                    contender: c,
+                    ..
+                } in &jobs
+                {
                     // The policies differ only where there are timers; `tickless_lazy` is
                     // the default's twin.
                     let policy =
@@ -507,6 +606,41 @@ mod tests {
             runtime: runtime.into(),
             others,
         }
+    }
+
+    #[test]
+    fn cores_are_parsed_deduplicated_and_checked() {
+        let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let o = parse_options(&args(&[])).unwrap();
+        assert_eq!(o.cores, [plan::DEFAULT_CORES]);
+        let o = parse_options(&args(&["--cores", "1,2,4,2,16"])).unwrap();
+        assert_eq!(o.cores, [1, 2, 4, 16]);
+        for bad in ["0", "two", "1,,2", "2000"] {
+            let e = parse_options(&args(&["--cores", bad])).unwrap_err();
+            assert!(e.contains("--cores"), "{bad}: {e}");
+        }
+        assert!(parse_options(&args(&["--cores"])).is_err());
+    }
+
+    #[test]
+    fn server_jobs_carry_their_cores() {
+        let job = Job {
+            workload: Workload::ServerTokioShape,
+            contender: "tokio",
+            cores: Some(1),
+        };
+        assert_eq!(
+            job.args(Size::Smoke),
+            ["smoke", "server_tokio_shape", "tokio", "cores=1"]
+        );
+        assert_eq!(job.title(), "server_tokio_shape tokio (1 core)");
+        let job = Job {
+            workload: Workload::Idle,
+            contender: "smol",
+            cores: None,
+        };
+        assert_eq!(job.args(Size::Quick), ["quick", "idle", "smol"]);
+        assert_eq!(job.title(), "idle smol");
     }
 
     #[test]

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use crate::workload::pingpong::{self, Mode};
+use crate::workload::server;
 use crate::workload::timers::{ChurnPlan, IdlePlan, SleepPlan};
 
 /// A workload of the comparison.
@@ -21,17 +22,21 @@ pub enum Workload {
     Idle,
     /// 1,000 tasks looping on random 1-100 ms sleeps.
     TimerChurn,
+    /// A key-value server written the tokio way (one listener, a task per connection) on
+    /// tickless and tokio, and on tickless's `serve_per_core`, under a client's load.
+    ServerTokioShape,
 }
 
 impl Workload {
     /// Every workload, in the order they are run and reported.
-    pub const ALL: [Workload; 6] = [
+    pub const ALL: [Workload; 7] = [
         Workload::PingpongSame,
         Workload::PingpongCross,
         Workload::PingpongTimeout,
         Workload::SleepPrecision,
         Workload::Idle,
         Workload::TimerChurn,
+        Workload::ServerTokioShape,
     ];
 
     /// Its name in the output.
@@ -43,6 +48,7 @@ impl Workload {
             Workload::SleepPrecision => "sleep_precision",
             Workload::Idle => "idle",
             Workload::TimerChurn => "timer_churn",
+            Workload::ServerTokioShape => "server_tokio_shape",
         }
     }
 
@@ -130,9 +136,20 @@ impl Workload {
                 "tickless_epoll_onidle",
                 "tickless_nolead",
             ],
+            // tokio here is its multi-thread runtime, as a tokio server runs.
+            Workload::ServerTokioShape => &["tickless", RUNTIMES[0], "tickless_per_core"],
         }
     }
+
+    /// Whether it runs at each `--cores` count (the others run at fixed core counts).
+    pub fn takes_cores(self) -> bool {
+        self == Workload::ServerTokioShape
+    }
 }
+
+/// `server_tokio_shape`'s cores (tickless) and workers (tokio) when `--cores` is not given: the
+/// two CPUs of the machine the targets are set for.
+pub const DEFAULT_CORES: usize = 2;
 
 /// How long the whole comparison runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -165,8 +182,35 @@ pub struct Sizes {
     pub idle: IdlePlan,
     /// `timer_churn`.
     pub churn: ChurnPlan,
+    /// `server_tokio_shape`.
+    pub server: ServerSizes,
     /// Round trips of the two traced runs of the syscall count; `None`: don't count.
     pub strace_rtts: Option<(u32, u32)>,
+}
+
+/// `server_tokio_shape` at one run length; the core count comes with each measurement.
+#[derive(Debug, Clone, Copy)]
+pub struct ServerSizes {
+    /// Connections the client keeps busy, per server core: 32 (64 on two cores, as
+    /// `http_load.sh`'s wrk).
+    pub conns_per_core: usize,
+    /// Load before the window.
+    pub warmup: Duration,
+    /// The window.
+    pub window: Duration,
+}
+
+impl ServerSizes {
+    /// The plan at `cores` cores: the client runs a thread per server core.
+    pub fn plan(&self, cores: usize) -> server::Plan {
+        server::Plan {
+            cores,
+            conns: self.conns_per_core * cores,
+            client_threads: cores,
+            warmup: self.warmup,
+            window: self.window,
+        }
+    }
 }
 
 impl Size {
@@ -176,6 +220,11 @@ impl Size {
             tasks,
             min: Duration::from_millis(1),
             max: Duration::from_millis(100),
+            warmup: Duration::from_millis(warmup_ms),
+            window: Duration::from_millis(window_ms),
+        };
+        let server = |conns_per_core, warmup_ms, window_ms| ServerSizes {
+            conns_per_core,
             warmup: Duration::from_millis(warmup_ms),
             window: Duration::from_millis(window_ms),
         };
@@ -197,6 +246,7 @@ impl Size {
                     window: Duration::from_secs(2),
                 },
                 churn: churn(1_000, 500, 2_000),
+                server: server(32, 1_000, 3_000),
                 strace_rtts: Some((500, 2_500)),
             },
             Size::Quick => Sizes {
@@ -210,6 +260,7 @@ impl Size {
                     window: Duration::from_secs(1),
                 },
                 churn: churn(1_000, 300, 1_000),
+                server: server(32, 500, 1_500),
                 strace_rtts: Some((200, 1_000)),
             },
             Size::Smoke => Sizes {
@@ -223,6 +274,7 @@ impl Size {
                     window: Duration::from_millis(100),
                 },
                 churn: churn(100, 20, 100),
+                server: server(2, 20, 100),
                 strace_rtts: Some((10, 30)),
             },
         }

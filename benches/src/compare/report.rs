@@ -142,10 +142,11 @@ enum Better {
 }
 
 /// The columns of the summary, in order.
-const COLUMNS: [&str; 9] = [
+const COLUMNS: [&str; 10] = [
     "tickless",
     "tickless_spin50us",
     "tickless_slack1ms",
+    "tickless_per_core",
     "tokio",
     "smol",
     "monoio_legacy",
@@ -195,6 +196,25 @@ const ROWS: [(&str, &str, &str, Better, &str); 14] = [
     ("timer_churn", "", "late_p50_us", Better::Lower, " µs"),
     ("timer_churn", "", "late_p99_us", Better::Lower, " µs"),
 ];
+
+/// `server_tokio_shape`'s rows, at each core count measured: (metric, better, unit).
+const SERVER_ROWS: [(&str, Better, &str); 5] = [
+    ("rps", Better::Higher, ""),
+    ("p99_us", Better::Lower, " µs"),
+    ("cpu_us_per_req", Better::Lower, " µs"),
+    ("busiest_req_share", Better::Lower, ""),
+    ("busiest_conn_share", Better::Lower, ""),
+];
+
+/// `1 core`, `2 cores`: a core count as it is written in the tables.
+pub fn cores_text(n: impl std::fmt::Display) -> String {
+    let n = n.to_string();
+    if n == "1" {
+        "1 core".into()
+    } else {
+        format!("{n} cores")
+    }
+}
 
 /// A value for a table: thousands as `k`, small numbers with a few digits.
 pub fn human(v: f64) -> String {
@@ -276,7 +296,13 @@ impl Results {
         let mut t = String::new();
         let _ = writeln!(t, "| workload | metric | better | {} |", cols.join(" | "));
         let _ = writeln!(t, "|---|---|---|{}", "---:|".repeat(cols.len()));
-        for (w, labels, metric, better, unit) in ROWS {
+        let mut rows: Vec<(&str, &str, &str, Better, &str)> = ROWS.to_vec();
+        for labels in self.labels_of("server_tokio_shape") {
+            for (metric, better, unit) in SERVER_ROWS {
+                rows.push(("server_tokio_shape", labels, metric, better, unit));
+            }
+        }
+        for (w, labels, metric, better, unit) in rows {
             let base = self.value(w, labels, metric, "tickless");
             let cells: Vec<String> = cols
                 .iter()
@@ -294,10 +320,10 @@ impl Results {
             if cells.iter().all(String::is_empty) {
                 continue;
             }
-            let name = if labels.is_empty() {
-                w.to_string()
-            } else {
-                format!("{w} ({})", labels.split('=').nth(1).unwrap_or(labels))
+            let name = match labels.strip_prefix("cores=") {
+                _ if labels.is_empty() => w.to_string(),
+                Some(n) => format!("{w} ({})", cores_text(n)),
+                None => format!("{w} ({})", labels.split('=').nth(1).unwrap_or(labels)),
             };
             let better = match better {
                 Better::Higher => "higher",
@@ -310,6 +336,17 @@ impl Results {
             );
         }
         t
+    }
+
+    /// The labels of `workload`'s results, each once, in the order they first came.
+    pub fn labels_of(&self, workload: &str) -> Vec<&str> {
+        let mut labels: Vec<&str> = Vec::new();
+        for e in self.entries.iter().filter(|e| e.workload == workload) {
+            if !labels.contains(&e.labels.as_str()) {
+                labels.push(&e.labels);
+            }
+        }
+        labels
     }
 
     /// The policy table: the ping-pong workloads and timer churn on tickless with each

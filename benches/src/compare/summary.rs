@@ -15,7 +15,7 @@ pub const WIDTH: usize = 100;
 pub const TERMS_HEADING: &str = "# Terms in the tables";
 
 /// One line per term the tables use.
-const TERMS: [(&str, &str); 14] = [
+const TERMS: [(&str, &str); 19] = [
     (
         "rtt_per_s",
         "round trips per second: a 4-byte message each way over two pipes",
@@ -63,6 +63,26 @@ const TERMS: [(&str, &str); 14] = [
     (
         "wakeups_per_s",
         "the runtime threads' voluntary context switches (wakeups) per second",
+    ),
+    (
+        "rps",
+        "server_tokio_shape: requests answered per second, as the client counted them",
+    ),
+    (
+        "p50/p99_us",
+        "a request's round trip as the client saw it, in µs: median and 99th percentile",
+    ),
+    (
+        "cpu_us_per_req",
+        "the server process's CPU time (user + system) per request it answered, in µs",
+    ),
+    (
+        "busiest_*_share",
+        "the busiest core's (worker's) share of requests, connections; 1/cores: even",
+    ),
+    (
+        "tickless_per_core",
+        "the same server's handler under serve_per_core: a listener per core",
     ),
     (
         "(0.85x)",

@@ -236,6 +236,63 @@ pub fn evaluate(r: &Results) -> Vec<Target> {
             x,
         ));
     }
+    t.extend(server(r));
+    t
+}
+
+/// `server_tokio_shape`'s targets at each core count measured (at the default's if none was):
+/// the tokio shape on tickless against tokio's multi-thread runtime, and against tickless's own
+/// shape (`serve_per_core`).
+fn server(r: &Results) -> Vec<Target> {
+    let w = "server_tokio_shape";
+    let mut labels: Vec<String> = r.labels_of(w).into_iter().map(String::from).collect();
+    if labels.is_empty() {
+        labels.push(format!("cores={}", super::plan::DEFAULT_CORES));
+    }
+    let mut t = Vec::new();
+    for labels in &labels {
+        let m = |rt: &str, metric: &str| {
+            r.summary(w, rt, labels, metric)
+                .map(|(median, lo, hi)| Figure { median, lo, hi })
+        };
+        let cores = labels.strip_prefix("cores=").unwrap_or(labels);
+        let name = format!(
+            "{w}, {}: tokio shape on tickless",
+            super::report::cores_text(cores)
+        );
+        t.push(at_least(
+            format!("{name} / tokio, requests/s >= 1"),
+            ratio(m("tickless", "rps"), m("tokio", "rps")),
+            1.0,
+            x,
+        ));
+        t.push(at_most(
+            format!("{name} / tokio, CPU per request <= 0.9"),
+            ratio(
+                m("tickless", "cpu_us_per_req"),
+                m("tokio", "cpu_us_per_req"),
+            ),
+            0.9,
+            false,
+            x,
+        ));
+        t.push(at_least(
+            format!("{name} / serve_per_core, requests/s >= 0.9"),
+            ratio(m("tickless", "rps"), m("tickless_per_core", "rps")),
+            0.9,
+            x,
+        ));
+        t.push(at_most(
+            format!("{name} / serve_per_core, CPU per request <= 1.1"),
+            ratio(
+                m("tickless", "cpu_us_per_req"),
+                m("tickless_per_core", "cpu_us_per_req"),
+            ),
+            1.1,
+            false,
+            x,
+        ));
+    }
     t
 }
 
@@ -252,4 +309,48 @@ pub fn table(targets: &[Target]) -> String {
         );
     }
     t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compare::runner::Measurement;
+
+    #[test]
+    fn server_targets_at_each_core_count() {
+        let mut r = Results::default();
+        // Not measured: the default core count's rows, each saying so.
+        let none = server(&r);
+        assert_eq!(none.len(), 4);
+        assert!(none.iter().all(|t| t.verdict == "not measured"), "{none:?}");
+        assert!(none[0].goal.contains("2 cores"), "{}", none[0].goal);
+        for (rt, rps, cpu) in [
+            ("tickless", 100.0, 9.0),
+            ("tokio", 100.0, 10.0),
+            ("tickless_per_core", 120.0, 8.0),
+        ] {
+            let mut m = Measurement::parse(&format!("rps={rps} cpu_us_per_req={cpu}"));
+            m.labels.push(("cores".into(), "1".into()));
+            r.add("server_tokio_shape", rt, m);
+        }
+        let t = server(&r);
+        let verdicts: Vec<(&str, &str)> = t
+            .iter()
+            .map(|t| (t.measured.as_str(), t.verdict.as_str()))
+            .collect();
+        assert_eq!(
+            verdicts,
+            [
+                ("1.00x", "met (0% margin)"),
+                ("0.90x", "met (0% margin)"),
+                ("0.83x", "missed by 7%"),
+                ("1.12x", "missed by 2%"),
+            ]
+        );
+        assert!(
+            t[0].goal.starts_with("server_tokio_shape, 1 core: "),
+            "{}",
+            t[0].goal
+        );
+    }
 }

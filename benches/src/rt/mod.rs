@@ -9,11 +9,13 @@ pub mod tickless;
 pub mod tokio;
 
 use std::io;
+use std::process::Command;
 use std::time::Duration;
 
 use ::tickless::RearmPolicy;
 
 use crate::workload::pingpong::{Plan, Run};
+use crate::workload::server;
 use crate::workload::timers::{ChurnPlan, ChurnResult, IdlePlan, IdleResult, Lateness, SleepPlan};
 
 /// One contender.
@@ -21,7 +23,9 @@ use crate::workload::timers::{ChurnPlan, ChurnResult, IdlePlan, IdleResult, Late
 pub enum Contender {
     /// tickless, configured.
     Tickless(tickless::Config),
-    /// tokio, current-thread runtime(s).
+    /// tickless's own server shape, `serve_per_core` (`server_tokio_shape` only).
+    TicklessPerCore,
+    /// tokio, current-thread runtime(s); in `server_tokio_shape`, the multi-thread runtime.
     Tokio,
     /// async-executor's `LocalExecutor` on async-io.
     Smol,
@@ -130,6 +134,8 @@ pub const ALL: &[(&str, Contender)] = &[
             ..tickless::Config::DEFAULT
         }),
     ),
+    // `server_tokio_shape`'s service on tickless's own shape: a listener per core.
+    ("tickless_per_core", Contender::TicklessPerCore),
     ("tokio", Contender::Tokio),
     ("smol", Contender::Smol),
     ("monoio_legacy", Contender::Monoio(monoio::Driver::Legacy)),
@@ -184,6 +190,7 @@ impl Contender {
             Contender::Monoio(d) => monoio::pingpong(*d, plan),
             Contender::Threads => blocking::threads(plan),
             Contender::Floor => blocking::floor(plan),
+            Contender::TicklessPerCore => Err(unsupported("ping-pong", self)),
         }
     }
 
@@ -199,7 +206,7 @@ impl Contender {
             Contender::Smol => smol::sleeps(plan),
             Contender::Monoio(d) => monoio::sleeps(*d, plan),
             Contender::Threads => blocking::sleeps(plan),
-            Contender::Floor => Err(unsupported("sleeps", self)),
+            Contender::Floor | Contender::TicklessPerCore => Err(unsupported("sleeps", self)),
         }
     }
 
@@ -214,7 +221,9 @@ impl Contender {
             Contender::Tokio => tokio::idle(plan),
             Contender::Smol => smol::idle(plan),
             Contender::Monoio(d) => monoio::idle(*d, plan),
-            Contender::Threads | Contender::Floor => Err(unsupported("idle", self)),
+            Contender::Threads | Contender::Floor | Contender::TicklessPerCore => {
+                Err(unsupported("idle", self))
+            }
         }
     }
 
@@ -229,7 +238,33 @@ impl Contender {
             Contender::Tokio => tokio::churn(plan),
             Contender::Smol => smol::churn(plan),
             Contender::Monoio(d) => monoio::churn(*d, plan),
-            Contender::Threads | Contender::Floor => Err(unsupported("timer_churn", self)),
+            Contender::Threads | Contender::Floor | Contender::TicklessPerCore => {
+                Err(unsupported("timer_churn", self))
+            }
         }
+    }
+
+    /// `server_tokio_shape`: the key-value server on this contender, loaded by the client
+    /// process `client(args)` makes.
+    ///
+    /// # Errors
+    ///
+    /// The runtime, the server or the client failed, or the contender runs no such server.
+    pub fn server(
+        &self,
+        plan: &server::Plan,
+        client: impl FnOnce(&[String]) -> io::Result<Command> + Send,
+    ) -> io::Result<server::Measured> {
+        match self {
+            Contender::Tickless(cfg) => tickless::server_tokio_shape(cfg, plan, client),
+            Contender::TicklessPerCore => tickless::server_per_core(plan, client),
+            Contender::Tokio => tokio::server_tokio_shape(plan, client),
+            _ => Err(unsupported("server_tokio_shape", self)),
+        }
+    }
+
+    /// Whether it is tickless (its cores say where each connection runs).
+    pub fn is_tickless(&self) -> bool {
+        matches!(self, Contender::Tickless(_) | Contender::TicklessPerCore)
     }
 }

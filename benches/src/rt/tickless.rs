@@ -1,7 +1,10 @@
 //! tickless: one core for same-core work (the thread that calls `block_on`), two pinned cores
-//! for cross-core ping-pong (the echo on core 1 through `spawn_pinned`).
+//! for cross-core ping-pong (the echo on core 1 through `spawn_pinned`). `server_tokio_shape`:
+//! N cores, unpinned, as a server's `main` builds them; the server written the tokio way, and
+//! the same handler under `serve_per_core`.
 
 use std::io;
+use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -11,6 +14,7 @@ use tickless::{Builder, ClockDevice, CoreStats, RearmPolicy, Runtime};
 
 use crate::sys;
 use crate::workload::pingpong::{self, Clock, Mode, Plan, Run, TIMEOUT};
+use crate::workload::server::{self, Db, Measured, Serving};
 use crate::workload::timers::{self, ChurnPlan, IdlePlan, Probe, SleepPlan};
 use crate::workload::{cpus, on_fresh_thread};
 
@@ -246,5 +250,69 @@ pub fn churn(cfg: &Config, plan: ChurnPlan) -> io::Result<timers::ChurnResult> {
             timers::churn_main(sleep_until, plan, &probe).await;
         });
         Ok(())
+    })
+}
+
+/// `server_tokio_shape`'s server under tickless's imports: `workload/server/app.rs` as it is.
+mod shape {
+    use tickless::core_id as worker;
+    use tickless::net::{TcpListener, TcpStream};
+    use tickless::spawn;
+
+    include!("../workload/server/app.rs");
+}
+
+/// `server_tokio_shape`, the tokio way on tickless: `plan.cores` cores, one listener bound in
+/// `block_on` (on core 0), the accept loop there, a task spawned per connection.
+///
+/// # Errors
+///
+/// Building the runtime, binding, the server or the client failed.
+pub fn server_tokio_shape(
+    cfg: &Config,
+    plan: &server::Plan,
+    client: impl FnOnce(&[String]) -> io::Result<Command> + Send,
+) -> io::Result<Measured> {
+    server::measure(plan, client, |serving: Serving| {
+        let rt = cfg.builder(plan.cores).build()?;
+        rt.block_on(async move {
+            let listener = tickless::net::TcpListener::bind("127.0.0.1:0").await?;
+            serving.listening(listener.local_addr()?);
+            let Serving { seen, stop, .. } = serving;
+            let stop = async {
+                let _ = stop.await;
+                Ok(())
+            };
+            futures_lite::future::or(shape::serve(listener, Db::default(), seen), stop).await
+        })
+    })
+}
+
+/// The same service on tickless's own shape: `serve_per_core` (a `SO_REUSEPORT` listener and an
+/// accept loop per core), each connection served by the same handler as the tokio shape's.
+///
+/// # Errors
+///
+/// Building the runtime, binding, the server or the client failed.
+pub fn server_per_core(
+    plan: &server::Plan,
+    client: impl FnOnce(&[String]) -> io::Result<Command> + Send,
+) -> io::Result<Measured> {
+    server::measure(plan, client, |serving: Serving| {
+        let rt = Config::DEFAULT.builder(plan.cores).build()?;
+        let (db, seen) = (Db::default(), serving.seen.clone());
+        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
+        let per_core = tickless::net::serve_per_core(&rt, addr, move |stream, _conn| {
+            let (db, seen) = (db.clone(), seen.clone());
+            async move {
+                let _ = shape::connection(stream, db, seen).await;
+            }
+        })?;
+        serving.listening(per_core.local_addr());
+        rt.block_on(async move {
+            let _ = serving.stop.await;
+            // The client has exited: every connection is closed already.
+            per_core.shutdown(Duration::from_secs(1)).await.map(drop)
+        })
     })
 }

@@ -1,9 +1,13 @@
 //! tokio's current-thread runtime, as a thread-per-core server would use it: one runtime per
 //! pinned thread, `tokio::spawn` for tasks, `tokio::net::unix::pipe` for the pipes. Across
-//! cores, two such runtimes on two pinned threads.
+//! cores, two such runtimes on two pinned threads. `server_tokio_shape` alone runs the
+//! multi-thread runtime, as a tokio server's `#[tokio::main]` does.
 
+use std::cell::Cell;
 use std::io;
 use std::os::fd::OwnedFd;
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread;
 use std::time::Instant;
@@ -13,6 +17,7 @@ use tokio::net::unix::pipe::{Receiver, Sender};
 
 use crate::sys;
 use crate::workload::pingpong::{self, Clock, Mode, Plan, Run, TIMEOUT};
+use crate::workload::server::{self, Db, Measured, Serving};
 use crate::workload::timers::{self, ChurnPlan, IdlePlan, Probe, SleepPlan};
 use crate::workload::{cpus, on_fresh_thread};
 
@@ -165,5 +170,56 @@ pub fn churn(plan: ChurnPlan) -> io::Result<timers::ChurnResult> {
             timers::churn_main(sleep_until, plan, &probe).await;
         });
         Ok(())
+    })
+}
+
+thread_local! {
+    /// This thread's index among its runtime's workers (`usize::MAX` on any other thread),
+    /// set by `on_thread_start`.
+    static WORKER: Cell<usize> = const { Cell::new(usize::MAX) };
+}
+
+/// The worker thread running the caller: `server_tokio_shape`'s instrumentation.
+fn worker() -> usize {
+    WORKER.with(Cell::get)
+}
+
+/// `server_tokio_shape`'s server under tokio's imports: `workload/server/app.rs` as it is.
+mod shape {
+    use super::worker;
+    use tokio::net::{TcpListener, TcpStream};
+    use tokio::spawn;
+
+    include!("../workload/server/app.rs");
+}
+
+/// `server_tokio_shape` on tokio's multi-thread runtime with `plan.cores` workers, as
+/// `#[tokio::main]` runs a server: the accept loop in `block_on` (on the calling thread), each
+/// connection a task on the workers. Requests are counted per worker thread; a task may move
+/// between workers, so a connection counts where its handler started.
+///
+/// # Errors
+///
+/// Building the runtime, binding, the server or the client failed.
+pub fn server_tokio_shape(
+    plan: &server::Plan,
+    client: impl FnOnce(&[String]) -> io::Result<Command> + Send,
+) -> io::Result<Measured> {
+    server::measure(plan, client, |serving: Serving| {
+        let next = Arc::new(AtomicUsize::new(0));
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(plan.cores)
+            .enable_all()
+            .on_thread_start(move || WORKER.with(|w| w.set(next.fetch_add(1, Ordering::Relaxed))))
+            .build()?;
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+            serving.listening(listener.local_addr()?);
+            let Serving { seen, stop, .. } = serving;
+            tokio::select! {
+                served = shape::serve(listener, Db::default(), seen) => served,
+                _ = stop => Ok(()),
+            }
+        })
     })
 }

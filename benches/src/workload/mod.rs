@@ -4,6 +4,7 @@
 //! workload's shared code in it; everything that decides *what* is measured lives here, once.
 
 pub mod pingpong;
+pub mod server;
 pub mod timers;
 
 use std::io;
