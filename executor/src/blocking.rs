@@ -572,6 +572,102 @@ mod tests {
         assert_eq!(pool.close(None), 0);
     }
 
+    /// A job that does nothing.
+    fn nothing() -> Job {
+        Box::new(|_| {})
+    }
+
+    #[test]
+    fn dispatch_wakes_an_idle_thread_per_job_and_counts_it_at_once() {
+        let pool = BlockingPool::with_starter(4, KEEP_ALIVE, NoThreads::default());
+        let mut s = lock(&pool.state);
+        // Two threads alive and idle (as the pool's own threads would leave them).
+        (s.threads, s.idle) = (2, 2);
+        s.queue.push_back(nothing());
+        assert!(!pool.dispatch(&mut s), "an idle thread takes it: no start");
+        assert_eq!((s.idle, s.notified), (1, 1), "counted at the notify");
+        assert!(
+            !pool.dispatch(&mut s),
+            "nothing more to do for the same queue"
+        );
+        assert_eq!((s.idle, s.notified), (1, 1));
+        s.queue.push_back(nothing());
+        assert!(!pool.dispatch(&mut s));
+        assert_eq!((s.idle, s.notified), (0, 2));
+        // No idle thread left: the third job needs a start, and a fourth waits for it.
+        s.queue.push_back(nothing());
+        assert!(pool.dispatch(&mut s), "a start for the third job");
+        assert_eq!((s.threads, s.starting), (3, true));
+        s.queue.push_back(nothing());
+        assert!(!pool.dispatch(&mut s), "one start at a time");
+        assert_eq!(s.threads, 3);
+        // The start made, the next take asks again; the cap stops it at four.
+        s.starting = false;
+        assert!(pool.dispatch(&mut s));
+        assert_eq!(s.threads, 4);
+        s.starting = false;
+        s.queue.push_back(nothing());
+        assert!(!pool.dispatch(&mut s), "the cap");
+        assert_eq!(s.threads, 4);
+        s.queue.clear();
+    }
+
+    /// A waker that sends on a channel when woken.
+    struct Signal(StdMutex<mpsc::Sender<()>>);
+
+    impl std::task::Wake for Signal {
+        fn wake(self: Arc<Self>) {
+            let _ = self.0.lock().unwrap().send(());
+        }
+    }
+
+    #[test]
+    fn a_watcher_is_woken_once_when_the_last_job_settles() {
+        let pool = BlockingPool::new(2, KEEP_ALIVE);
+        assert!(!pool.wake_when_idle(0, || unreachable!("idle: nothing to register")));
+        let (release, gate) = (mpsc::channel::<()>(), mpsc::channel::<()>());
+        let (release_tx, release_rx) = release;
+        let (gate_tx, gate_rx) = gate;
+        let (woken_tx, woken) = mpsc::channel();
+        let waker = Waker::from(Arc::new(Signal(StdMutex::new(woken_tx))));
+        // Two jobs in flight, each until released.
+        assert!(pool
+            .submit(Box::new(move |_| release_rx.recv().unwrap()))
+            .is_ok());
+        assert!(pool
+            .submit(Box::new(move |_| gate_rx.recv().unwrap()))
+            .is_ok());
+        let mut made = 0;
+        for _ in 0..2 {
+            // Registered once per key, however often the core asks.
+            assert!(pool.wake_when_idle(7, || {
+                made += 1;
+                waker.clone()
+            }));
+        }
+        assert_eq!(made, 1);
+        release_tx.send(()).unwrap();
+        let start = Instant::now();
+        while lock(&pool.state).in_flight > 1 {
+            assert!(
+                start.elapsed() < DEADLOCK_GUARD,
+                "the first job never settled"
+            );
+            thread::yield_now();
+        }
+        // One job still runs: no wake yet, and the core stays registered.
+        assert!(
+            woken.try_recv().is_err(),
+            "woken with a job still in flight"
+        );
+        assert!(pool.wake_when_idle(7, || unreachable!("still registered")));
+        gate_tx.send(()).unwrap();
+        assert_eq!(woken.recv_timeout(DEADLOCK_GUARD), Ok(()), "never woken");
+        assert!(!pool.wake_when_idle(7, || unreachable!("idle again")));
+        assert_eq!(pool.close(None), 0);
+        assert!(woken.try_recv().is_err(), "woken once");
+    }
+
     /// Starts std threads that wait for `go` before they run, recording which thread asked.
     struct GatedThreads {
         /// The threads that called `start`, in order.

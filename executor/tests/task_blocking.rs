@@ -281,6 +281,20 @@ fn jobs_submitted_together_run_on_as_many_threads() -> io::Result<()> {
     Ok(())
 }
 
+#[test]
+fn an_idle_thread_takes_the_next_job() -> io::Result<()> {
+    let rt = Builder::new().cores(1).build()?;
+    rt.block_on(async {
+        // One thread, idle.
+        one_idle_thread(&rt).await;
+        assert_eq!(rt.stats().blocking_threads, 1);
+        spawn_blocking(|| ()).await.unwrap();
+    });
+    // Woken for the job, rather than a thread started next to it.
+    assert_eq!(rt.stats().blocking_threads, 1, "the idle thread ran it");
+    Ok(())
+}
+
 /// A value whose destructor panics: a closure that captures it panics when dropped unrun.
 struct PanicOnDrop;
 
