@@ -755,8 +755,15 @@ mod tests {
 
     #[test]
     fn a_thread_that_unwinds_gives_its_place_back() {
-        let pool = BlockingPool::with_starter(1, KEEP_ALIVE, NoThreads::default());
-        lock(&pool.state).threads = 1;
+        let pool = BlockingPool::with_starter(1, KEEP_ALIVE, StdThreads);
+        // One thread alive (this test's), and a job queued that it will not take.
+        let (tx, ran) = mpsc::channel();
+        {
+            let mut s = lock(&pool.state);
+            s.threads = 1;
+            s.in_flight = 1;
+            s.queue.push_back(Box::new(move |_| tx.send(()).unwrap()));
+        }
         let p = pool.clone();
         let unwound = thread::spawn(move || {
             let _alive = Alive {
@@ -767,6 +774,73 @@ mod tests {
         })
         .join();
         assert!(unwound.is_err());
-        assert_eq!(pool.counts().0, 0, "the thread is no longer counted");
+        // Its place went to a new thread, which ran the job.
+        assert_eq!(ran.recv_timeout(DEADLOCK_GUARD), Ok(()), "the job was left");
+        assert_eq!(pool.close(None), 0);
+        assert_eq!(pool.counts(), (0, 0), "every thread left");
+    }
+
+    /// Starts as many std threads as its count, then fails.
+    struct ThreadsThenNone(std::sync::atomic::AtomicUsize);
+
+    impl StartThread for ThreadsThenNone {
+        fn start(&self, main: Box<dyn FnOnce() + Send>) -> io::Result<()> {
+            let relaxed = std::sync::atomic::Ordering::Relaxed;
+            if self
+                .0
+                .fetch_update(relaxed, relaxed, |n| n.checked_sub(1))
+                .is_err()
+            {
+                return Err(io::Error::from_raw_os_error(libc::EAGAIN));
+            }
+            StdThreads.start(main)
+        }
+    }
+
+    #[test]
+    fn a_failed_start_with_a_thread_alive_leaves_the_job_to_it() {
+        let pool = BlockingPool::with_starter(2, KEEP_ALIVE, ThreadsThenNone(1.into()));
+        let (started_tx, started) = mpsc::channel();
+        let (release, release_rx) = mpsc::channel::<()>();
+        assert!(pool
+            .submit(Box::new(move |_| {
+                started_tx.send(()).unwrap();
+                release_rx.recv().unwrap();
+            }))
+            .is_ok());
+        started.recv().unwrap();
+        // The one thread is busy: the second job asks for a start, which fails.
+        let mut task = BlockingTask::new(pool.clone(), || 2);
+        assert_eq!(poll_once(&mut task), Ok(Poll::Pending));
+        assert_eq!(pool.counts().0, 1);
+        release.send(()).unwrap();
+        let start = Instant::now();
+        while !task.state.slot.is_finished() {
+            assert!(start.elapsed() < DEADLOCK_GUARD, "the job never ran");
+            thread::yield_now();
+        }
+        assert_eq!(poll_once(&mut task), Ok(Poll::Ready(2)), "run, not failed");
+        assert_eq!(pool.close(None), 0);
+    }
+
+    /// "Starts" a thread that never runs: its jobs stay queued.
+    struct Stillborn;
+
+    impl StartThread for Stillborn {
+        fn start(&self, _main: Box<dyn FnOnce() + Send>) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_job_dropped_by_the_close_leaves_its_task_pending_and_its_slot_cancelled() {
+        let pool = BlockingPool::with_starter(1, KEEP_ALIVE, Stillborn);
+        let mut task = BlockingTask::new(pool.clone(), || 1);
+        assert_eq!(poll_once(&mut task), Ok(Poll::Pending));
+        // The "thread" never exits: give up at once.
+        assert_eq!(pool.close(Some(Instant::now())), 0, "the job never ran");
+        assert!(task.state.slot.is_finished(), "the slot says cancelled");
+        // The runtime drops the task next: until then it waits, rather than panic.
+        assert_eq!(poll_once(&mut task), Ok(Poll::Pending));
     }
 }
