@@ -24,6 +24,7 @@ mod worker;
 #[cfg(loom)]
 #[doc(hidden)]
 pub mod loom_exports {
+    pub use crate::blocking::{BlockingPool, Fate, Job, StartThread};
     pub use crate::serve::Stop;
     pub use crate::task::join_slot::JoinSlot;
     pub use crate::task::{schedule, spawn_remote};

@@ -138,15 +138,20 @@ pub struct Stats {
     pub total: CoreStats,
     /// Threads of the blocking pool alive now (running a job or idle within their keep-alive).
     pub blocking_threads: usize,
+    /// Of those, the idle ones: waiting for a job, and not yet woken for one (tokio's
+    /// `num_idle_blocking_threads`).
+    pub blocking_idle_threads: usize,
 }
 
 impl Stats {
-    pub(crate) fn from_cores(cores: Vec<CoreStats>, blocking_threads: usize) -> Stats {
+    /// The cores' counters, summed, and the blocking pool's `(threads, idle threads)`.
+    pub(crate) fn from_cores(cores: Vec<CoreStats>, blocking: (usize, usize)) -> Stats {
         let total = cores.iter().fold(CoreStats::default(), |a, &c| a + c);
         Stats {
             cores,
             total,
-            blocking_threads,
+            blocking_threads: blocking.0,
+            blocking_idle_threads: blocking.1,
         }
     }
 }

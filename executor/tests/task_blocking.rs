@@ -7,7 +7,7 @@ use std::sync::{mpsc, Arc, Barrier};
 use std::time::Duration;
 
 use tickless::task::{spawn_blocking, JoinSet};
-use tickless::Builder;
+use tickless::{Builder, Runtime};
 
 #[test]
 fn a_blocking_job_runs_off_the_core_and_its_result_comes_back() -> io::Result<()> {
@@ -191,5 +191,246 @@ fn shutdown_waits_for_running_jobs_and_drops_queued_ones() -> io::Result<()> {
         "its task was dropped"
     );
     assert!(queued.join().unwrap_err().is_cancelled());
+    Ok(())
+}
+
+/// How long a test waits for something that a deadlock would keep from happening. Only a hang
+/// breaker: a passing run never comes near it, and nothing is asserted about time; a deadlock
+/// becomes a failed assertion with a message instead of a test that never ends.
+const DEADLOCK_GUARD: Duration = Duration::from_secs(30);
+
+/// A barrier of `n` parties whose wait gives up after [`DEADLOCK_GUARD`]: `true` if all `n`
+/// arrived (each was running at once).
+#[derive(Clone)]
+struct Meeting(Arc<(std::sync::Mutex<usize>, std::sync::Condvar)>, usize);
+
+impl Meeting {
+    fn new(n: usize) -> Meeting {
+        Meeting(Arc::default(), n)
+    }
+
+    fn arrive(&self) -> bool {
+        let (count, cv) = &*self.0;
+        let mut c = count.lock().unwrap();
+        *c += 1;
+        cv.notify_all();
+        let (c, _) = cv
+            .wait_timeout_while(c, DEADLOCK_GUARD, |c| *c < self.1)
+            .unwrap();
+        *c >= self.1
+    }
+}
+
+/// Leaves a pool thread idle: a job runs, and the core waits until the pool counts a thread
+/// waiting for work (the thread completes the job's slot before it goes back to wait).
+async fn one_idle_thread(rt: &Runtime) {
+    spawn_blocking(|| ()).await.unwrap();
+    let start = std::time::Instant::now();
+    while rt.stats().blocking_idle_threads == 0 {
+        assert!(start.elapsed() < DEADLOCK_GUARD, "no pool thread went idle");
+        std::thread::yield_now();
+    }
+}
+
+#[test]
+fn a_burst_where_the_first_job_waits_for_the_second_completes() -> io::Result<()> {
+    let rt = Builder::new().cores(1).build()?;
+    for _ in 0..20 {
+        let got = rt.block_on(async {
+            // An idle thread, which the first job's notify wakes: before the fix the second
+            // submit saw it still counted idle, notified it again and started no thread, so the
+            // second job queued behind the first, which waited for it.
+            one_idle_thread(&rt).await;
+            let (tx, rx) = mpsc::channel::<u32>();
+            let a = spawn_blocking(move || rx.recv_timeout(DEADLOCK_GUARD));
+            let b = spawn_blocking(move || tx.send(7).unwrap());
+            b.await.unwrap();
+            a.await.unwrap()
+        });
+        assert_eq!(got, Ok(7), "the first job never saw the second run");
+    }
+    Ok(())
+}
+
+#[test]
+fn jobs_submitted_together_run_on_as_many_threads() -> io::Result<()> {
+    const N: usize = 8;
+    let rt = Builder::new().cores(1).build()?;
+    let (all_met, threads) = rt.block_on(async {
+        one_idle_thread(&rt).await;
+        let meeting = Meeting::new(N);
+        // Spawned in one go, submitted at their first polls in one turn of the core.
+        let jobs: Vec<_> = (0..N)
+            .map(|_| {
+                let m = meeting.clone();
+                spawn_blocking(move || (m.arrive(), std::thread::current().id()))
+            })
+            .collect();
+        let mut all_met = true;
+        let mut threads = std::collections::HashSet::new();
+        for j in jobs {
+            let (met, id) = j.await.unwrap();
+            all_met &= met;
+            threads.insert(id);
+        }
+        (all_met, threads.len())
+    });
+    assert!(all_met, "the {N} jobs were never all running at once");
+    assert_eq!(threads, N, "each job on a thread of its own");
+    assert!(rt.stats().blocking_threads >= N);
+    Ok(())
+}
+
+#[test]
+fn an_idle_thread_takes_the_next_job() -> io::Result<()> {
+    let rt = Builder::new().cores(1).build()?;
+    rt.block_on(async {
+        // One thread, idle.
+        one_idle_thread(&rt).await;
+        assert_eq!(rt.stats().blocking_threads, 1);
+        spawn_blocking(|| ()).await.unwrap();
+    });
+    // Woken for the job, rather than a thread started next to it.
+    assert_eq!(rt.stats().blocking_threads, 1, "the idle thread ran it");
+    Ok(())
+}
+
+/// A value whose destructor panics: a closure that captures it panics when dropped unrun.
+struct PanicOnDrop;
+
+impl Drop for PanicOnDrop {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            panic!("PanicOnDrop dropped");
+        }
+    }
+}
+
+#[test]
+fn a_cancelled_job_whose_closure_panics_in_drop_keeps_its_thread() -> io::Result<()> {
+    let rt = Builder::new().cores(1).max_blocking_threads(1).build()?;
+    let got = rt.block_on(async {
+        let (tx, rx) = mpsc::channel::<()>();
+        // Occupies the only thread until released.
+        let first = spawn_blocking(move || rx.recv().unwrap());
+        let bomb = PanicOnDrop;
+        let second = spawn_blocking(move || drop(bomb));
+        for _ in 0..3 {
+            tickless::task::yield_now().await;
+        }
+        // Cancelled before it starts: the thread skips it, dropping the closure (which panics).
+        second.abort();
+        assert!(second.await.unwrap_err().is_cancelled());
+        tx.send(()).unwrap();
+        first.await.unwrap();
+        // The one thread is still there to run a later job.
+        tickless::time::timeout(DEADLOCK_GUARD, spawn_blocking(|| 3)).await
+    });
+    assert_eq!(got.expect("the later job never ran").unwrap(), 3);
+    assert_eq!(rt.stats().blocking_threads, 1);
+    // Nothing is left running: shutdown finds no blocking work.
+    rt.shutdown(DEADLOCK_GUARD).expect("no blocking job left");
+    Ok(())
+}
+
+#[test]
+fn a_queued_job_that_panics_in_drop_does_not_escape_shutdown() -> io::Result<()> {
+    let rt = Builder::new().cores(1).max_blocking_threads(1).build()?;
+    let (tx, rx) = mpsc::channel::<()>();
+    let (started_tx, started_rx) = mpsc::channel::<()>();
+    rt.block_on(async {
+        // Runs through the shutdown: released only after it returned.
+        drop(spawn_blocking(move || {
+            started_tx.send(()).unwrap();
+            rx.recv().unwrap();
+        }));
+        let bomb = PanicOnDrop;
+        drop(spawn_blocking(move || drop(bomb)));
+        for _ in 0..3 {
+            tickless::task::yield_now().await;
+        }
+    });
+    started_rx.recv().unwrap();
+    // The queued job is dropped by the pool's close, its closure panicking there; the running
+    // one is still running when the (short) timeout passes, whatever the machine's speed.
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        rt.shutdown(Duration::from_millis(1))
+    }));
+    tx.send(()).unwrap();
+    let err = result
+        .expect("a panic escaped shutdown")
+        .expect_err("one job was still running");
+    assert_eq!(err.blocking, 1);
+    assert!(err.stuck.is_empty() && err.panicked.is_empty(), "{err:?}");
+    assert_eq!(
+        err.to_string(),
+        "1 blocking job still running at the shutdown timeout (its thread was left running, \
+         detached)"
+    );
+    Ok(())
+}
+
+#[test]
+fn the_shutdown_error_says_what_blocking_work_was_left() {
+    let err = tickless::ShutdownError {
+        stuck: vec![],
+        panicked: vec![],
+        blocking: 3,
+    };
+    assert_eq!(
+        err.to_string(),
+        "3 blocking jobs still running at the shutdown timeout (their threads were left \
+         running, detached)"
+    );
+    let err = tickless::ShutdownError {
+        stuck: vec![2],
+        panicked: vec![],
+        blocking: 1,
+    };
+    assert_eq!(
+        err.to_string(),
+        "cores [2] did not stop within the shutdown timeout (a task never yields?); 1 blocking \
+         job still running at the shutdown timeout (its thread was left running, detached)"
+    );
+}
+
+#[test]
+fn paused_time_does_not_jump_while_a_blocking_job_runs() -> io::Result<()> {
+    let rt = Builder::new().cores(1).start_paused(true).build()?;
+    let got = rt.block_on(async {
+        let start = tickless::time::Instant::now();
+        let job = spawn_blocking(|| std::thread::sleep(Duration::from_millis(50)));
+        let r = tickless::time::timeout(Duration::from_secs(100), job).await;
+        (r, start.elapsed())
+    });
+    let (r, paused_elapsed) = got;
+    assert!(r.is_ok(), "the timeout fired while the job ran");
+    assert!(r.unwrap().is_ok());
+    assert!(
+        paused_elapsed < Duration::from_secs(100),
+        "paused time jumped to the timeout: {paused_elapsed:?}"
+    );
+    Ok(())
+}
+
+#[test]
+fn paused_time_does_not_jump_while_files_are_read() -> io::Result<()> {
+    let dir = std::env::temp_dir().join(format!("tickless-paused-fs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let path = dir.join("data");
+    std::fs::write(&path, b"tickless")?;
+    let rt = Builder::new().cores(1).start_paused(true).build()?;
+    let elapsed = rt.block_on(async {
+        let mut elapsed = 0;
+        for _ in 0..100 {
+            match tickless::time::timeout(Duration::from_secs(1), tickless::fs::read(&path)).await {
+                Ok(data) => assert_eq!(data?, b"tickless"),
+                Err(_) => elapsed += 1,
+            }
+        }
+        io::Result::Ok(elapsed)
+    })?;
+    std::fs::remove_dir_all(&dir)?;
+    assert_eq!(elapsed, 0, "reads that timed out under paused time");
     Ok(())
 }

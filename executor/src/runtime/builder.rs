@@ -301,8 +301,9 @@ impl Builder {
 
     /// Starts with time paused, as tokio's `start_paused`: the clock moves only through
     /// [`time::advance`](crate::time::advance), or by itself to the next timer when every task
-    /// waits and no I/O is ready. Timers then fire in deadline order with no real sleeping.
-    /// Each core has its own paused clock.
+    /// waits, no I/O is ready and the blocking pool has no work in flight (see
+    /// [`time::pause`](crate::time::pause)). Timers then fire in deadline order with no real
+    /// sleeping. Each core has its own paused clock.
     pub fn start_paused(&mut self, paused: bool) -> &mut Self {
         self.core.paused = paused;
         self

@@ -29,7 +29,8 @@ use crate::worker::shared::Shared;
 use crate::worker::Core;
 use tokio_context::{TokioContext, TokioRuntime};
 
-/// How long dropping a runtime waits for its cores to drop their tasks and exit.
+/// How long dropping a runtime waits for its cores to drop their tasks and exit, and for its
+/// running blocking jobs (see "Dropping" on [`Runtime`]).
 const DROP_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A tickless runtime: one executor per core, each with its own run queue, timer wheel,
@@ -39,11 +40,18 @@ const DROP_TIMEOUT: Duration = Duration::from_secs(10);
 /// the thread that made it (it is `!Send`); the other cores run on threads of their own, and
 /// are reached through [`handle`](Self::handle).
 ///
+/// # Dropping
+///
 /// Dropping it stops every core, drops every task's future on its own core, closes the
-/// runtime's file descriptors and joins the threads (see [`shutdown`](Self::shutdown));
-/// awaiting a handle of a dropped task gives a cancelled [`JoinError`]. What went wrong (a
-/// core stuck in a task, a core that died) is printed to stderr, since a drop cannot return
-/// it.
+/// runtime's file descriptors and joins the threads: a [`shutdown`](Self::shutdown) with a
+/// timeout of 10 s. Awaiting a handle of a dropped task gives a cancelled [`JoinError`].
+/// Blocking jobs not yet started are dropped; running ones cannot be interrupted, so the drop
+/// waits for them, within the same 10 s, and then leaves them running on their threads,
+/// detached. tokio's drop waits for them without a bound; a drop here never hangs for ever on
+/// a job that never returns. What was left (a core stuck in a task, a core that died, blocking
+/// jobs still running) is printed to stderr as a [`ShutdownError`], since a drop cannot return
+/// it; call [`shutdown`](Self::shutdown) to choose the timeout (`Duration::MAX`: wait as
+/// long as it takes, as tokio) and get the error instead.
 ///
 /// # A core that dies
 ///
@@ -109,15 +117,16 @@ pub struct CorePanic {
     pub message: String,
 }
 
-/// The error of [`Runtime::shutdown`]: cores still inside a task when the timeout passed, and
-/// cores whose thread had died of a panic.
+/// The error of [`Runtime::shutdown`] (and what dropping a runtime prints): cores still inside
+/// a task when the timeout passed, cores whose thread had died of a panic, and blocking jobs
+/// still running at the timeout. Its `Display` says each of them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ShutdownError {
     /// Indexes of the cores that did not stop in time; their threads were left running.
     pub stuck: Vec<usize>,
     /// The cores whose thread died of a panic, with its message.
     pub panicked: Vec<CorePanic>,
-    /// Blocking tasks still running when the timeout passed; their threads were left running,
+    /// Blocking jobs still running when the timeout passed; their threads were left running,
     /// detached.
     pub blocking: usize,
 }
@@ -140,6 +149,19 @@ impl fmt::Display for ShutdownError {
                 p.core, p.message
             )?;
             sep = "; ";
+        }
+        match self.blocking {
+            0 => {}
+            1 => write!(
+                f,
+                "{sep}1 blocking job still running at the shutdown timeout (its thread was left \
+                 running, detached)"
+            )?,
+            n => write!(
+                f,
+                "{sep}{n} blocking jobs still running at the shutdown timeout (their threads were \
+                 left running, detached)"
+            )?,
         }
         Ok(())
     }
@@ -239,7 +261,7 @@ impl Runtime {
             .enumerate()
             .map(|(i, s)| if i == 0 { self.core.stats() } else { s.stats() })
             .collect();
-        Stats::from_cores(cores, self.blocking.threads())
+        Stats::from_cores(cores, self.blocking.counts())
     }
 
     /// Stops every core, drops every task's future on its own core and joins the threads,
@@ -249,8 +271,9 @@ impl Runtime {
     ///
     /// The cores still inside a task when the timeout passed (a task that never yields; their
     /// threads are left running, detached), the cores that had died of a panic (see
-    /// [A core that dies](Self#a-core-that-dies)), and the blocking tasks still running at the
-    /// timeout (detached; blocking tasks not yet started are dropped, as tokio's are).
+    /// [A core that dies](Self#a-core-that-dies)), and the blocking jobs still running at the
+    /// timeout (detached; blocking jobs not yet started are dropped, as tokio's are). A
+    /// blocking job's closure that panics when dropped is caught there, never here.
     pub fn shutdown(mut self, timeout: Duration) -> Result<(), ShutdownError> {
         self.stop(timeout)
     }

@@ -168,7 +168,17 @@ where
 /// sleeps. A panic of `f` becomes the handle's [`JoinError`](crate::task::JoinError). Aborting
 /// the handle cancels `f` if no thread has started it yet; once started it runs to the end. At
 /// runtime shutdown, jobs not yet started are dropped, and running ones are waited for within
-/// the shutdown's timeout.
+/// the shutdown's timeout. Jobs submitted together each get a thread while the cap allows, so
+/// one job may wait for another. While the pool has work queued or running, a paused clock does
+/// not jump (see [`time::pause`](crate::time::pause)).
+///
+/// If the system refuses to start a pool thread while none is alive (`EAGAIN`: out of threads
+/// or memory), the queued jobs cannot run: each one's handle gives a [`JoinError`] whose
+/// `is_panic()` is true and whose message says "the blocking pool could not start a thread"
+/// with the system's error (tokio's `spawn_blocking` panics the same way, at the call). `f` is
+/// dropped unrun. A later job tries to start a thread again.
+///
+/// [`JoinError`]: crate::task::JoinError
 ///
 /// # Panics
 ///

@@ -42,6 +42,18 @@ use crate::worker::clock::nanos;
 /// the hour; `Sleep::slack(Duration::ZERO)` for exactly). Each core has its own clock: the
 /// other cores' clocks run on.
 ///
+/// # Preventing auto-advance
+///
+/// While the runtime's blocking pool has work queued or running
+/// ([`spawn_blocking`](crate::task::spawn_blocking), [`fs`](crate::fs), name lookups), a
+/// paused clock does not move by itself, as tokio's has not since 1.23: the job's result may
+/// be what the waiting tasks wait for, so `timeout(Duration::from_secs(100),
+/// spawn_blocking(work))` gives the job's result, not `Elapsed`, however long the work takes
+/// in real time. The core sleeps instead, and the pool wakes it when its last job is done;
+/// [`advance`] still moves the clock. A blocking job that never returns therefore keeps paused
+/// time still for as long as it runs; wrapping I/O that the test does not want auto-advance to
+/// skip in `spawn_blocking` is, as in tokio, a way to hold the clock.
+///
 /// # Panics
 ///
 /// Outside a runtime, or if the core's clock is already paused.

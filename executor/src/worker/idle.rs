@@ -1,6 +1,8 @@
 //! Going idle: the sleep sequence, the idle governor (spin instead of parking when the next
 //! timer is close) and paused time's jump to the next timer.
 
+use std::sync::Arc;
+use std::task::{Wake, Waker};
 use std::time::Duration;
 
 use super::run::Driver;
@@ -138,19 +140,38 @@ impl Core {
         !self.queue.borrow().is_empty() || self.shared.handover.is_dirty()
     }
 
-    /// Paused time: poll I/O without blocking; if no event came and nothing is runnable, jump
-    /// to the next timer. A timer beyond the paused clock's range never fires: the core then
-    /// waits as if it had no timer (for I/O or another thread), which keeps "never early".
+    /// Paused time: poll I/O without blocking; if no event came, nothing is runnable and the
+    /// blocking pool has no work in flight, jump to the next timer. A timer beyond the paused
+    /// clock's range never fires: the core then waits as if it had no timer (for I/O or another
+    /// thread), which keeps "never early".
     fn idle_paused(&self) {
+        // Blocking work in flight may be what ends the wait (a file read under a timeout): the
+        // clock stays, as tokio's does, and the core sleeps until the pool wakes it with its
+        // last job settled. Asked before looking for work: a job settles only after its result
+        // was handed over, so if the pool says "none in flight" that hand-over is visible to
+        // `has_work` below.
+        let blocking = self.blocking.wake_when_idle(self.shared.id.index, || {
+            Waker::from(Arc::new(Nudge(self.shared.clone())))
+        });
         // Any event may have woken the `block_on` future, which is not in the task queue: let
         // the loop take another turn rather than jump past it.
         if self.poll_io(Some(Duration::ZERO)) || self.has_work() {
             return;
         }
-        let next = self.timers.next_expiration();
+        let next = self.timers.next_expiration().filter(|_| !blocking);
         let jumped = next.is_some_and(|t| self.timers.clock().advance_to(t));
         if !jumped {
             sleep(self);
         }
+    }
+}
+
+/// Wakes a core whose paused clock waits for the blocking pool: a deadline of "now" through
+/// its inbox, as any remote wake (the eventfd is written only if the core sleeps).
+struct Nudge(Arc<Shared>);
+
+impl Wake for Nudge {
+    fn wake(self: Arc<Self>) {
+        self.0.notify_now();
     }
 }
