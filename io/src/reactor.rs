@@ -291,12 +291,7 @@ impl Reactor {
         let Some(timeout) = timeout else {
             return self.wait(sys::Wait::Millis(-1));
         };
-        let ts = libc::timespec {
-            // Saturates where time_t is 32 bits: a wait of 68 years is "no limit" there.
-            tv_sec: libc::time_t::try_from(timeout.as_secs()).unwrap_or(libc::time_t::MAX),
-            // Below one second, so it fits any tv_nsec type.
-            tv_nsec: timeout.subsec_nanos() as _,
-        };
+        let ts = sys::KernelTimespec::from_duration(timeout);
         let mut polled = self.wait(sys::Wait::Nanos(ts))?;
         polled.timer_event = polled.events == 0 && !polled.interrupted;
         if polled.timer_event {

@@ -7,6 +7,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::Once;
+use std::time::Duration;
 use std::{mem, ptr};
 
 /// Turns a libc return value into an `io::Result`, reading `errno` when it is negative.
@@ -304,13 +305,37 @@ pub(crate) fn no_addresses() -> io::Error {
 /// An empty epoll event, to size a wait's buffer with.
 pub(crate) const NO_EVENT: libc::epoll_event = libc::epoll_event { events: 0, u64: 0 };
 
+/// The kernel's `struct __kernel_timespec`, which `epoll_pwait2` reads: two 64-bit fields on
+/// every architecture. `libc::timespec` is the C library's, whose `tv_sec` is a 32-bit
+/// `time_t` on 32-bit targets built without 64-bit time: the kernel would read its second
+/// field as the high half of the seconds.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct KernelTimespec {
+    /// Whole seconds, not negative.
+    pub(crate) tv_sec: i64,
+    /// Nanoseconds, below 1,000,000,000.
+    pub(crate) tv_nsec: i64,
+}
+
+impl KernelTimespec {
+    /// `d`, its seconds saturated at `i64::MAX` (about 292 billion years: the kernel saturates
+    /// a deadline that far anyway).
+    pub(crate) fn from_duration(d: Duration) -> KernelTimespec {
+        KernelTimespec {
+            tv_sec: i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
+            tv_nsec: i64::from(d.subsec_nanos()),
+        }
+    }
+}
+
 /// How long one epoll wait may block.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Wait {
     /// `epoll_wait`'s milliseconds (-1: no limit, 0: do not block).
     Millis(libc::c_int),
     /// `epoll_pwait2`'s nanoseconds.
-    Nanos(libc::timespec),
+    Nanos(KernelTimespec),
 }
 
 /// One `epoll_wait` or `epoll_pwait2` on `epfd` (a reactor's epoll instance, which it keeps
@@ -339,15 +364,16 @@ pub(crate) fn epoll_wait(
                 0usize,
             ) as libc::c_int
         },
-        // SAFETY: as above, and `ts` is a valid timespec for reads during the call; a null
-        // signal mask leaves the mask alone (its size argument is then ignored).
+        // SAFETY: as above, and `ts` is valid for reads during the call, in the layout the
+        // kernel reads (`struct __kernel_timespec`, two 64-bit fields: see `KernelTimespec`);
+        // a null signal mask leaves the mask alone (its size argument is then ignored).
         Wait::Nanos(ts) => unsafe {
             libc::syscall(
                 libc::SYS_epoll_pwait2,
                 epfd,
                 events.as_mut_ptr(),
                 max,
-                &ts as *const libc::timespec,
+                ptr::from_ref(&ts),
                 ptr::null::<libc::sigset_t>(),
                 0usize,
             ) as libc::c_int
@@ -365,4 +391,23 @@ pub(crate) fn set_timer_slack(ns: u64) -> u64 {
     // SAFETY: as above; the value is an unsigned long.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, ns as libc::c_ulong, 0, 0, 0) };
     u64::try_from(old).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_timespec_is_the_kernels_two_64_bit_fields_whatever_time_t_is() {
+        assert_eq!(mem::size_of::<KernelTimespec>(), 16);
+        assert_eq!(mem::offset_of!(KernelTimespec, tv_nsec), 8);
+        // Past a 32-bit time_t's 2038: seconds above u32::MAX, kept whole.
+        let far = KernelTimespec::from_duration(Duration::new(5_000_000_007, 999_999_999));
+        assert_eq!((far.tv_sec, far.tv_nsec), (5_000_000_007, 999_999_999));
+        // More seconds than an i64 holds: saturated, never negative (the kernel's EINVAL).
+        let max = KernelTimespec::from_duration(Duration::MAX);
+        assert_eq!((max.tv_sec, max.tv_nsec), (i64::MAX, 999_999_999));
+        let zero = KernelTimespec::from_duration(Duration::ZERO);
+        assert_eq!((zero.tv_sec, zero.tv_nsec), (0, 0));
+    }
 }
