@@ -271,8 +271,9 @@ impl Reactor {
     ///
     /// # Errors
     ///
-    /// [`Unsupported`](io::ErrorKind::Unsupported) where the kernel has no `epoll_pwait2`
-    /// (`ENOSYS`); otherwise as [`poll`](Self::poll).
+    /// [`Unsupported`](io::ErrorKind::Unsupported) where the thread cannot use
+    /// `epoll_pwait2`: the kernel has none (`ENOSYS`), or a seccomp filter refuses it
+    /// (`EPERM`, as filters older than the call answer); otherwise as [`poll`](Self::poll).
     ///
     /// # Examples
     ///

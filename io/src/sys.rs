@@ -338,9 +338,19 @@ pub(crate) enum Wait {
     Nanos(KernelTimespec),
 }
 
+/// Whether `epoll_pwait2` failing with `errno` means the thread cannot use it, so that the
+/// caller should fall back to the timerfd: `ENOSYS` before Linux 5.11, and `EPERM` from a
+/// seccomp filter older than the call that denies what it does not list with `EPERM`; the
+/// kernel's own `epoll_pwait2` never fails with `EPERM`.
+pub(crate) fn pwait2_unavailable(errno: i32) -> bool {
+    matches!(errno, libc::ENOSYS | libc::EPERM)
+}
+
 /// One `epoll_wait` or `epoll_pwait2` on `epfd` (a reactor's epoll instance, which it keeps
-/// open) into `events`; the number of events written at its front. `epoll_pwait2` fails with
-/// `ENOSYS` before Linux 5.11; a bad `epfd` fails with `EBADF`, it is never unsound.
+/// open) into `events`; the number of events written at its front. An `epoll_pwait2` the
+/// thread cannot use ([`pwait2_unavailable`]) fails with
+/// [`Unsupported`](io::ErrorKind::Unsupported); a bad `epfd` fails with `EBADF`, it is never
+/// unsound.
 pub(crate) fn epoll_wait(
     epfd: RawFd,
     events: &mut [libc::epoll_event],
@@ -379,8 +389,20 @@ pub(crate) fn epoll_wait(
             ) as libc::c_int
         },
     };
-    // Never more than `max`, and not negative once `cvt` passed it.
-    Ok(cvt(n)? as usize)
+    match cvt(n) {
+        // Never more than `max`, and not negative once `cvt` passed it.
+        Ok(n) => Ok(n as usize),
+        Err(e)
+            if matches!(wait, Wait::Nanos(_))
+                && e.raw_os_error().is_some_and(pwait2_unavailable) =>
+        {
+            Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                format!("epoll_pwait2 is not available: {e}"),
+            ))
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// Sets the calling thread's kernel timer slack (`PR_SET_TIMERSLACK`) and returns the one it
@@ -396,6 +418,23 @@ pub(crate) fn set_timer_slack(ns: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn epoll_pwait2_refused_by_the_kernel_or_a_seccomp_filter_falls_back() {
+        for errno in [libc::ENOSYS, libc::EPERM] {
+            assert!(pwait2_unavailable(errno), "errno {errno}");
+        }
+        // The failures of a usable epoll_pwait2 are not a reason to use another device.
+        for errno in [
+            libc::EINTR,
+            libc::EBADF,
+            libc::EINVAL,
+            libc::EFAULT,
+            libc::ENOMEM,
+        ] {
+            assert!(!pwait2_unavailable(errno), "errno {errno}");
+        }
+    }
 
     #[test]
     fn the_timespec_is_the_kernels_two_64_bit_fields_whatever_time_t_is() {

@@ -20,7 +20,8 @@ pub enum ClockDevice {
     /// the clock once before it sleeps, and once after each poll while a deadline is armed),
     /// so the re-arm policy only decides how often the deadline is recomputed. The core's
     /// threads get a kernel timer slack of 1 ns while they run the runtime (else the kernel
-    /// may end the wait 50 µs late). Where the kernel has no `epoll_pwait2`, the core uses
+    /// may end the wait 50 µs late). Where the thread cannot use `epoll_pwait2` (no such call
+    /// before Linux 5.11, `ENOSYS`; a seccomp filter older than it, `EPERM`), the core uses
     /// [`TimerFd`](Self::TimerFd).
     Epoll,
 }
