@@ -30,7 +30,9 @@ pub use interval::{interval, interval_at, Interval, MissedTickBehavior};
 pub use sleep::{sleep, sleep_until, Sleep};
 pub use timeout::{timeout, timeout_at, Elapsed, Timeout};
 
-use std::time::Duration;
+/// `std::time::Duration`, re-exported as tokio does, so that a port's `use
+/// tokio::time::Duration` becomes `use tickless::time::Duration`.
+pub use std::time::Duration;
 
 use crate::context::{with_current, NO_RUNTIME};
 use crate::worker::clock::nanos;
