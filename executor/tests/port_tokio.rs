@@ -1,5 +1,7 @@
-//! What a port from tokio by a change of imports needs from tickless's names. Each is a compile
-//! test first: without it this file does not build.
+//! What a port from tokio by a change of imports needs from tickless's names: `time::Duration`,
+//! `net::ToSocketAddrs` for a user's own generic `connect`, and `stream.shutdown().await` with
+//! tokio's `AsyncWriteExt` in scope (feature `tokio-io`). Each is a compile test first: without
+//! it this file does not build.
 
 use std::io;
 
@@ -39,5 +41,41 @@ fn a_users_connect_can_be_generic_over_tickless_net_to_socket_addrs() -> io::Res
             assert_eq!(peer, client.local_addr()?);
         }
         Ok(())
+    })
+}
+
+/// Bounds a wait that would otherwise hang a failing test.
+const HANG: Duration = Duration::from_secs(10);
+
+#[test]
+fn a_tokio_shaped_client_half_closes_with_async_write_ext_shutdown() -> io::Result<()> {
+    use tickless::time::timeout;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let rt = Builder::new().cores(1).build()?;
+    rt.block_on(async {
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let port = listener.local_addr()?.port();
+        // An echo that answers once the client has finished sending (end of file).
+        let server = tickless::spawn(async move {
+            let (mut conn, _peer) = listener.accept().await?;
+            let mut all = Vec::new();
+            conn.read_to_end(&mut all).await?;
+            conn.write_all(&all).await?;
+            conn.shutdown().await
+        });
+        let mut client = connect(("127.0.0.1", port)).await?;
+        client.write_all(b"bye").await?;
+        // tokio's `AsyncWriteExt::shutdown`, not a method of the stream's own: the write side
+        // closes and the server's read_to_end ends.
+        client.shutdown().await?;
+        let mut back = Vec::new();
+        timeout(HANG, client.read_to_end(&mut back))
+            .await
+            .expect("the server saw the end of the client's writes")?;
+        assert_eq!(back, b"bye");
+        timeout(HANG, server)
+            .await
+            .expect("the server ends")
+            .expect("the server task does not panic")
     })
 }
