@@ -44,6 +44,12 @@ use crate::worker::clock::nanos;
 /// the hour; `Sleep::slack(Duration::ZERO)` for exactly). Each core has its own clock: the
 /// other cores' clocks run on.
 ///
+/// The clock stops at its reading rounded up to the timer resolution (less than a tick ahead,
+/// 1 µs by default), as a clock started paused stands on a whole tick: a sleep of whole ticks
+/// made while paused ends on a whole tick, so `pause(); sleep(1 s); advance(1 s)` fires the
+/// sleep (at the raw reading, the deadline would round up to the next tick, one past the
+/// advance).
+///
 /// # Panics
 ///
 /// Outside a runtime, or if the core's clock is already paused.
