@@ -97,7 +97,8 @@ pub mod io {
 /// ```
 pub mod net {
     pub use tickless_io::{
-        OwnedReadHalf, OwnedWriteHalf, TcpListener, TcpStream, UdpSocket, UnixListener, UnixStream,
+        OwnedReadHalf, OwnedWriteHalf, TcpListener, TcpStream, ToSocketAddrs, UdpSocket,
+        UnixListener, UnixStream,
     };
 
     pub use crate::dns::lookup_host;

@@ -276,7 +276,7 @@ fn a_reader_waiting_on_a_socket_is_woken_when_the_peer_shuts_down() -> io::Resul
             yield_now().await;
         }
         assert!(!reader.is_finished());
-        server.shutdown(Shutdown::Write)?;
+        server.shutdown_std(Shutdown::Write)?;
         assert_eq!(timeout(HANG, reader).await?.unwrap()?, 0);
         Ok(())
     })

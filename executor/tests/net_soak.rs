@@ -168,7 +168,7 @@ async fn client(addr: SocketAddr, seed: u64, barrier: Rc<Barrier>) -> io::Result
             w.write_all(&rest[..piece]).await?;
             rest = &rest[piece..];
         }
-        stream.shutdown(Shutdown::Write)
+        stream.shutdown_std(Shutdown::Write)
     };
     let receive = async {
         let mut r = &stream;

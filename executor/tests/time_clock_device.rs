@@ -283,3 +283,96 @@ fn the_epoll_device_waits_out_a_huge_deadline_as_no_deadline() {
         "parked on the far deadline, then on the near one: {stats:?}"
     );
 }
+
+/// The audit architecture of the target, which a seccomp filter checks before it reads a
+/// system call number (`AUDIT_ARCH_*` in linux/audit.h).
+#[cfg(target_arch = "x86_64")]
+const AUDIT_ARCH: u32 = 0xC000_003E;
+#[cfg(target_arch = "aarch64")]
+const AUDIT_ARCH: u32 = 0xC000_00B7;
+
+/// Installs on the calling thread alone (and the threads it starts later) a seccomp filter
+/// that fails `epoll_pwait2` with `EPERM` and allows everything else, as a filter written
+/// before the call existed does.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+fn refuse_epoll_pwait2_on_this_thread() {
+    let stmt = |code: u32, k: u32| libc::sock_filter {
+        code: code as u16,
+        jt: 0,
+        jf: 0,
+        k,
+    };
+    let jump = |k: u32, jf: u8| libc::sock_filter {
+        code: (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16,
+        jt: 0,
+        jf,
+        k,
+    };
+    let load = libc::BPF_LD | libc::BPF_W | libc::BPF_ABS;
+    let ret = libc::BPF_RET | libc::BPF_K;
+    // struct seccomp_data: the call's number at offset 0, the architecture at 4.
+    let mut filter = [
+        stmt(load, 4),
+        jump(AUDIT_ARCH, 3), // another architecture: allow
+        stmt(load, 0),
+        jump(libc::SYS_epoll_pwait2 as u32, 1), // another call: allow
+        stmt(ret, libc::SECCOMP_RET_ERRNO | libc::EPERM as u32),
+        stmt(ret, libc::SECCOMP_RET_ALLOW),
+    ];
+    let program = libc::sock_fprog {
+        len: filter.len() as u16,
+        filter: filter.as_mut_ptr(),
+    };
+    // SAFETY: PR_SET_NO_NEW_PRIVS takes no pointers; it lets an unprivileged thread install a
+    // filter.
+    let rc = unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) };
+    assert_eq!(rc, 0, "{}", std::io::Error::last_os_error());
+    // SAFETY: `program` points at `filter`, both alive for the call, which copies them; without
+    // SECCOMP_FILTER_FLAG_TSYNC (not passable through prctl) only this thread is filtered.
+    let rc = unsafe {
+        libc::prctl(
+            libc::PR_SET_SECCOMP,
+            libc::SECCOMP_MODE_FILTER,
+            std::ptr::from_ref(&program),
+        )
+    };
+    assert_eq!(rc, 0, "{}", std::io::Error::last_os_error());
+}
+
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[test]
+fn the_epoll_device_falls_back_to_the_timerfd_where_a_seccomp_filter_refuses_epoll_pwait2() {
+    std::thread::spawn(|| {
+        refuse_epoll_pwait2_on_this_thread();
+        // The filter answers before the kernel would (a bad descriptor would be EBADF).
+        // SAFETY: null pointers with a bad descriptor: the call fails before reading anything.
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_epoll_pwait2,
+                -1,
+                std::ptr::null_mut::<libc::epoll_event>(),
+                1,
+                std::ptr::null::<libc::timespec>(),
+                std::ptr::null::<libc::sigset_t>(),
+                0usize,
+            )
+        };
+        assert_eq!(
+            (rc, std::io::Error::last_os_error().raw_os_error()),
+            (-1, Some(libc::EPERM))
+        );
+        let rt = Builder::new()
+            .cores(1)
+            .clock_device(ClockDevice::Epoll)
+            .build()
+            .expect("a runtime whose core uses the timerfd instead");
+        let stats = sequential_sleeps(&rt, 3);
+        assert_eq!(stats.timer_fires, 3);
+        assert!(
+            stats.timerfd_rearms >= 3,
+            "the core sleeps on a timerfd: {stats:?}"
+        );
+    })
+    .join()
+    .expect("the filtered thread's assertions hold");
+}

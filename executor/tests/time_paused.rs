@@ -552,6 +552,41 @@ fn pause_and_resume_on_a_running_clock() -> std::io::Result<()> {
 }
 
 #[test]
+fn a_sleep_made_after_pause_fires_at_an_advance_of_its_length() -> std::io::Result<()> {
+    use std::cell::Cell;
+    use tickless::time::{pause, resume};
+    // The default tick, and a millisecond one, which a raw clock reading is almost never on.
+    for tick in [Duration::from_micros(1), ms(1)] {
+        let rt = Builder::new()
+            .cores(1)
+            .timer_resolution(tick)
+            .default_slack(Duration::ZERO)
+            .build()?;
+        let fired = rt.block_on(async {
+            pause();
+            let start = Instant::now();
+            let fired = Rc::new(Cell::new(false));
+            let flag = fired.clone();
+            drop(spawn_local(async move {
+                sleep(ms(1_000)).await;
+                flag.set(true);
+            }));
+            settle().await; // the task registers its sleep
+            advance(ms(1_000)).await;
+            settle().await;
+            assert_eq!(start.elapsed(), ms(1_000));
+            resume();
+            fired.get()
+        });
+        assert!(
+            fired,
+            "tick {tick:?}: advancing by the sleep's length left it pending"
+        );
+    }
+    Ok(())
+}
+
+#[test]
 fn paused_time_does_not_jump_while_io_has_woken_a_task() -> std::io::Result<()> {
     use futures_lite::{AsyncReadExt, AsyncWriteExt};
     use std::time::Duration;

@@ -262,17 +262,30 @@ impl Reactor {
     }
 
     /// Waits for events, at most `timeout` (`None`: until one arrives), and dispatches them as
-    /// [`poll`](Self::poll) does, with a timeout of nanosecond precision: the clock event
-    /// device without a timerfd. One `epoll_pwait2` (Linux 5.11). [`Polled::timer_event`]
-    /// says the wait timed out.
+    /// [`poll`](Self::poll) does, with a timeout in nanoseconds: the clock event device
+    /// without a timerfd. One `epoll_pwait2` (Linux 5.11). [`Polled::timer_event`] says the
+    /// wait timed out.
     ///
-    /// The kernel may end the wait up to the thread's timer slack late (`PR_SET_TIMERSLACK`,
-    /// 50 µs by default): see [`precise_timer_slack`](Self::precise_timer_slack).
+    /// The kernel does not end such a wait at its timeout but anywhere in a window after it,
+    /// as long as the larger of the thread's timer slack (`PR_SET_TIMERSLACK`, 50 µs by
+    /// default; [`precise_timer_slack`](Self::precise_timer_slack) lowers it to 1 ns) and a
+    /// share of the timeout: a thousandth (a two-hundredth for a thread whose nice value is
+    /// above zero; none for a real-time thread), at most 100 ms; on an idle CPU, at its end.
+    /// So this passes the kernel a timeout shortened by that share: the wait ends by
+    /// `timeout` plus the wakeup's own latency (and the part of the timer slack larger than
+    /// the share), and may time out up to the share before `timeout`, when another interrupt
+    /// comes within the window: a caller that must not wake early waits again for the rest,
+    /// whose share is a thousandth as long. A 1 s timeout is given to the kernel as
+    /// 999.000999 ms, a 100 ms one as 99.900099 ms. The share is asked of the kernel at a
+    /// thread's first precise wait, and again by `precise_timer_slack` and
+    /// [`restore_timer_slack`](Self::restore_timer_slack): a thread that changes its nice
+    /// value or scheduling policy in between keeps the old share until then.
     ///
     /// # Errors
     ///
-    /// [`Unsupported`](io::ErrorKind::Unsupported) where the kernel has no `epoll_pwait2`
-    /// (`ENOSYS`); otherwise as [`poll`](Self::poll).
+    /// [`Unsupported`](io::ErrorKind::Unsupported) where the thread cannot use
+    /// `epoll_pwait2`: the kernel has none (`ENOSYS`), or a seccomp filter refuses it
+    /// (`EPERM`, as filters older than the call answer); otherwise as [`poll`](Self::poll).
     ///
     /// # Examples
     ///
@@ -291,12 +304,13 @@ impl Reactor {
         let Some(timeout) = timeout else {
             return self.wait(sys::Wait::Millis(-1));
         };
-        let ts = libc::timespec {
-            // Saturates where time_t is 32 bits: a wait of 68 years is "no limit" there.
-            tv_sec: libc::time_t::try_from(timeout.as_secs()).unwrap_or(libc::time_t::MAX),
-            // Below one second, so it fits any tv_nsec type.
-            tv_nsec: timeout.subsec_nanos() as _,
+        // A zero timeout never blocks, and needs no window.
+        let kernel = if timeout.is_zero() {
+            timeout
+        } else {
+            sys::wait_slack().shorten(timeout)
         };
+        let ts = sys::KernelTimespec::from_duration(kernel);
         let mut polled = self.wait(sys::Wait::Nanos(ts))?;
         polled.timer_event = polled.events == 0 && !polled.interrupted;
         if polled.timer_event {
@@ -305,11 +319,13 @@ impl Reactor {
         Ok(polled)
     }
 
-    /// Lowers the calling thread's kernel timer slack to 1 ns, so that
-    /// [`poll_precise`](Self::poll_precise) wakes at its deadline rather than up to 50 µs after
-    /// it (a timerfd, which the kernel never delays, needs none of this). Returns the slack it
-    /// had, for [`restore_timer_slack`](Self::restore_timer_slack): the setting is the
-    /// thread's, not the reactor's.
+    /// Lowers the calling thread's kernel timer slack to 1 ns, so that a
+    /// [`poll_precise`](Self::poll_precise) wait ends by its timeout rather than up to 50 µs
+    /// after it: the window the kernel gives the wait is then the share of its timeout alone,
+    /// which `poll_precise` makes up for (a timerfd, which the kernel never delays, needs
+    /// none of this). Returns the slack it had, for
+    /// [`restore_timer_slack`](Self::restore_timer_slack): the setting is the thread's, not
+    /// the reactor's.
     pub fn precise_timer_slack() -> u64 {
         sys::set_timer_slack(1)
     }

@@ -3,10 +3,12 @@
 //! Every `unsafe` block of the crate that is not about one specific device lives here, so the
 //! I/O types above stay in safe code.
 
+use std::cell::Cell;
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::Once;
+use std::time::Duration;
 use std::{mem, ptr};
 
 /// Turns a libc return value into an `io::Result`, reading `errno` when it is negative.
@@ -304,18 +306,148 @@ pub(crate) fn no_addresses() -> io::Error {
 /// An empty epoll event, to size a wait's buffer with.
 pub(crate) const NO_EVENT: libc::epoll_event = libc::epoll_event { events: 0, u64: 0 };
 
+/// The kernel's `struct __kernel_timespec`, which `epoll_pwait2` reads: two 64-bit fields on
+/// every architecture. `libc::timespec` is the C library's, whose `tv_sec` is a 32-bit
+/// `time_t` on 32-bit targets built without 64-bit time: the kernel would read its second
+/// field as the high half of the seconds.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct KernelTimespec {
+    /// Whole seconds, not negative.
+    pub(crate) tv_sec: i64,
+    /// Nanoseconds, below 1,000,000,000.
+    pub(crate) tv_nsec: i64,
+}
+
+impl KernelTimespec {
+    /// `d`, its seconds saturated at `i64::MAX` (about 292 billion years: the kernel saturates
+    /// a deadline that far anyway).
+    pub(crate) fn from_duration(d: Duration) -> KernelTimespec {
+        KernelTimespec {
+            tv_sec: i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
+            tv_nsec: i64::from(d.subsec_nanos()),
+        }
+    }
+}
+
+/// The most the kernel pads a wait's timeout by (`MAX_SLACK` in `fs/select.c`): 100 ms.
+pub(crate) const MAX_WAIT_SLACK_NS: u64 = 100_000_000;
+
+/// How the kernel pads the timeout of a poll, select or epoll wait of one thread
+/// (`select_estimate_accuracy` in `fs/select.c`): the wait ends anywhere from its timeout to
+/// the end of a window after it, as long as the larger of the thread's timer slack
+/// (`PR_SET_TIMERSLACK`, which the thread sets) and a share of the time left (a thousandth; a
+/// two-hundredth for a thread whose nice value is above zero), at most 100 ms; a real-time
+/// thread gets no window. The kernel's timer fires at the end of the window unless another
+/// interrupt on that CPU comes within it: on an idle machine a 1 s wait ends a millisecond
+/// late, whatever the timer slack. This is the share.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct WaitSlack {
+    /// The share of the time left: 1,000, or 200 for a niced thread; 0 for a real-time
+    /// thread, which gets no window at all.
+    pub(crate) divisor: u64,
+}
+
+impl WaitSlack {
+    /// The share the kernel adds to a wait of `left_ns` nanoseconds (the window, unless the
+    /// thread's timer slack is larger).
+    pub(crate) fn share_ns(self, left_ns: u128) -> u128 {
+        match self.divisor {
+            0 => 0,
+            div => (left_ns / u128::from(div)).min(u128::from(MAX_WAIT_SLACK_NS)),
+        }
+    }
+
+    /// The timeout to give the kernel for a wait that must end by `timeout`: the longest whose
+    /// share ends by it (to within 3 ns). The timer slack is left alone: it is the thread's
+    /// own setting, which a precise wait lowers to 1 ns, and making up for a larger one would
+    /// turn every wait shorter than it into a poll that does not block.
+    pub(crate) fn shorten(self, timeout: Duration) -> Duration {
+        let t = timeout.as_nanos();
+        let div = u128::from(self.divisor);
+        // The share is none, a part of the time left or the cap; the longest timeout that fits
+        // in each case, and the longest of those that fits is the answer (`x + share(x)`
+        // never decreases as `x` grows).
+        let candidates = [
+            t,
+            t * div / (div + 1),
+            t.saturating_sub(u128::from(MAX_WAIT_SLACK_NS)),
+        ];
+        let best = candidates
+            .into_iter()
+            .filter(|&x| x + self.share_ns(x) <= t)
+            .max()
+            .unwrap_or(0);
+        // At most `timeout`: its seconds fit a u64.
+        Duration::new((best / 1_000_000_000) as u64, (best % 1_000_000_000) as u32)
+    }
+
+    /// The calling thread's, asked of the kernel (two system calls).
+    fn of_thread() -> WaitSlack {
+        // SAFETY: sched_getscheduler takes no pointers; 0 is the calling thread. The policy
+        // comes with SCHED_RESET_ON_FORK or'ed in where that is set.
+        let policy = unsafe { libc::sched_getscheduler(0) } & !libc::SCHED_RESET_ON_FORK;
+        // The raw system call returns 20 - nice (1 to 40), never negative on success, where
+        // glibc's wrapper returns the nice value and -1 for both -1 and an error. Linux's
+        // PRIO_PROCESS with 0 is the calling thread.
+        // SAFETY: getpriority takes no pointers.
+        let raw = unsafe { libc::syscall(libc::SYS_getpriority, libc::PRIO_PROCESS, 0) };
+        let real_time = matches!(
+            policy,
+            libc::SCHED_FIFO | libc::SCHED_RR | libc::SCHED_DEADLINE
+        );
+        let niced = (0..20).contains(&raw);
+        WaitSlack {
+            divisor: if real_time {
+                0
+            } else if niced {
+                200
+            } else {
+                1_000
+            },
+        }
+    }
+}
+
+thread_local! {
+    /// The calling thread's [`WaitSlack`], asked of the kernel at its first precise wait and
+    /// again whenever its timer slack is set here ([`set_timer_slack`]).
+    static WAIT_SLACK: Cell<Option<WaitSlack>> = const { Cell::new(None) };
+}
+
+/// The calling thread's [`WaitSlack`], as last asked of the kernel.
+pub(crate) fn wait_slack() -> WaitSlack {
+    WAIT_SLACK.with(|cell| {
+        cell.get().unwrap_or_else(|| {
+            let slack = WaitSlack::of_thread();
+            cell.set(Some(slack));
+            slack
+        })
+    })
+}
+
 /// How long one epoll wait may block.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Wait {
     /// `epoll_wait`'s milliseconds (-1: no limit, 0: do not block).
     Millis(libc::c_int),
     /// `epoll_pwait2`'s nanoseconds.
-    Nanos(libc::timespec),
+    Nanos(KernelTimespec),
+}
+
+/// Whether `epoll_pwait2` failing with `errno` means the thread cannot use it, so that the
+/// caller should fall back to the timerfd: `ENOSYS` before Linux 5.11, and `EPERM` from a
+/// seccomp filter older than the call that denies what it does not list with `EPERM`; the
+/// kernel's own `epoll_pwait2` never fails with `EPERM`.
+pub(crate) fn pwait2_unavailable(errno: i32) -> bool {
+    matches!(errno, libc::ENOSYS | libc::EPERM)
 }
 
 /// One `epoll_wait` or `epoll_pwait2` on `epfd` (a reactor's epoll instance, which it keeps
-/// open) into `events`; the number of events written at its front. `epoll_pwait2` fails with
-/// `ENOSYS` before Linux 5.11; a bad `epfd` fails with `EBADF`, it is never unsound.
+/// open) into `events`; the number of events written at its front. An `epoll_pwait2` the
+/// thread cannot use ([`pwait2_unavailable`]) fails with
+/// [`Unsupported`](io::ErrorKind::Unsupported); a bad `epfd` fails with `EBADF`, it is never
+/// unsound.
 pub(crate) fn epoll_wait(
     epfd: RawFd,
     events: &mut [libc::epoll_event],
@@ -339,30 +471,170 @@ pub(crate) fn epoll_wait(
                 0usize,
             ) as libc::c_int
         },
-        // SAFETY: as above, and `ts` is a valid timespec for reads during the call; a null
-        // signal mask leaves the mask alone (its size argument is then ignored).
+        // SAFETY: as above, and `ts` is valid for reads during the call, in the layout the
+        // kernel reads (`struct __kernel_timespec`, two 64-bit fields: see `KernelTimespec`);
+        // a null signal mask leaves the mask alone (its size argument is then ignored).
         Wait::Nanos(ts) => unsafe {
             libc::syscall(
                 libc::SYS_epoll_pwait2,
                 epfd,
                 events.as_mut_ptr(),
                 max,
-                &ts as *const libc::timespec,
+                ptr::from_ref(&ts),
                 ptr::null::<libc::sigset_t>(),
                 0usize,
             ) as libc::c_int
         },
     };
-    // Never more than `max`, and not negative once `cvt` passed it.
-    Ok(cvt(n)? as usize)
+    match cvt(n) {
+        // Never more than `max`, and not negative once `cvt` passed it.
+        Ok(n) => Ok(n as usize),
+        Err(e)
+            if matches!(wait, Wait::Nanos(_))
+                && e.raw_os_error().is_some_and(pwait2_unavailable) =>
+        {
+            Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                format!("epoll_pwait2 is not available: {e}"),
+            ))
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// Sets the calling thread's kernel timer slack (`PR_SET_TIMERSLACK`) and returns the one it
 /// had: an `epoll_pwait2` timeout may otherwise end up to that slack (50 µs by default) late.
+/// Asks the kernel for the thread's [`WaitSlack`] afresh (the runtime calls this as a core's
+/// loop starts and ends).
 pub(crate) fn set_timer_slack(ns: u64) -> u64 {
     // SAFETY: prctl with PR_GET_TIMERSLACK / PR_SET_TIMERSLACK takes no pointers.
     let old = unsafe { libc::prctl(libc::PR_GET_TIMERSLACK, 0, 0, 0, 0) };
     // SAFETY: as above; the value is an unsigned long.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, ns as libc::c_ulong, 0, 0, 0) };
+    WAIT_SLACK.with(|cell| cell.set(Some(WaitSlack::of_thread())));
     u64::try_from(old).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn epoll_pwait2_refused_by_the_kernel_or_a_seccomp_filter_falls_back() {
+        for errno in [libc::ENOSYS, libc::EPERM] {
+            assert!(pwait2_unavailable(errno), "errno {errno}");
+        }
+        // The failures of a usable epoll_pwait2 are not a reason to use another device.
+        for errno in [
+            libc::EINTR,
+            libc::EBADF,
+            libc::EINVAL,
+            libc::EFAULT,
+            libc::ENOMEM,
+        ] {
+            assert!(!pwait2_unavailable(errno), "errno {errno}");
+        }
+    }
+
+    #[test]
+    fn the_timespec_is_the_kernels_two_64_bit_fields_whatever_time_t_is() {
+        assert_eq!(mem::size_of::<KernelTimespec>(), 16);
+        assert_eq!(mem::offset_of!(KernelTimespec, tv_nsec), 8);
+        // Past a 32-bit time_t's 2038: seconds above u32::MAX, kept whole.
+        let far = KernelTimespec::from_duration(Duration::new(5_000_000_007, 999_999_999));
+        assert_eq!((far.tv_sec, far.tv_nsec), (5_000_000_007, 999_999_999));
+        // More seconds than an i64 holds: saturated, never negative (the kernel's EINVAL).
+        let max = KernelTimespec::from_duration(Duration::MAX);
+        assert_eq!((max.tv_sec, max.tv_nsec), (i64::MAX, 999_999_999));
+        let zero = KernelTimespec::from_duration(Duration::ZERO);
+        assert_eq!((zero.tv_sec, zero.tv_nsec), (0, 0));
+    }
+
+    /// Timeouts around every boundary of the kernel's share: tiny ones, the divisor, where the
+    /// cap starts (100 ms x (divisor + 1)), and huge ones.
+    fn timeouts() -> Vec<Duration> {
+        let mut ns: Vec<u64> = vec![0, 1, 2, 3, 199, 200, 201, 999, 1_000, 1_001, 1_002];
+        for base in [1_000u64, 1_000_000, 100_000_000, 1_000_000_000] {
+            for k in [1u64, 3, 7, 10, 99, 100, 101, 999, 1_000] {
+                ns.push(base.saturating_mul(k));
+                ns.push(base.saturating_mul(k) + 1);
+                ns.push(base.saturating_mul(k) - 1);
+            }
+        }
+        for div in [200u64, 1_000] {
+            let cap_from = MAX_WAIT_SLACK_NS * (div + 1);
+            ns.extend([cap_from - 1, cap_from, cap_from + 1, cap_from + 1_000]);
+        }
+        let mut d: Vec<Duration> = ns.into_iter().map(Duration::from_nanos).collect();
+        d.extend([Duration::from_secs(u64::MAX / 4), Duration::MAX]);
+        d
+    }
+
+    #[test]
+    fn the_timeout_given_to_the_kernel_ends_its_window_by_the_deadline() {
+        for divisor in [1_000, 200, 0] {
+            let slack = WaitSlack { divisor };
+            for timeout in timeouts() {
+                let t = timeout.as_nanos();
+                let x = slack.shorten(timeout).as_nanos();
+                let end = x + slack.share_ns(x);
+                assert!(
+                    end <= t,
+                    "1/{divisor}: {timeout:?} given as {x} ns ends at {end} ns"
+                );
+                // And no earlier than it must: a timeout 4 ns longer would end past it.
+                if x < t {
+                    let longer = x + 4;
+                    assert!(
+                        longer + slack.share_ns(longer) > t,
+                        "1/{divisor}: {timeout:?} given as {x} ns, {longer} would fit"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_kernels_share_is_a_thousandth_a_two_hundredth_niced_at_most_100_ms() {
+        let normal = WaitSlack { divisor: 1_000 };
+        let ns = |d: Duration| normal.shorten(d).as_nanos();
+        assert_eq!(ns(Duration::from_secs(1)), 999_000_999);
+        assert_eq!(ns(Duration::from_millis(100)), 99_900_099);
+        // From 100.1 s on the share is its cap.
+        assert_eq!(ns(Duration::from_secs(200)), 199_900_000_000);
+        let niced = WaitSlack { divisor: 200 };
+        assert_eq!(
+            niced.shorten(Duration::from_secs(1)).as_nanos(),
+            995_024_875
+        );
+        // A real-time thread gets no window: its timeout is the deadline.
+        let rt = WaitSlack { divisor: 0 };
+        assert_eq!(rt.shorten(Duration::from_secs(1)), Duration::from_secs(1));
+    }
+
+    #[test]
+    fn a_niced_thread_is_given_the_larger_share() {
+        std::thread::spawn(|| {
+            // SAFETY: getpriority takes no pointers; 0 is the calling thread.
+            let raw = unsafe { libc::syscall(libc::SYS_getpriority, libc::PRIO_PROCESS, 0) };
+            if raw == 20 {
+                // Nice 0, as a test usually runs.
+                assert_eq!(WaitSlack::of_thread().divisor, 1_000);
+            }
+            // SAFETY: gettid takes no arguments.
+            let tid = unsafe { libc::syscall(libc::SYS_gettid) };
+            // Raising one's own nice value needs no privilege (19 is the most); PRIO_PROCESS
+            // with a thread id is that thread (Linux).
+            // SAFETY: setpriority takes no pointers.
+            let rc = unsafe { libc::syscall(libc::SYS_setpriority, libc::PRIO_PROCESS, tid, 19) };
+            assert_eq!(rc, 0, "{}", io::Error::last_os_error());
+            assert_eq!(WaitSlack::of_thread().divisor, 200);
+            // The cached share is the one asked for at the last slack change.
+            let old = set_timer_slack(1);
+            assert_eq!(wait_slack().divisor, 200);
+            set_timer_slack(old);
+        })
+        .join()
+        .expect("the niced thread's assertions hold");
+    }
 }

@@ -82,7 +82,7 @@ fn whole_stream_reads_writes_and_shuts_down() -> io::Result<()> {
         let (mut server, _) = accepted?;
         let mut client = connected?;
         client.write_all(b"hello").await?;
-        client.shutdown(Shutdown::Write)?;
+        client.shutdown_std(Shutdown::Write)?;
         let mut got = Vec::new();
         server.read_to_end(&mut got).await?;
         assert_eq!(got, b"hello");

@@ -30,7 +30,9 @@ pub use interval::{interval, interval_at, Interval, MissedTickBehavior};
 pub use sleep::{sleep, sleep_until, Sleep};
 pub use timeout::{timeout, timeout_at, Elapsed, Timeout};
 
-use std::time::Duration;
+/// `std::time::Duration`, re-exported as tokio does, so that a port's `use
+/// tokio::time::Duration` becomes `use tickless::time::Duration`.
+pub use std::time::Duration;
 
 use crate::context::{with_current, NO_RUNTIME};
 use crate::worker::clock::nanos;
@@ -41,6 +43,12 @@ use crate::worker::clock::nanos;
 /// deadline plus its slack: a sleep of an hour with the default slack completes 1,024 µs after
 /// the hour; `Sleep::slack(Duration::ZERO)` for exactly). Each core has its own clock: the
 /// other cores' clocks run on.
+///
+/// The clock stops at its reading rounded up to the timer resolution (less than a tick ahead,
+/// 1 µs by default), as a clock started paused stands on a whole tick: a sleep of whole ticks
+/// made while paused ends on a whole tick, so `pause(); sleep(1 s); advance(1 s)` fires the
+/// sleep (at the raw reading, the deadline would round up to the next tick, one past the
+/// advance).
 ///
 /// # Preventing auto-advance
 ///

@@ -83,6 +83,9 @@ pub(crate) struct Clock {
     since: Cell<u64>,
     /// Reads of the clock, for the stats.
     reads: Cell<u64>,
+    /// The timer resolution in nanoseconds (at least 1): a paused clock stands on a whole
+    /// multiple of it.
+    tick_ns: u64,
 }
 
 /// How far paused time can go: about 146 years after the epoch, so that every paused instant
@@ -102,10 +105,11 @@ impl Clock {
             base: Cell::new(0),
             since: Cell::new(0),
             reads: Cell::new(0),
+            tick_ns: nanos(tick).max(1),
         };
         if paused {
             let real = clock.real();
-            clock.paused.set(Some(real - real % nanos(tick).max(1)));
+            clock.paused.set(Some(real - real % clock.tick_ns));
         }
         clock
     }
@@ -143,12 +147,19 @@ impl Clock {
         Some(self.epoch_mono.saturating_add(real))
     }
 
-    /// Freezes the clock at its current reading. Returns `false` if it was paused already.
+    /// Freezes the clock at its current reading rounded up to a whole tick (less than a tick
+    /// ahead; never back, behind a reading already taken), so that a sleep of whole ticks
+    /// made while paused ends on a whole tick, and an advance of its length fires it, as on
+    /// a clock started paused. Returns `false` if it was paused already.
     pub(crate) fn pause(&self) -> bool {
         if self.is_paused() {
             return false;
         }
-        self.paused.set(Some(self.now()));
+        let now = self.now();
+        // A reading on a whole tick stays; one past the last whole tick below u64::MAX (which
+        // paused time never reaches) stays too.
+        let up = now.checked_next_multiple_of(self.tick_ns).unwrap_or(now);
+        self.paused.set(Some(up));
         true
     }
 
@@ -245,6 +256,18 @@ mod tests {
         let now = c.now();
         assert!(c.to_mono(now).unwrap() >= before, "never early");
         assert_eq!(c.reads(), 1);
+    }
+
+    #[test]
+    fn a_clock_paused_while_running_stands_on_the_next_whole_tick() {
+        let tick = 1_000_000;
+        let c = Clock::new(false, Duration::from_nanos(tick));
+        let before = c.now();
+        assert!(c.pause());
+        let paused = c.now();
+        assert_eq!(paused % tick, 0, "{paused} is not on a whole tick");
+        assert!(paused >= before, "never back: {paused} < {before}");
+        assert!(paused - before < tick, "less than a tick ahead");
     }
 
     #[test]

@@ -15,13 +15,26 @@ pub enum ClockDevice {
     /// re-arm policy decides to) and waited on with `epoll_wait`.
     #[default]
     TimerFd,
-    /// No timerfd: the core's `epoll_pwait2` (Linux 5.11) times out at the deadline, with
-    /// nanosecond precision. Arming is free (the queue remembers the deadline; the core reads
-    /// the clock once before it sleeps, and once after each poll while a deadline is armed),
-    /// so the re-arm policy only decides how often the deadline is recomputed. The core's
-    /// threads get a kernel timer slack of 1 ns while they run the runtime (else the kernel
-    /// may end the wait 50 µs late). Where the kernel has no `epoll_pwait2`, the core uses
-    /// [`TimerFd`](Self::TimerFd).
+    /// No timerfd: the core's `epoll_pwait2` (Linux 5.11) times out at the deadline, given
+    /// in nanoseconds. Arming is free (the queue remembers the deadline; the core reads the
+    /// clock once before it sleeps, and once after each poll while a deadline is armed), so
+    /// the re-arm policy only decides how often the deadline is recomputed.
+    ///
+    /// The kernel ends an epoll wait anywhere in a window after its timeout, as long as the
+    /// larger of the thread's timer slack and a thousandth of the timeout (a two-hundredth on
+    /// a niced thread, at most 100 ms, none on a real-time one): a 1 s wait given as such ends
+    /// up to a millisecond late, and on an idle machine it does. So the core's threads get a
+    /// kernel timer slack of 1 ns while they run the runtime, and the core gives the kernel a
+    /// timeout shortened by the thousandth
+    /// ([`Reactor::poll_precise`](tickless_io::Reactor::poll_precise)): the window ends at
+    /// the deadline, and the timer is as late as the wakeup's latency, as on the timerfd.
+    /// When another interrupt ends the wait within the window, before the deadline, the core
+    /// parks again for the rest, a wait a thousandth as long: an extra park per timer at
+    /// most (1.02 to 1.82 parks per exact 1 s sleep, 1.02 to 1.05 per 100 ms one, on a busy
+    /// 2-core virtual machine; `benches/examples/device_lateness.rs`).
+    ///
+    /// Where the thread cannot use `epoll_pwait2` (no such call before Linux 5.11, `ENOSYS`;
+    /// a seccomp filter older than it, `EPERM`), the core uses [`TimerFd`](Self::TimerFd).
     Epoll,
 }
 

@@ -307,6 +307,9 @@ impl Driver for Core {
                     .zip(now)
                     .map(|(p, now)| Duration::from_nanos(p.saturating_sub(now)));
                 let woken = programmed.zip(now).is_some_and(|(p, now)| p > now);
+                // The kernel gets a timeout shortened by its own slack, whose window ends at
+                // the instant: a wait that times out before it is stale to the queue
+                // (`device_fired`), and the next idle transition parks again for the rest.
                 let polled = self.reactor.poll_precise(timeout);
                 self.polled(polled, woken)
             }

@@ -52,7 +52,7 @@ pub(crate) fn close_write(shutdown: impl FnOnce(Shutdown) -> io::Result<()>) -> 
 }
 
 /// Implements futures-io's `AsyncRead` and `AsyncWrite` for a stream type and for a shared
-/// reference to it, given its `AsyncFd` field and its `shutdown` method.
+/// reference to it, given its `AsyncFd` field and its `shutdown_std` method.
 macro_rules! impl_stream_io {
     ($ty:ty) => {
         $crate::net::impl_stream_io!(@for $ty);
@@ -90,7 +90,7 @@ macro_rules! impl_stream_io {
                 self: std::pin::Pin<&mut Self>,
                 _cx: &mut std::task::Context<'_>,
             ) -> std::task::Poll<std::io::Result<()>> {
-                std::task::Poll::Ready($crate::net::close_write(|how| self.shutdown(how)))
+                std::task::Poll::Ready($crate::net::close_write(|how| self.shutdown_std(how)))
             }
         }
     };

@@ -131,7 +131,7 @@ impl AsyncWrite for OwnedWriteHalf {
     }
 
     fn poll_close(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Poll::Ready(close_write(|how| self.inner.shutdown(how)))
+        Poll::Ready(close_write(|how| self.inner.shutdown_std(how)))
     }
 }
 
@@ -140,7 +140,7 @@ impl Drop for OwnedWriteHalf {
         if self.shutdown_on_drop {
             // Best effort, as on close: a connection already gone has nothing to shut down,
             // and a drop cannot report an error.
-            let _already_closed = self.inner.shutdown(Shutdown::Write);
+            let _already_closed = self.inner.shutdown_std(Shutdown::Write);
         }
     }
 }

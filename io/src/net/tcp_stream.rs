@@ -234,12 +234,15 @@ impl TcpStream {
             .try_io(Direction::Write, || sys::send_nosignal(self.as_fd(), buf))
     }
 
-    /// Shuts down the read side, the write side or both, as `shutdown(2)`.
+    /// Shuts down the read side, the write side or both at once, as `shutdown(2)` and std's
+    /// `TcpStream::shutdown`. Not named `shutdown`, which would hide tokio's
+    /// `AsyncWriteExt::shutdown()` (the write side, awaited: `stream.shutdown().await` works
+    /// as on tokio, with feature `tokio` and the trait in scope; futures-io's is `close()`).
     ///
     /// # Errors
     ///
     /// As `shutdown(2)`; `NotConnected` if the connection is gone.
-    pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
+    pub fn shutdown_std(&self, how: Shutdown) -> io::Result<()> {
         self.io.get_ref().shutdown(how)
     }
 

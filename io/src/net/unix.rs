@@ -177,12 +177,14 @@ impl UnixStream {
         self.io.get_ref().peer_addr()
     }
 
-    /// Shuts down the read side, the write side or both, as `shutdown(2)`.
+    /// Shuts down the read side, the write side or both at once, as `shutdown(2)` and std's
+    /// `UnixStream::shutdown`. Not named `shutdown`, which would hide tokio's
+    /// `AsyncWriteExt::shutdown()`, as on [`TcpStream`](crate::TcpStream).
     ///
     /// # Errors
     ///
     /// As `shutdown(2)`.
-    pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
+    pub fn shutdown_std(&self, how: Shutdown) -> io::Result<()> {
         self.io.get_ref().shutdown(how)
     }
 }
