@@ -29,8 +29,16 @@ WAYS = [
 ]
 
 
-def num(x):
-    return f"{x / 1000:.0f}k" if x >= 10000 else f"{x:.3g}"
+def kilo(x):
+    return f"{x / 1000:.0f}k"
+
+
+def whole(x):
+    return f"{x:,.0f}"
+
+
+def two(x):
+    return f"{x:.2f}"
 
 
 def main():
@@ -58,9 +66,10 @@ def main():
         "<!-- tokio-shape:begin -->",
         f"Measured {datetime.date.today().isoformat()} by `python3 "
         f"benches/scripts/tokio_shape_readme.py{' --quick' if quick else ''}` (`compare --only "
-        f"server_tokio_shape`: {header.removeprefix('# compare: ')}; medians of {runs} runs; "
-        "raw output in `benches/results/tokio_shape.txt`; ratios to the tokio shape on "
-        "tickless in brackets). Server and client share this machine's CPUs:",
+        f"server_tokio_shape`: {header.removeprefix('# compare: ')}; raw output in "
+        "`benches/results/tokio_shape.txt`). Each cell: the median of "
+        f"{runs} runs, the range over the runs in brackets, then the ratio to the tokio shape "
+        "on tickless. Server and client share this machine's 2 CPUs, and the runs spread widely:",
         "",
         "| server | requests/s | p99 µs | server CPU µs per request | connections per core |",
         "|---|---:|---:|---:|---:|",
@@ -68,17 +77,26 @@ def main():
     for way, label in WAYS:
         r = rows[way]
 
-        def cell(key, r=r, way=way):
+        def cell(key, fmt, r=r, way=way):
             v = float(r[key])
-            if way == "tickless":
-                return num(v)
-            return f"{num(v)} ({v / float(base[key]):.2f}x)"
+            text = fmt(v)
+            if f"{key}_min" in r:
+                text += f" ({fmt(float(r[key + '_min']))} to {fmt(float(r[key + '_max']))})"
+            if way != "tickless":
+                text += f", {v / float(base[key]):.2f}x"
+            return text
 
         conns = [r[k] for k in sorted(r) if k.startswith("conns_core") and "_" not in
                  k.removeprefix("conns_core")]
-        per_core = " / ".join(f"{float(c):.0f}" for c in conns) if conns else "moves (no core)"
-        lines.append(f"| {label} | {cell('rps')} | {cell('p99_us')} | {cell('cpu_us_per_req')} | "
-                     f"{per_core} |")
+        per_core = " / ".join(f"{float(c):.0f}" for c in conns) if conns else "(tasks move)"
+        lines.append(f"| {label} | {cell('rps', kilo)} | {cell('p99_us', whole)} | "
+                     f"{cell('cpu_us_per_req', two)} | {per_core} |")
+    # The verdicts compare's Targets table gives for this workload, as it printed them.
+    targets = [l for l in text.splitlines() if l.startswith("| server_tokio_shape")
+               and "verdict" not in l and l.count("|") == 5]
+    if targets:
+        lines += ["", "| target (issue 23) | measured (medians) | worst to best run | verdict |",
+                  "|---|---:|---:|---|"] + targets
     lines.append("<!-- tokio-shape:end -->")
     replace_block("tokio-shape", lines)
 

@@ -448,6 +448,7 @@ pub(crate) fn pwait2_unavailable(errno: i32) -> bool {
 /// thread cannot use ([`pwait2_unavailable`]) fails with
 /// [`Unsupported`](io::ErrorKind::Unsupported); a bad `epfd` fails with `EBADF`, it is never
 /// unsound.
+#[inline]
 pub(crate) fn epoll_wait(
     epfd: RawFd,
     events: &mut [libc::epoll_event],
@@ -489,16 +490,23 @@ pub(crate) fn epoll_wait(
     match cvt(n) {
         // Never more than `max`, and not negative once `cvt` passed it.
         Ok(n) => Ok(n as usize),
-        Err(e)
-            if matches!(wait, Wait::Nanos(_))
-                && e.raw_os_error().is_some_and(pwait2_unavailable) =>
-        {
-            Err(io::Error::new(
-                io::ErrorKind::Unsupported,
-                format!("epoll_pwait2 is not available: {e}"),
-            ))
-        }
-        Err(e) => Err(e),
+        Err(e) => Err(wait_error(e, &wait)),
+    }
+}
+
+/// The error of a failed [`epoll_wait`]: an `epoll_pwait2` the thread cannot use becomes
+/// [`Unsupported`](io::ErrorKind::Unsupported). Out of line, so that the wait itself inlines
+/// into the reactor's loop (it runs on every idle transition).
+#[cold]
+#[inline(never)]
+fn wait_error(e: io::Error, wait: &Wait) -> io::Error {
+    if matches!(wait, Wait::Nanos(_)) && e.raw_os_error().is_some_and(pwait2_unavailable) {
+        io::Error::new(
+            io::ErrorKind::Unsupported,
+            format!("epoll_pwait2 is not available: {e}"),
+        )
+    } else {
+        e
     }
 }
 

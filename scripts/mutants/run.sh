@@ -4,6 +4,8 @@
 #   scripts/mutants/run.sh                    # tickless-timer (the default)
 #   scripts/mutants/run.sh timer              # the same
 #   scripts/mutants/run.sh executor           # tickless, the files in EXECUTOR_FILES below
+#   scripts/mutants/run.sh blocking           # the blocking pool and shutdown by ownership
+#   scripts/mutants/run.sh registration       # tickless-io's registration: binding, home, reactor gone
 #   scripts/mutants/run.sh -p CRATE           # any package
 #   scripts/mutants/run.sh timer/src/wheel.rs 'io/src/**'   # some files (globs quoted)
 #   scripts/mutants/run.sh timer -- --re queue # anything after `--` goes to cargo mutants
@@ -46,6 +48,14 @@ EXECUTOR_TESTS=(
     --lib task_join task_join_set task_blocking rt_drop rt_drop_fds rt_cores rt_panics
     rt_dead_core rt_pingpong time_paused time_bad_input rt_nohz_kick macros net_serve
 )
+# --- blocking: the pool (accounting, guards, close, paused time's hold) and shutdown by
+# ownership, against the tests that use them.
+BLOCKING_FILES=('executor/src/blocking.rs' 'executor/src/worker/shutdown.rs')
+BLOCKING_TESTS=(--lib task_blocking rt_drop rt_dead_core rt_panics time_paused fs_file rt_placement)
+# --- registration: a registration bound lazily to the core that first polls it, its home and
+# the reactor-gone state, against tickless-io's own tests.
+REGISTRATION_FILES=('io/src/home.rs' 'io/src/registration.rs' 'io/src/context.rs')
+REGISTRATION_TESTS=(--lib io_fd_close io_send reactor_wake reactor_syscalls io_async_fd net_tcp net_unix)
 # -----------------------------------------------------------------------------------------------
 
 # Proptest cases per property under mutation: a tenth of the default runs, enough to catch the
@@ -78,13 +88,19 @@ set -- "${ours[@]+"${ours[@]}"}"
 if (($# == 0)) || [[ "$1" == "timer" ]]; then
     name=timer
     target_args=(--package tickless-timer)
-elif [[ "$1" == "executor" ]]; then
-    name=executor
-    target_args=(--package tickless)
-    for f in "${EXECUTOR_FILES[@]}"; do
+elif [[ "$1" == "executor" || "$1" == "blocking" || "$1" == "registration" ]]; then
+    name="$1"
+    case "$1" in
+        executor) package=tickless; files=("${EXECUTOR_FILES[@]}"); tests=("${EXECUTOR_TESTS[@]}") ;;
+        blocking) package=tickless; files=("${BLOCKING_FILES[@]}"); tests=("${BLOCKING_TESTS[@]}") ;;
+        registration)
+            package=tickless-io; files=("${REGISTRATION_FILES[@]}"); tests=("${REGISTRATION_TESTS[@]}") ;;
+    esac
+    target_args=(--package "$package")
+    for f in "${files[@]}"; do
         target_args+=(--file "$f")
     done
-    for t in "${EXECUTOR_TESTS[@]}"; do
+    for t in "${tests[@]}"; do
         if [[ "$t" == --lib ]]; then
             target_args+=(--cargo-test-arg=--lib)
         else
