@@ -752,7 +752,7 @@ impl fmt::Debug for Registration {
         match self.bound.get() {
             None => d.field("bound", &false),
             Some(b) => {
-                d.field("key", &b.key);
+                d.field("key", &b.key).field("home", &b.home);
                 if b.home.is_current() {
                     d.field("readiness", &b.io.readiness.get());
                 }

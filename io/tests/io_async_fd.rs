@@ -82,3 +82,16 @@ fn into_inner_deregisters_and_keeps_the_descriptor_open() -> io::Result<()> {
         Ok(())
     })
 }
+
+#[test]
+fn debug_output_says_whether_the_reactor_is_gone() -> io::Result<()> {
+    let reactor = Reactor::new()?;
+    let enter = reactor.enter();
+    assert!(format!("{enter:?}").starts_with("EnterGuard"), "{enter:?}");
+    let (fd, _peer) = registered_pair()?;
+    assert!(format!("{fd:?}").contains("closed: false"), "{fd:?}");
+    drop(enter);
+    drop(reactor);
+    assert!(format!("{fd:?}").contains("closed: true"), "{fd:?}");
+    Ok(())
+}

@@ -152,8 +152,8 @@ fn every_task_waiting_in_a_direction_is_woken_once_in_the_order_they_waited() ->
         })
         .collect();
     let mut buf = [0u8; 4];
-    // The second task polls twice: it is stored once.
-    for waker in [&wakers[0], &wakers[1], &wakers[1], &wakers[2]] {
+    // The first and the second task poll twice: each is stored once.
+    for waker in [&wakers[0], &wakers[0], &wakers[1], &wakers[1], &wakers[2]] {
         let pending =
             std::pin::Pin::new(&mut r).poll_read(&mut Context::from_waker(waker), &mut buf);
         assert!(matches!(pending, Poll::Pending));
@@ -224,5 +224,61 @@ fn a_waker_may_poll_the_reactor_and_every_waker_still_runs_once() -> io::Result<
     woken.sort_unstable();
     assert_eq!(woken, ["logging", "reentrant"], "each waker once");
     REENTER.with(|r| r.borrow_mut().take());
+    Ok(())
+}
+
+#[test]
+fn a_stream_s_reader_and_writer_are_woken_by_their_own_direction_only() -> io::Result<()> {
+    use futures_lite::AsyncWrite;
+    use std::pin::Pin;
+    use tickless_io::UnixStream;
+
+    let reactor = Reactor::new()?;
+    let _guard = reactor.enter();
+    let (mut a, mut b) = UnixStream::pair()?;
+    let counting = || {
+        Arc::new(Counting {
+            wakes: AtomicUsize::new(0),
+            panic: false,
+        })
+    };
+    let (reader, writer) = (counting(), counting());
+    let reader_waker = Waker::from(Arc::clone(&reader));
+    let writer_waker = Waker::from(Arc::clone(&writer));
+    let mut buf = vec![0u8; 64 * 1024];
+    // A task waits to read `a`, another to write it: its send buffer is full.
+    let read = Pin::new(&mut a).poll_read(&mut Context::from_waker(&reader_waker), &mut buf);
+    assert!(read.is_pending());
+    let mut sent = 0;
+    while let Poll::Ready(n) =
+        Pin::new(&mut a).poll_write(&mut Context::from_waker(&writer_waker), &buf)
+    {
+        sent += n?;
+    }
+    assert!(sent > 0);
+
+    // `a` becomes readable: its reader is woken, its writer is not.
+    common::block_on(&reactor, async { b.write_all(b"x").await })?;
+    while reader.wakes.load(Ordering::SeqCst) == 0 {
+        reactor.poll(None)?;
+    }
+    reactor.poll(Some(Duration::ZERO))?;
+    assert_eq!(writer.wakes.load(Ordering::SeqCst), 0);
+
+    // `a` becomes writable once `b` has read what it sent: now its writer is woken.
+    let noop = Waker::noop();
+    let mut drained = 0;
+    while drained < sent {
+        match Pin::new(&mut b).poll_read(&mut Context::from_waker(noop), &mut buf) {
+            Poll::Ready(n) => drained += n?,
+            Poll::Pending => {
+                reactor.poll(Some(Duration::from_millis(10)))?;
+            }
+        }
+    }
+    while writer.wakes.load(Ordering::SeqCst) == 0 {
+        reactor.poll(None)?;
+    }
+    assert_eq!(reader.wakes.load(Ordering::SeqCst), 1);
     Ok(())
 }
