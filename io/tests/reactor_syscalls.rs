@@ -275,3 +275,56 @@ fn a_writer_blocked_on_a_full_pipe_is_woken_and_its_interest_dropped_after() -> 
     assert_eq!(reactor.poll(Some(Duration::ZERO))?.events, 0);
     Ok(())
 }
+
+#[test]
+fn a_direction_nobody_waits_in_is_disarmed_while_the_other_stays_armed() -> io::Result<()> {
+    use futures_lite::AsyncWrite;
+    use std::pin::Pin;
+    use std::task::{Context, Waker};
+
+    let reactor = Reactor::new()?;
+    let _enter = reactor.enter();
+    let (a, mut b) = UnixStream::pair()?;
+    let noop = Waker::noop();
+    let mut cx = Context::from_waker(noop);
+    // A task waits to read `a`, another to write it (its send buffer is full): both
+    // directions are armed.
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut reader = &a;
+    let mut small = [0u8; 4];
+    let mut read = std::pin::pin!(reader.read_exact(&mut small));
+    assert!(std::future::Future::poll(read.as_mut(), &mut cx).is_pending());
+    let mut sent = 0;
+    let mut writer = &a;
+    while let std::task::Poll::Ready(n) = Pin::new(&mut writer).poll_write(&mut cx, &buf) {
+        sent += n?;
+    }
+    // `b` reads it all: `a` is writable, its writer is woken, and nobody waits to write any
+    // more: the write interest is disarmed (the read interest stays), and polls go quiet.
+    let mut drained = 0;
+    while drained < sent {
+        match Pin::new(&mut b).poll_read(&mut cx, &mut buf) {
+            std::task::Poll::Ready(n) => drained += n?,
+            std::task::Poll::Pending => {
+                reactor.poll(Some(Duration::from_millis(10)))?;
+            }
+        }
+    }
+    let mut polls = 0;
+    while reactor.poll(Some(Duration::ZERO))?.events > 0 {
+        polls += 1;
+        assert!(
+            polls < 10,
+            "a direction nobody waits in keeps being reported"
+        );
+    }
+    for _ in 0..3 {
+        assert_eq!(reactor.poll(Some(Duration::ZERO))?.events, 0);
+    }
+    // The read interest stayed armed: data for the waiting reader is reported.
+    common::block_on(&reactor, b.write_all(b"ping"))?;
+    assert!(reactor.poll(Some(Duration::ZERO))?.events >= 1);
+    common::block_on(&reactor, read)?;
+    assert_eq!(&small, b"ping");
+    Ok(())
+}
