@@ -328,3 +328,69 @@ fn a_direction_nobody_waits_in_is_disarmed_while_the_other_stays_armed() -> io::
     assert_eq!(&small, b"ping");
     Ok(())
 }
+
+#[test]
+fn dropping_a_registration_still_in_the_set_removes_it_with_one_epoll_ctl() -> io::Result<()> {
+    let reactor = Reactor::new()?;
+    let _enter = reactor.enter();
+    let (a, _b) = UnixStream::pair()?;
+    // A read of nothing registers `a` (its first poll); it stays in the set, armed for reads.
+    assert_eq!(common::block_on(&reactor, (&a).read(&mut []))?, 0);
+    assert_eq!(reactor.stats().registrations, 1);
+    let ctls = reactor.stats().epoll_ctls;
+    drop(a);
+    assert_eq!(reactor.stats().epoll_ctls - ctls, 1, "one EPOLL_CTL_DEL");
+    assert_eq!(reactor.stats().registrations, 0);
+    Ok(())
+}
+
+#[test]
+fn a_writer_woken_by_writability_that_blocks_again_finds_its_interest_still_armed() -> io::Result<()>
+{
+    use std::io::Read;
+    use std::pin::Pin;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use std::task::{Context, Poll, Wake, Waker};
+
+    struct Count(AtomicUsize);
+    impl Wake for Count {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    let reactor = Reactor::new()?;
+    let _enter = reactor.enter();
+    let (a, mut b) = std::os::unix::net::UnixStream::pair()?;
+    b.set_nonblocking(true)?;
+    let mut a = UnixStream::from_std(a)?;
+    let woken = Arc::new(Count(AtomicUsize::new(0)));
+    let waker = Waker::from(Arc::clone(&woken));
+    let mut cx = Context::from_waker(&waker);
+    let buf = vec![0u8; 64 * 1024];
+    let mut fill = |a: &mut UnixStream| -> io::Result<usize> {
+        let mut sent = 0;
+        while let Poll::Ready(n) = Pin::new(&mut *a).poll_write(&mut cx, &buf) {
+            sent += n?;
+        }
+        Ok(sent)
+    };
+    // A task writes `a` until its buffer is full and waits: the write interest is armed.
+    assert!(fill(&mut a)? > 0);
+    let ctls = reactor.stats().epoll_ctls;
+    // The peer reads it all; the event finds the writer waiting and wakes it.
+    let mut sink = vec![0u8; 64 * 1024];
+    while b.read(&mut sink).is_ok() {}
+    while woken.0.load(Ordering::SeqCst) == 0 {
+        reactor.poll(None)?;
+    }
+    // The writer fills the buffer again and waits: its interest was kept, so no epoll_ctl.
+    assert!(fill(&mut a)? > 0);
+    assert_eq!(
+        reactor.stats().epoll_ctls - ctls,
+        0,
+        "the write interest stayed armed for its waiter"
+    );
+    Ok(())
+}
