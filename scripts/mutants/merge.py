@@ -6,6 +6,10 @@ mutants are matched by their description, without the line and column, which edi
     scripts/mutants/merge.py target/mutants-executor target/mutants-executor-s0 \\
         target/mutants-executor-s1 target/mutants-executor-recheck-s0 ...
     MUTANTS_README=1 scripts/mutants/run.sh --summary executor
+
+`--exact` (first argument) matches mutants by their whole line, line and column included: for
+`--iterate` reruns of unchanged files, whose outputs hold only the mutants not caught before
+(matching by order in the file would then pair a rerun's mutant with an earlier namesake).
 """
 import os
 import re
@@ -20,7 +24,11 @@ def key(line):
 
 
 def main():
-    out, dirs = sys.argv[1], sys.argv[2:]
+    args = sys.argv[1:]
+    exact = bool(args) and args[0] == "--exact"
+    if exact:
+        args = args[1:]
+    out, dirs = args[0], args[1:]
     outcome = {}
     for d in dirs:
         # Mutants with the same description in one file (on different lines) are told apart by
@@ -33,7 +41,7 @@ def main():
                 lines += [(kind, l.strip()) for l in open(path) if l.strip()]
         lines.sort(key=lambda kl: (kl[1].split(":")[0], int(kl[1].split(":")[1]), kl[1]))
         for kind, line in lines:
-            k = key(line)
+            k = line if exact else key(line)
             seen[k] = seen.get(k, 0) + 1
             outcome[(k, seen[k])] = (kind, line)
     os.makedirs(os.path.join(out, "mutants.out"), exist_ok=True)
