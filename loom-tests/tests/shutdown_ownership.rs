@@ -45,6 +45,18 @@ struct ModelCore {
     ops: RefCell<Vec<Op<TimerValue>>>,
 }
 
+impl ModelCore {
+    /// A core with nothing queued, its inbox woken through `reactor`'s unparker.
+    fn new(reactor: &Reactor) -> ModelCore {
+        ModelCore {
+            shared: Arc::new(Shared::for_model(reactor.unparker())),
+            queue: RefCell::new(VecDeque::new()),
+            live: Arc::new(Mutex::new(Vec::new())),
+            ops: RefCell::new(Vec::new()),
+        }
+    }
+}
+
 impl Driver for ModelCore {
     type Unpark = tickless_io::Unparker;
 
@@ -139,13 +151,8 @@ impl Drop for ModelTask {
 fn a_remote_wake_and_a_job_completion_racing_shutdown_leave_the_future_to_the_core() {
     loom::model(|| {
         let reactor = Reactor::new().expect("an epoll instance and an eventfd");
-        let shared = Arc::new(Shared::for_model(reactor.unparker()));
-        let core = ModelCore {
-            shared: shared.clone(),
-            queue: RefCell::new(VecDeque::new()),
-            live: Arc::new(Mutex::new(Vec::new())),
-            ops: RefCell::new(Vec::new()),
-        };
+        let core = ModelCore::new(&reactor);
+        let shared = core.shared.clone();
         let trace = Arc::new(Mutex::new(Trace::default()));
         let job = Arc::new(JoinSlot::new());
         let future = ModelTask {
@@ -217,13 +224,8 @@ impl Drop for Placed {
 fn a_spawn_from_another_thread_racing_shutdown_is_dropped_once_unpolled() {
     loom::model(|| {
         let reactor = Reactor::new().expect("an epoll instance and an eventfd");
-        let shared = Arc::new(Shared::for_model(reactor.unparker()));
-        let core = ModelCore {
-            shared: shared.clone(),
-            queue: RefCell::new(VecDeque::new()),
-            live: Arc::new(Mutex::new(Vec::new())),
-            ops: RefCell::new(Vec::new()),
-        };
+        let core = ModelCore::new(&reactor);
+        let shared = core.shared.clone();
         let trace = Arc::new(Mutex::new(Trace::default()));
         let polled = Arc::new(Mutex::new(false));
         let future = Placed {
