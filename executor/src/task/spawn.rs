@@ -46,7 +46,7 @@ where
         .metadata(core.shared().clone())
         .spawn_local(move |_| wrapped, schedule);
     task.detach();
-    core.shared().load.add();
+    core.shared().load.add_own();
     let waker = runnable.waker();
     core.schedule_local(runnable);
     JoinHandle::new(slot, waker, core.id(), None)
@@ -64,7 +64,7 @@ where
         .metadata(shared.clone())
         .spawn(move |_| wrapped, schedule);
     task.detach();
-    shared.load.add();
+    shared.load.add_remote();
     let waker = runnable.waker();
     let deferred = match deadline {
         None => {
