@@ -239,3 +239,26 @@ fn a_connection_that_spawns_a_writer_keeps_it_on_its_core() -> io::Result<()> {
     }
     Ok(())
 }
+
+#[test]
+fn a_spawn_in_a_later_poll_than_the_accept_stays_on_its_core() -> io::Result<()> {
+    let rt = Builder::new().cores(2).build()?;
+    let core = rt.block_on(async {
+        // Core 0 is the more loaded: a spawn that followed an accept would go to core 1.
+        let parked = tickless::task::spawn_local(std::future::pending::<()>());
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let _client = std::net::TcpStream::connect(listener.local_addr()?)?;
+        let (_kept, _) = listener.accept().await?;
+        // The accepting task keeps its stream and yields: the accept belongs to that poll.
+        tickless::task::yield_now().await;
+        let core = tickless::spawn(async { tickless::core_id() })
+            .await
+            .unwrap();
+        parked.abort();
+        io::Result::Ok(core)
+    })?;
+    assert_eq!(core, 0);
+    assert_eq!(rt.stats().cores[0].tasks_placed, 0);
+    assert_eq!(rt.stats().cores[0].accepts, 1);
+    Ok(())
+}
