@@ -262,3 +262,57 @@ fn a_spawn_in_a_later_poll_than_the_accept_stays_on_its_core() -> io::Result<()>
     assert_eq!(rt.stats().cores[0].accepts, 1);
     Ok(())
 }
+
+/// Accepts one connection (a client thread connects) and spawns its task in the same poll,
+/// returning the core that ran it.
+async fn accept_and_spawn(listener: &TcpListener) -> io::Result<usize> {
+    let _client = std::net::TcpStream::connect(listener.local_addr()?)?;
+    let (stream, _) = listener.accept().await?;
+    let core = tickless::spawn(async move {
+        drop(stream);
+        tickless::core_id()
+    });
+    Ok(core.await.expect("the connection task"))
+}
+
+#[test]
+fn a_spawn_after_an_accept_goes_to_the_less_loaded_core_and_a_tie_stays() -> io::Result<()> {
+    let rt = Builder::new().cores(2).build()?;
+    let cores = rt.block_on(async {
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        // Both cores carry nothing: a tie, the task stays.
+        let tie = accept_and_spawn(&listener).await?;
+        // Core 0 carries a task, core 1 none: the next goes to core 1.
+        let parked = tickless::task::spawn_local(std::future::pending::<()>());
+        let less_loaded = accept_and_spawn(&listener).await?;
+        parked.abort();
+        io::Result::Ok((tie, less_loaded))
+    })?;
+    assert_eq!(cores, (0, 1));
+    assert_eq!(rt.stats().cores[0].tasks_placed, 1);
+    Ok(())
+}
+
+#[test]
+fn on_one_core_a_spawn_after_an_accept_stays() -> io::Result<()> {
+    let rt = Builder::new().cores(1).build()?;
+    let core = rt.block_on(async {
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let _parked = tickless::task::spawn_local(std::future::pending::<()>());
+        accept_and_spawn(&listener).await
+    })?;
+    assert_eq!(core, 0);
+    Ok(())
+}
+
+#[test]
+fn on_three_cores_the_accept_loop_takes_the_other_cores_in_turn() -> io::Result<()> {
+    let rt = Builder::new().cores(3).build()?;
+    // Every connection stays open until all are served, so the loads only grow: each core
+    // gets about a third.
+    let per_core = serve_tokio_shape(&rt, 30)?;
+    for (core, &n) in per_core.iter().enumerate() {
+        assert!(n >= 6, "core {core} served {n} of 30: {per_core:?}");
+    }
+    Ok(())
+}
