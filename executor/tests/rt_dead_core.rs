@@ -142,6 +142,27 @@ fn a_core_that_dies_resolves_its_handles_refuses_spawns_and_is_reported() -> io:
     let on_0 = rt.handle(0).spawn(async { 6 });
     assert_eq!(rt.block_on(on_0).unwrap(), 6);
 
+    // An accept loop on core 0 places no connection on the dead core, however loaded core 0
+    // is (a placed spawn there would be refused: its handle cancelled).
+    let served_on = rt.block_on(async {
+        let parked: Vec<_> = (0..20)
+            .map(|_| tickless::task::spawn_local(pending::<()>()))
+            .collect();
+        let listener = tickless::net::TcpListener::bind("127.0.0.1:0").await?;
+        let _client = std::net::TcpStream::connect(listener.local_addr()?)?;
+        let (stream, _) = listener.accept().await?;
+        let task = tickless::spawn(async move {
+            drop(stream);
+            tickless::core_id()
+        });
+        let core = task.await;
+        for p in &parked {
+            p.abort();
+        }
+        io::Result::Ok(core)
+    })?;
+    assert_eq!(served_on.expect("served, not refused"), 0);
+
     // The shutdown reports the death, with the panic's message.
     let err: ShutdownError = rt.shutdown(Duration::from_secs(10)).unwrap_err();
     assert!(err.stuck.is_empty(), "{err:?}");
