@@ -40,7 +40,7 @@ mod wheel;
 pub use device::{ClockEventDevice, FakeDevice};
 pub use handover::{Handover, Op, Wake, NO_DEADLINE};
 pub use lead::{Lead, LEAD_QUANTILE_PERCENT, LEAD_STEP_NS, LEAD_UP_NS};
-pub use queue::{Config, RearmPolicy, TimerQueue};
+pub use queue::{Config, PreparedSlack, RearmPolicy, TimerQueue};
 pub use slab::TimerHandle;
 pub use slack::{nanos, Slack};
 pub use stats::TimerStats;

@@ -7,7 +7,7 @@ use crate::lead::Lead;
 use crate::slab::TimerHandle;
 use crate::slack::{Slack, Ticks};
 use crate::stats::TimerStats;
-use crate::wheel::Wheel;
+use crate::wheel::{Lane, Wheel};
 
 /// When the queue re-programs its clock event device.
 ///
@@ -128,8 +128,21 @@ pub struct TimerQueue<T, D> {
     ///
     /// [`attach_detached`]: Self::attach_detached
     detached: Vec<TimerHandle>,
+    /// At least as many as the timers of `detached` still detached (cancels of detached timers
+    /// count it down; a reset that places one does not): where a compaction can stop looking.
+    detached_pending: usize,
     /// Counters.
     stats: TimerStats,
+}
+
+/// A [`Slack`] resolved for one [`TimerQueue`] by [`TimerQueue::prepare`]: the lane of the
+/// wheel its timers go to and that lane's slack in ticks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PreparedSlack {
+    /// The lane.
+    lane: Lane,
+    /// The lane's slack in ticks; `None` for the deferrable lane.
+    ticks: Option<u64>,
 }
 
 /// The most timers kept out of the wheel at once (see `TimerQueue::detached`).
@@ -151,6 +164,7 @@ impl<T, D: ClockEventDevice> TimerQueue<T, D> {
             dirty: false,
             unarmed: false,
             detached: Vec::new(),
+            detached_pending: 0,
             stats: TimerStats::default(),
         }
     }
@@ -238,45 +252,93 @@ impl<T, D: ClockEventDevice> TimerQueue<T, D> {
     /// Adds a timer at `deadline` with `slack`; a deadline in the past fires at the next
     /// [`advance`](Self::advance).
     pub fn insert(&mut self, deadline: u64, slack: Slack, value: T) -> TimerHandle {
-        self.stats.inserts += 1;
-        match self.ticks.window(deadline, slack) {
-            (tick, Some(slack)) => {
-                // The slack its lane gives (less than asked once every lane is taken).
-                let (lane, slack) = self.wheel.lane(slack);
-                // Already due: it waits for the next expiry, not for its slack.
-                let due = tick <= self.wheel.elapsed();
-                let latest = if due {
-                    tick
-                } else {
-                    tick.saturating_add(slack)
-                };
-                if !due && self.armed.is_some_and(|a| a <= latest) {
-                    // The device fires first: the queue looks again then, and a timer cancelled
-                    // before that costs no wheel list (a request's timeout, typically).
-                    if self.detached.len() == DETACHED_MAX {
-                        self.compact_detached();
-                    }
-                    let handle = self.wheel.insert_detached(tick, lane, value);
-                    self.detached.push(handle);
-                    return handle;
+        let slack = self.prepare(slack);
+        self.insert_prepared(deadline, slack, value)
+    }
+
+    /// A slack as this queue stores it: its lane of the wheel (made if it is the first timer
+    /// of that slack) and that lane's slack in ticks. Inserting with it
+    /// ([`insert_prepared`](Self::insert_prepared)) converts and looks up nothing, so a caller
+    /// whose timers mostly share one slack (a server's request timeouts) prepares it once.
+    /// Valid for this queue, for as long as it lives (lanes are never taken back).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tickless_timer::{Config, FakeDevice, Slack, TimerQueue};
+    ///
+    /// let mut q = TimerQueue::new(FakeDevice::default(), Config::default());
+    /// let ms = q.prepare(Slack::Bounded(Duration::from_millis(1)));
+    /// q.insert_prepared(5_000_000, ms, "a");
+    /// q.insert_prepared(5_500_000, ms, "b");
+    /// assert_eq!(q.next_expiration(), Some(6_000_000)); // a's latest instant
+    /// ```
+    pub fn prepare(&mut self, slack: Slack) -> PreparedSlack {
+        match self.ticks.slack(slack) {
+            Some(ticks) => {
+                let (lane, ticks) = self.wheel.lane(ticks);
+                PreparedSlack {
+                    lane,
+                    ticks: Some(ticks),
                 }
-                let handle = self.wheel.insert_in_lane(tick, lane, value);
-                self.moved_earlier(latest);
-                handle
             }
-            (tick, None) => self.wheel.insert(tick, true, value),
+            None => PreparedSlack {
+                lane: Lane::DEFERRABLE,
+                ticks: None,
+            },
         }
+    }
+
+    /// [`insert`](Self::insert) with a slack [`prepare`](Self::prepare)d by this queue.
+    #[inline]
+    pub fn insert_prepared(
+        &mut self,
+        deadline: u64,
+        slack: PreparedSlack,
+        value: T,
+    ) -> TimerHandle {
+        self.stats.inserts += 1;
+        let tick = self.ticks.tick(deadline);
+        let PreparedSlack {
+            lane,
+            ticks: Some(slack),
+        } = slack
+        else {
+            // Deferrable: it never arms the device.
+            return self.wheel.insert_in_lane(tick, slack.lane, value);
+        };
+        // Already due: it waits for the next expiry, not for its slack.
+        let due = tick <= self.wheel.elapsed();
+        let latest = if due {
+            tick
+        } else {
+            tick.saturating_add(slack)
+        };
+        if !due && self.armed.is_some_and(|a| a <= latest) {
+            // The device fires first: the queue looks again then, and a timer cancelled
+            // before that costs no wheel list (a request's timeout, typically).
+            if self.detached.len() == DETACHED_MAX {
+                self.compact_detached();
+            }
+            let handle = self.wheel.insert_detached(tick, lane, value);
+            self.detached.push(handle);
+            self.detached_pending += 1;
+            return handle;
+        }
+        let handle = self.wheel.insert_in_lane(tick, lane, value);
+        self.moved_earlier(latest);
+        handle
     }
 
     /// Cancels a pending timer and returns its value; `None` (and nothing counted) for a handle
     /// that already fired or was cancelled.
+    #[inline]
     pub fn cancel(&mut self, handle: TimerHandle) -> Option<T> {
-        let detached = !self.detached.is_empty() && self.wheel.is_detached(handle);
-        let value = self.wheel.remove(handle)?;
+        let (value, detached) = self.wheel.take(handle)?;
         self.stats.cancels += 1;
         if detached {
             // Never in the wheel: the arming was decided without it.
             self.stats.cancels_detached += 1;
+            self.detached_pending = self.detached_pending.saturating_sub(1);
             return Some(value);
         }
         match self.policy {
@@ -483,13 +545,31 @@ impl<T, D: ClockEventDevice> TimerQueue<T, D> {
             // Stale (cancelled or fired since) or placed by a reset: nothing to do.
             self.wheel.attach(handle);
         }
+        self.detached_pending = 0;
     }
 
     /// Makes room among the detached timers: forgets the stale handles (cancelled ones, mostly)
     /// and, if more than half are still pending, places them all.
+    ///
+    /// The pending ones are looked for from the latest back, and the search stops once as many
+    /// as may be pending are found: a server's timeout is mostly cancelled before the next ones
+    /// are set, so the few pending are the last few, and the stale ones before them are
+    /// forgotten unread.
     fn compact_detached(&mut self) {
-        let wheel = &self.wheel;
-        self.detached.retain(|&h| wheel.is_detached(h));
+        let mut kept = self.detached.len();
+        let mut found = 0;
+        let mut i = self.detached.len();
+        while i > 0 && found < self.detached_pending {
+            i -= 1;
+            let handle = self.detached[i];
+            if self.wheel.is_detached(handle) {
+                kept -= 1;
+                self.detached[kept] = handle;
+                found += 1;
+            }
+        }
+        self.detached.drain(..kept);
+        self.detached_pending = found;
         if self.detached.len() > DETACHED_MAX / 2 {
             self.attach_detached();
         }

@@ -64,6 +64,7 @@ impl<T> Slab<T> {
     }
 
     /// Stores a value and returns its key and handle. The node is unlinked.
+    #[inline(always)]
     pub(crate) fn insert(
         &mut self,
         tick: u64,
@@ -72,6 +73,30 @@ impl<T> Slab<T> {
         value: T,
     ) -> (u32, TimerHandle) {
         self.len += 1;
+        if self.free != NIL {
+            // A vacant entry: field by field, keeping its generation (and no drop of its
+            // value, which is `None`).
+            let key = self.free;
+            let slot = &mut self.nodes[key as usize];
+            self.free = slot.next;
+            slot.tick = tick;
+            slot.next = NIL;
+            slot.place = place;
+            slot.lane = lane;
+            let old = slot.value.replace(value);
+            debug_assert!(
+                old.is_none(),
+                "tickless-timer: the free list held an occupied entry"
+            );
+            std::mem::forget(old);
+            return (
+                key,
+                TimerHandle {
+                    key,
+                    generation: slot.generation,
+                },
+            );
+        }
         let node = Node {
             tick,
             next: NIL,
@@ -81,14 +106,6 @@ impl<T> Slab<T> {
             lane,
             value: Some(value),
         };
-        if self.free != NIL {
-            let key = self.free;
-            let slot = &mut self.nodes[key as usize];
-            self.free = slot.next;
-            let generation = slot.generation;
-            *slot = Node { generation, ..node };
-            return (key, TimerHandle { key, generation });
-        }
         let key = u32::try_from(self.nodes.len())
             .ok()
             .filter(|&k| k != NIL)
@@ -98,6 +115,7 @@ impl<T> Slab<T> {
     }
 
     /// The key of a handle's entry, if the handle is still current.
+    #[inline]
     pub(crate) fn key_of(&self, handle: TimerHandle) -> Option<u32> {
         let node = self.nodes.get(handle.key as usize)?;
         (node.generation == handle.generation && node.value.is_some()).then_some(handle.key)
@@ -112,6 +130,7 @@ impl<T> Slab<T> {
     }
 
     /// Frees an (unlinked) entry and returns its value; its handles go stale.
+    #[inline]
     pub(crate) fn remove(&mut self, key: u32, vacant_place: u16) -> T {
         let node = &mut self.nodes[key as usize];
         let value = node

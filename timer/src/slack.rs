@@ -62,6 +62,7 @@ impl Ticks {
     }
 
     /// `n / ns`, rounded down. The multiply-high estimate is exact or one short.
+    #[inline]
     fn div_floor(self, n: u64) -> u64 {
         let q = ((n as u128 * self.inverse as u128) >> 64) as u64;
         // q <= n / ns, so q * ns <= n: the remainder fits, and is one `ns` too many if q is short.
@@ -69,12 +70,14 @@ impl Ticks {
     }
 
     /// `n / ns`, rounded up.
+    #[inline]
     fn div_ceil(self, n: u64) -> u64 {
         let q = self.div_floor(n);
         q + (q.wrapping_mul(self.ns) != n) as u64
     }
 
     /// The last tick whose start is a representable instant: the end of the range.
+    #[inline]
     pub(crate) fn last(self) -> u64 {
         // `inverse` is that quotient: floor((2^64 - 1) / ns).
         self.inverse
@@ -84,13 +87,23 @@ impl Ticks {
     /// before the deadline, at most one tick after it; clamped to the end of the range) and the
     /// slack in whole ticks (rounded down: never later than asked); `None` for deferrable.
     pub(crate) fn window(self, deadline: u64, slack: Slack) -> (u64, Option<u64>) {
-        let tick = self.div_ceil(deadline).min(self.last());
-        let slack_ticks = match slack {
+        (self.tick(deadline), self.slack(slack))
+    }
+
+    /// The tick a deadline is due at: never before it, at most one tick after it, clamped to
+    /// the end of the range.
+    #[inline]
+    pub(crate) fn tick(self, deadline: u64) -> u64 {
+        self.div_ceil(deadline).min(self.last())
+    }
+
+    /// A slack in whole ticks (rounded down: never later than asked); `None` for deferrable.
+    pub(crate) fn slack(self, slack: Slack) -> Option<u64> {
+        match slack {
             Slack::Bounded(d) => Some(self.div_floor(nanos(d))),
             Slack::None => Some(0),
             Slack::Unbounded => None,
-        };
-        (tick, slack_ticks)
+        }
     }
 
     /// The tick containing `now` (rounded down: a timer expires once `now` reaches its tick).

@@ -77,6 +77,11 @@ impl Place {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Lane(u8);
 
+impl Lane {
+    /// The lane of deferrable timers.
+    pub(crate) const DEFERRABLE: Lane = Lane(DEFERRABLE);
+}
+
 /// A lane's levels, empty.
 fn new_lane() -> impl Iterator<Item = Level> {
     (0..LEVELS).map(|_| Level::new())
@@ -308,11 +313,13 @@ impl<T> Wheel<T> {
     /// [`attach`](Self::attach) places it. For a caller that knows something else will make it
     /// look again before the timer could be due (a device armed earlier), and that expects many
     /// such timers to be removed before then: a removal of a detached timer touches no list.
+    #[inline]
     pub fn insert_detached(&mut self, tick: u64, lane: Lane, value: T) -> TimerHandle {
         self.slab.insert(tick, lane.0, Place::DETACHED, value).1
     }
 
     /// Whether the handle's timer is pending and detached (not placed yet).
+    #[inline]
     pub fn is_detached(&self, handle: TimerHandle) -> bool {
         self.slab
             .key_of(handle)
@@ -399,12 +406,24 @@ impl<T> Wheel<T> {
 
     /// Removes a pending timer and returns its value; `None` for a stale handle.
     pub fn remove(&mut self, handle: TimerHandle) -> Option<T> {
+        self.take(handle).map(|(value, _)| value)
+    }
+
+    /// Removes a pending timer and returns its value and whether it was detached (stored by
+    /// [`insert_detached`](Self::insert_detached) and never placed); `None` for a stale handle.
+    /// One look-up of the handle.
+    #[inline]
+    pub(crate) fn take(&mut self, handle: TimerHandle) -> Option<(T, bool)> {
         let key = self.slab.key_of(handle)?;
-        self.unlink(key);
-        Some(self.free(key))
+        let detached = self.slab.nodes[key as usize].place == Place::DETACHED;
+        if !detached {
+            self.unlink(key);
+        }
+        Some((self.free(key), detached))
     }
 
     /// Frees an unlinked node, returning its value.
+    #[inline]
     fn free(&mut self, key: u32) -> T {
         self.deferrable -= (self.slab.nodes[key as usize].lane == DEFERRABLE) as usize;
         self.slab.remove(key, Place::FREE)

@@ -343,3 +343,39 @@ fn up_to_64_pending_timers_wait_detached_and_more_are_placed() {
     let placed = 80 - (q.stats().cancels_detached - 103);
     assert!(placed > 0 && placed < 80, "{placed} of 80 placed");
 }
+
+#[test]
+fn a_compaction_keeps_every_pending_detached_timer_wherever_it_is_in_the_list() {
+    // Compactions look for the pending timers from the latest back and stop once they have
+    // found as many as may be pending: pending ones early in the list, among stale ones, and
+    // ones a reset placed in the wheel (still counted) must all survive, and fire.
+    let mut q: TimerQueue<u64, FakeDevice> =
+        TimerQueue::new(FakeDevice::default(), Config::default());
+    let ms = Slack::Bounded(std::time::Duration::from_millis(1));
+    q.insert(1_000 * US, Slack::None, 0);
+    q.on_idle();
+    let mut kept = Vec::new();
+    for i in 1..=1_000u64 {
+        let h = q.insert(5_000 * US + i * US, ms, i);
+        match i % 97 {
+            // Kept pending, early in some list.
+            3 => kept.push(i),
+            // Placed in the wheel by a reset, pending too.
+            5 => {
+                assert!(q.reset(h, 6_000 * US + i * US, ms));
+                kept.push(i);
+            }
+            _ => assert_eq!(q.cancel(h), Some(i)),
+        }
+    }
+    assert!(
+        q.stats().cancels_detached > 900,
+        "most were detached: {:?}",
+        q.stats()
+    );
+    q.advance(10_000 * US);
+    let mut fired: Vec<u64> = std::iter::from_fn(|| q.pop_expired().map(|(_, v)| v)).collect();
+    fired.sort_unstable();
+    kept.insert(0, 0);
+    assert_eq!(fired, kept);
+}
