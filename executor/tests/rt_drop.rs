@@ -431,3 +431,32 @@ fn tasks_woken_by_a_plain_thread_while_the_runtime_drops_are_dropped_on_their_co
     }
     Ok(())
 }
+
+#[test]
+fn the_waker_a_cancelled_sleep_leaves_the_core_moves_to_the_next_and_goes_with_the_runtime(
+) -> io::Result<()> {
+    struct Noop;
+    impl std::task::Wake for Noop {
+        fn wake(self: Arc<Self>) {}
+    }
+    let noop = Arc::new(Noop);
+    let rt = Runtime::new()?;
+    rt.block_on(async {
+        let waker = Waker::from(noop.clone());
+        let mut cx = std::task::Context::from_waker(&waker);
+        let mut first = sleep(Duration::from_secs(10));
+        assert!(std::future::Future::poll(std::pin::Pin::new(&mut first), &mut cx).is_pending());
+        assert_eq!(Arc::strong_count(&noop), 3, "ours, the test's, the timer's");
+        drop(first);
+        // The core keeps it for the next sleep of the same waker, which takes it uncloned.
+        assert_eq!(Arc::strong_count(&noop), 3);
+        let mut second = sleep(Duration::from_secs(10));
+        assert!(std::future::Future::poll(std::pin::Pin::new(&mut second), &mut cx).is_pending());
+        assert_eq!(Arc::strong_count(&noop), 3, "moved, not cloned");
+        drop(second);
+    });
+    assert_eq!(Arc::strong_count(&noop), 2, "kept until the runtime goes");
+    drop(rt);
+    assert_eq!(Arc::strong_count(&noop), 1, "dropped with the runtime");
+    Ok(())
+}

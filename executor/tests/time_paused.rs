@@ -729,3 +729,30 @@ fn io_ready_at_a_paused_instant_wakes_the_main_future_before_the_next_jump() -> 
         io::Result::Ok(())
     })
 }
+
+#[test]
+fn a_cancelled_sleep_s_waker_is_never_the_one_another_task_s_sleep_wakes() -> io::Result<()> {
+    // The core keeps the waker of the sleep cancelled last, for the next sleep that would
+    // wake the same task: a sleep of another task must still wake its own.
+    let rt = paused()?;
+    let out = rt.block_on(async {
+        let a = spawn_local(async {
+            let mut nap = sleep(Duration::from_secs(10));
+            assert!(poll_once(&mut nap).await.is_none());
+            drop(nap);
+            pending::<()>().await;
+        });
+        yield_now().await;
+        let b = spawn_local(async {
+            sleep(Duration::from_secs(1)).await;
+            7
+        });
+        // b's sleep registers first, while a's waker is the one kept.
+        yield_now().await;
+        let out = timeout(Duration::from_secs(100), b).await;
+        a.abort();
+        out.map(|joined| joined.expect("task b"))
+    });
+    assert_eq!(out, Ok(7), "b's sleep woke b");
+    Ok(())
+}

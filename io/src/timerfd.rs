@@ -84,6 +84,7 @@ impl TimerFd {
     /// # Panics
     ///
     /// If `clock_gettime(CLOCK_MONOTONIC)` fails, which Linux guarantees it does not.
+    #[inline]
     pub fn now_mono_ns() -> u64 {
         let mut ts = libc::timespec {
             tv_sec: 0,

@@ -7,14 +7,14 @@ use std::time::Duration;
 
 use tickless_timer::{Slack, TimerHandle};
 
-use crate::catch::drop_caught;
 use crate::context::{with_current, NO_RUNTIME};
 use crate::runtime::MAX_SLACK;
 use crate::time::instant::{now_ns, FAR_NS};
 use crate::time::Instant;
 use crate::worker::clock::nanos;
-use crate::worker::id::CoreId;
+use crate::worker::id::CoreKey;
 use crate::worker::registry::remote_cancel;
+use crate::worker::timers::NO_SPAN;
 
 /// Waits until `duration` has elapsed. The deadline is taken now, from a fresh clock read.
 ///
@@ -50,12 +50,13 @@ pub fn sleep(duration: Duration) -> Sleep {
 /// The deadline is in the nanoseconds of the cores' clocks, read from the current core's
 /// clock (one read, no conversion through `std::time::Instant`), or from the system's
 /// monotonic clock outside a runtime.
+#[inline]
 pub(crate) fn sleep_for(span: Duration) -> Sleep {
-    let now = now_ns();
+    let span = nanos(span).min(FAR_NS);
     Sleep {
-        deadline: now.saturating_add(nanos(span).min(FAR_NS)),
+        deadline: now_ns().saturating_add(span),
         slack: None,
-        span: Some(span),
+        span,
         entry: None,
         done: false,
     }
@@ -89,7 +90,7 @@ pub fn sleep_until(deadline: Instant) -> Sleep {
     Sleep {
         deadline: deadline.ns(),
         slack: None,
-        span: None,
+        span: NO_SPAN,
         entry: None,
         done: false,
     }
@@ -99,7 +100,7 @@ pub fn sleep_until(deadline: Instant) -> Sleep {
 #[derive(Debug, Clone, Copy)]
 struct Entry {
     /// The core whose wheel holds it.
-    core: CoreId,
+    core: CoreKey,
     /// Its timer there.
     handle: TimerHandle,
 }
@@ -136,9 +137,10 @@ pub struct Sleep {
     deadline: u64,
     /// How late it may complete; the runtime's default when `None`.
     slack: Option<Slack>,
-    /// How long it was made for, if known (`sleep`, `timeout`): the runtime's default slack
-    /// may depend on it, and need not read the clock to learn it.
-    span: Option<Duration>,
+    /// How long it was made for in nanoseconds, if known (`sleep`, `timeout`; else
+    /// [`NO_SPAN`]): the runtime's default slack may depend on it, and need not read the clock
+    /// to learn it.
+    span: u64,
     /// Its timer, once polled.
     entry: Option<Entry>,
     /// It completed.
@@ -183,11 +185,11 @@ impl Sleep {
     pub fn reset(&mut self, deadline: Instant) {
         let deadline = deadline.ns();
         self.deadline = deadline;
-        self.span = None;
+        self.span = NO_SPAN;
         self.done = false;
         if let Some(entry) = self.entry {
             let moved = with_current(|core| {
-                core.id() == entry.core && core.timers().reset(entry.handle, deadline, self.slack)
+                core.key() == entry.core && core.timers().reset(entry.handle, deadline, self.slack)
             });
             if moved != Some(true) {
                 self.cancel();
@@ -197,25 +199,24 @@ impl Sleep {
 
     /// Cancels the registration, wherever it is: on this core directly, from elsewhere
     /// through the owning core's inbox.
+    #[inline]
     fn cancel(&mut self) {
         let Some(entry) = self.entry.take() else {
             return;
         };
         let local = with_current(|core| {
-            if core.id() != entry.core {
+            if core.key() != entry.core {
                 return false;
             }
-            // Our own waker: dropped outside the timers' borrow.
-            if let Some(value) = core.timers().cancel(entry.handle) {
-                drop_caught(value);
-            }
+            core.timers().cancel_sleep(entry.handle);
             true
         });
         if local != Some(true) {
-            remote_cancel(entry.core, entry.handle);
+            remote_cancel(entry.core.id(), entry.handle);
         }
     }
 
+    #[inline]
     pub(crate) fn poll_sleep(&mut self, cx: &mut Context<'_>) -> Poll<()> {
         if self.done {
             return Poll::Ready(());
@@ -223,7 +224,7 @@ impl Sleep {
         let ready = with_current(|core| {
             let timers = core.timers();
             if let Some(entry) = self.entry {
-                if entry.core == core.id() {
+                if entry.core == core.key() {
                     return timers.poll_registered(entry.handle, cx.waker());
                 }
                 // First poll on this core: move the registration here.
@@ -233,7 +234,7 @@ impl Sleep {
                 None => true,
                 Some(handle) => {
                     self.entry = Some(Entry {
-                        core: core.id(),
+                        core: core.key(),
                         handle,
                     });
                     false

@@ -117,6 +117,7 @@ impl Clock {
     /// Real nanoseconds since the epoch, from one `CLOCK_MONOTONIC` read: at most the epoch's
     /// `epoch_mono` error behind an instant's reading (see [`Epoch::mono`]), never ahead, so a
     /// deadline taken from it and expired by it is never early.
+    #[inline]
     fn real(&self) -> u64 {
         tickless_io::TimerFd::now_mono_ns().saturating_sub(self.epoch_mono)
     }
@@ -127,6 +128,7 @@ impl Clock {
     }
 
     /// Now, in nanoseconds since the epoch. One clock read (none while paused).
+    #[inline]
     pub(crate) fn now(&self) -> u64 {
         match self.paused.get() {
             Some(now) => now,

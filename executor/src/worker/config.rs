@@ -72,6 +72,17 @@ impl DefaultSlack {
         }
     }
 
+    /// The time left from which [`resolve`](Self::resolve) gives the same slack for every
+    /// timer: 0 for a fixed slack, the knee or the cap (whichever is later) for a growing one,
+    /// the cap times the divisor for a proportional one.
+    pub(crate) fn constant_from(self) -> u64 {
+        match self {
+            DefaultSlack::Fixed(_) => 0,
+            DefaultSlack::Proportional { divisor, max_ns } => max_ns.saturating_mul(divisor.max(1)),
+            DefaultSlack::Growing { knee_ns, max_ns } => knee_ns.max(max_ns),
+        }
+    }
+
     /// Whether the slack depends on the time a timer has left (the caller then has to know it).
     pub(crate) fn needs_remaining(self) -> bool {
         !matches!(self, DefaultSlack::Fixed(_))

@@ -1,6 +1,16 @@
 //! Which core: a runtime's number and the core's index in it.
 
+use std::num::NonZeroU64;
+
 use crate::sync::{AtomicU64, Ordering};
+
+/// Bits of a [`CoreKey`] that hold the core's index.
+const INDEX_BITS: u32 = 20;
+
+/// A [`CoreId`] in one word, for the hot paths that compare it (a `Sleep` knows its core by
+/// it): the runtime's number above the index's 20 bits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct CoreKey(NonZeroU64);
 
 /// Identifies a core across runtimes: the runtime's number and the core's index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -12,6 +22,22 @@ pub(crate) struct CoreId {
 }
 
 impl CoreId {
+    /// The core's key.
+    ///
+    /// # Panics
+    ///
+    /// For a core index of 2^20 or more (a runtime of more than a million cores).
+    pub(crate) fn key(self) -> CoreKey {
+        assert!(
+            self.index < 1 << INDEX_BITS,
+            "tickless: at most {} cores a runtime",
+            1u64 << INDEX_BITS
+        );
+        let key = self.runtime << INDEX_BITS | self.index as u64;
+        // Runtime numbers start at 1.
+        CoreKey(NonZeroU64::new(key).expect("runtime numbers start at 1"))
+    }
+
     /// A runtime number never handed out before in this process.
     pub(crate) fn new_runtime() -> u64 {
         #[cfg(not(loom))]
@@ -21,5 +47,15 @@ impl CoreId {
             static ref NEXT: AtomicU64 = AtomicU64::new(1);
         }
         NEXT.fetch_add(1, Ordering::Relaxed)
+    }
+}
+
+impl CoreKey {
+    /// The core it names.
+    pub(crate) fn id(self) -> CoreId {
+        CoreId {
+            runtime: self.0.get() >> INDEX_BITS,
+            index: (self.0.get() & ((1 << INDEX_BITS) - 1)) as usize,
+        }
     }
 }

@@ -43,7 +43,7 @@ use crate::stats::CoreStats;
 use clock::{nanos, Clock};
 use config::CoreConfig;
 use device::ClockDevice;
-use id::CoreId;
+use id::{CoreId, CoreKey};
 use placement::{Peers, Placement};
 use shared::{Runnable, Shared};
 use timers::{TimerValue, Timers};
@@ -84,6 +84,8 @@ fn bump(c: &Cell<u64>) {
 pub(crate) struct Core {
     /// What other threads may touch.
     shared: Arc<Shared>,
+    /// Its id in one word.
+    key: CoreKey,
     /// Runnable tasks, woken on this thread.
     queue: RefCell<VecDeque<Runnable>>,
     /// The timers, the clock and the timerfd.
@@ -161,6 +163,7 @@ impl Core {
         ));
         registry::register(&shared);
         Ok(Rc::new(Core {
+            key: shared.id.key(),
             shared,
             queue: RefCell::new(VecDeque::new()),
             timers: Timers::new(timerfd, clock, config.timer, config.default_slack),
@@ -181,6 +184,12 @@ impl Core {
     /// Which core.
     pub(crate) fn id(&self) -> CoreId {
         self.shared.id
+    }
+
+    /// Which core, in one word.
+    #[inline]
+    pub(crate) fn key(&self) -> CoreKey {
+        self.key
     }
 
     /// The part other threads may touch.

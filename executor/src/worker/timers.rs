@@ -19,13 +19,18 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::task::Waker;
 
-use tickless_timer::{Config, Slack, TimerHandle, TimerQueue, TimerStats};
+use tickless_timer::{Config, PreparedSlack, Slack, TimerHandle, TimerQueue, TimerStats};
 
+use crate::catch::drop_caught;
 use crate::task::DeferredStart;
-use crate::worker::clock::{nanos, Clock};
+use crate::worker::clock::Clock;
 use crate::worker::config::DefaultSlack;
 use crate::worker::device::{ClockDevice, CoreDevice};
 use crate::worker::shared::Runnable;
+
+/// A sleep's span when it is not known (`sleep_until`, `Interval`): no span is that long
+/// (spans are clamped about 30 years out).
+pub(crate) const NO_SPAN: u64 = u64::MAX;
 
 /// Timers fired in one batch before the loop turns back to tasks and I/O.
 pub(crate) const TIMER_BUDGET: usize = 1024;
@@ -56,6 +61,14 @@ pub(crate) struct Timers {
     fresh: Cell<u8>,
     /// Slack of timers that give none.
     default_slack: DefaultSlack,
+    /// The time left from which `default_slack` is the same for every timer
+    /// ([`DefaultSlack::constant_from`]).
+    long_from: u64,
+    /// That slack, prepared for the queue once a timer has used it.
+    long_slack: Cell<Option<PreparedSlack>>,
+    /// The waker of the last sleep cancelled, for the next one to register (see
+    /// [`waker_like`](Self::waker_like)).
+    spare: Cell<Option<Waker>>,
     /// What the device is (fixed at creation; the loop asks at every poll).
     device: ClockDevice,
 }
@@ -78,6 +91,9 @@ impl Timers {
             last_now: Cell::new(0),
             fresh: Cell::new(0),
             default_slack,
+            long_from: default_slack.constant_from(),
+            long_slack: Cell::new(None),
+            spare: Cell::new(None),
         }
     }
 
@@ -93,46 +109,102 @@ impl Timers {
 
     // --- What the time types use. ---
 
-    /// Registers a sleep's waker for `deadline` (an instant) with `slack` (the core's default
-    /// when `None`; `span`, if known, is how long the sleep was made for, which a proportional
-    /// default uses instead of a clock read). `None` if the deadline is already due by the
-    /// core's last reading: the sleep completes now, and nothing is registered.
+    /// Registers a sleep's waker for `ns` (an instant) with `slack` (the core's default when
+    /// `None`; `span`, if known (not [`NO_SPAN`]), is how long the sleep was made for, in
+    /// nanoseconds, which a proportional default uses instead of a clock read). `None` if the
+    /// deadline is already due by the core's last reading: the sleep completes now, and nothing
+    /// is registered.
+    #[inline]
     pub(crate) fn register(
         &self,
         ns: u64,
         slack: Option<Slack>,
-        span: Option<std::time::Duration>,
+        span: u64,
         waker: &Waker,
     ) -> Option<TimerHandle> {
         if ns <= self.last_now.get() {
             return None;
         }
-        let slack = slack.unwrap_or_else(|| self.default_slack_of(ns, span));
-        let value = TimerValue::Wake(waker.clone());
-        Some(self.queue.borrow_mut().insert(ns, slack, value))
+        // Before the queue's borrow: a waker's clone is user code.
+        let value = TimerValue::Wake(self.waker_like(waker));
+        let mut queue = self.queue.borrow_mut();
+        let slack = match (slack, self.long_slack.get()) {
+            // A long timer's default slack (a request's timeout): prepared already.
+            (None, Some(long)) if span >= self.long_from && span != NO_SPAN => long,
+            (None, _) => self.default_slack_of(&mut queue, ns, span),
+            (Some(slack), _) => queue.prepare(slack),
+        };
+        Some(queue.insert_prepared(ns, slack, value))
     }
 
-    /// The default slack of a timer due at `ns` made for `span` (`None`: unknown).
+    /// A waker that wakes what `waker` wakes: the waker of the last sleep cancelled here if it
+    /// will (a task cancels its request's timeout and sets the next one in the same poll:
+    /// the waker moves from one timer to the next, neither cloned nor dropped), else a clone.
+    #[inline]
+    fn waker_like(&self, waker: &Waker) -> Waker {
+        match self.spare.take() {
+            Some(spare) if spare.will_wake(waker) => spare,
+            other => {
+                // Kept for the next one (it is dropped when a cancel replaces it).
+                self.spare.set(other);
+                waker.clone()
+            }
+        }
+    }
+
+    /// Cancels a sleep of this core, keeping its waker for the next registration (see
+    /// [`waker_like`](Self::waker_like)); the waker it replaces there is dropped, under a
+    /// panic guard, after the queue's borrow. Nothing if it already fired, or while the queue
+    /// is borrowed (the core's own shutdown is taking every timer: nothing to cancel).
+    #[inline]
+    pub(crate) fn cancel_sleep(&self, handle: TimerHandle) {
+        match self.cancel(handle) {
+            Some(TimerValue::Wake(waker)) => {
+                if let Some(old) = self.spare.replace(Some(waker)) {
+                    drop_caught(old);
+                }
+            }
+            Some(other) => drop_caught(other),
+            None => {}
+        }
+    }
+
+    /// The default slack of a timer due at `ns` made for `span` ns ([`NO_SPAN`]: unknown),
+    /// prepared for the queue.
     ///
     /// A proportional default needs the time left: `span` when the caller knows it (`sleep`,
     /// `timeout`), else the deadline less the loop's last reading while that is recent (the
     /// tasks a timer wakeup runs), else one clock read. The last reading is never ahead of
     /// now, so the estimate is never short: the slack is at most the share of the time left
-    /// plus the share of one loop turn.
-    fn default_slack_of(&self, ns: u64, span: Option<std::time::Duration>) -> Slack {
+    /// plus the share of one loop turn. From [`DefaultSlack::constant_from`] on, the slack is
+    /// the same for every length: prepared once, at the first such timer, and reused.
+    fn default_slack_of(
+        &self,
+        queue: &mut TimerQueue<TimerValue, CoreDevice>,
+        ns: u64,
+        span: u64,
+    ) -> PreparedSlack {
         let policy = self.default_slack;
-        if !policy.needs_remaining() {
-            return policy.resolve(0);
-        }
-        let remaining = match span {
-            Some(d) => nanos(d),
+        let remaining = if span != NO_SPAN {
+            span
+        } else if self.long_from == 0 {
+            // The same slack for every length: no need to know it.
+            0
+        } else if self.fresh.get() > 0 && !self.clock.is_paused() {
+            ns.saturating_sub(self.last_now.get())
+        } else {
             // Paused time reads for free, and exactly.
-            None if self.fresh.get() > 0 && !self.clock.is_paused() => {
-                ns.saturating_sub(self.last_now.get())
-            }
-            None => ns.saturating_sub(self.clock.now()),
+            ns.saturating_sub(self.clock.now())
         };
-        policy.resolve(remaining)
+        if remaining < self.long_from {
+            return queue.prepare(policy.resolve(remaining));
+        }
+        if let Some(long) = self.long_slack.get() {
+            return long;
+        }
+        let long = queue.prepare(policy.resolve(self.long_from));
+        self.long_slack.set(Some(long));
+        long
     }
 
     /// Whether a registered sleep has fired; if not, makes sure `waker` is the one woken.
@@ -152,13 +224,23 @@ impl Timers {
 
     /// Moves a registered sleep to `deadline`, keeping its entry; `false` if it already fired.
     pub(crate) fn reset(&self, handle: TimerHandle, ns: u64, slack: Option<Slack>) -> bool {
-        let slack = slack.unwrap_or_else(|| self.default_slack_of(ns, None));
+        let slack = slack.unwrap_or_else(|| {
+            let remaining = if self.fresh.get() > 0 && !self.clock.is_paused() {
+                ns.saturating_sub(self.last_now.get())
+            } else if self.default_slack.needs_remaining() {
+                ns.saturating_sub(self.clock.now())
+            } else {
+                0
+            };
+            self.default_slack.resolve(remaining)
+        });
         self.queue.borrow_mut().reset(handle, ns, slack)
     }
 
     /// Cancels a timer of this core and returns its value, to drop outside the borrow. `None`
     /// if it already fired, or while the queue is borrowed (the core's own shutdown is taking
     /// every timer: nothing to cancel).
+    #[inline]
     pub(crate) fn cancel(&self, handle: TimerHandle) -> Option<TimerValue> {
         self.queue.try_borrow_mut().ok()?.cancel(handle)
     }
@@ -308,7 +390,9 @@ impl Timers {
 
     /// Takes every pending timer out, for the core's shutdown (to drop them in its context).
     pub(crate) fn take_all(&self) -> Vec<TimerValue> {
-        self.queue.borrow_mut().drain()
+        let mut all = self.queue.borrow_mut().drain();
+        all.extend(self.spare.take().map(TimerValue::Wake));
+        all
     }
 
     /// The queue's counters.
