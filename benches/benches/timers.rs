@@ -1,10 +1,14 @@
 //! Timer queue costs: an insert+cancel pair (a request timeout that never fires) and an
-//! insert+fire, with 0, 1,000 and 1,000,000 timers already pending.
+//! insert+fire, with 0, 1,000 and 1,000,000 timers already pending; and beside them the same
+//! timeout through the public path (`tickless::time::timeout` in a task, clock read, registration
+//! and all), so that the gap between the wheel and what a user pays stays in view.
 //!
 //! `cargo bench -p tickless-benches --bench timers`
 
+use std::future::{poll_fn, Future};
 use std::hint::black_box;
-use std::time::Duration;
+use std::task::Poll;
+use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use tickless_timer::{Config, FakeDevice, Slack, TimerQueue};
@@ -52,5 +56,61 @@ fn timers(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, timers);
+/// A future that is pending at its first poll (waking its task at once) and ready at its
+/// second: a read whose data comes a moment later, as a request's.
+fn pending_once() -> impl Future<Output = u64> {
+    let mut polled = false;
+    poll_fn(move |cx| {
+        if polled {
+            return Poll::Ready(1);
+        }
+        polled = true;
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    })
+}
+
+fn public(c: &mut Criterion) {
+    let mut group = c.benchmark_group("public");
+    group
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2));
+    let rt = tickless::Builder::new()
+        .cores(1)
+        .build()
+        .expect("a runtime");
+    let second = Duration::from_secs(1);
+    // `iters` awaits of `$make` in one task, timed from inside it (a macro: no boxed future
+    // in the loop).
+    macro_rules! awaits {
+        ($name:literal, |$i:ident| $make:expr) => {
+            group.bench_function($name, |b| {
+                b.iter_custom(|iters| {
+                    rt.block_on(async {
+                        let start = Instant::now();
+                        for $i in 0..iters {
+                            black_box(&$make.await);
+                        }
+                        start.elapsed()
+                    })
+                })
+            });
+        };
+    }
+    // Ready at the first poll: a deadline taken, nothing registered.
+    awaits!("timeout_ready", |i| tickless::time::timeout(
+        second,
+        async move { i }
+    ));
+    // Pending once: registered, the task woken and polled again, cancelled on drop.
+    awaits!("timeout_pending_once", |_i| tickless::time::timeout(
+        second,
+        pending_once()
+    ));
+    // The same future without a timeout: what the timeout adds is the difference.
+    awaits!("pending_once", |_i| pending_once());
+    group.finish();
+}
+
+criterion_group!(benches, timers, public);
 criterion_main!(benches);

@@ -24,6 +24,8 @@ import shutil
 import subprocess
 import sys
 
+from readme_block import cpu_model
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RESULTS = os.path.join(ROOT, "benches", "results")
 RAW = os.path.join(RESULTS, "compare.txt")
@@ -70,17 +72,6 @@ COLORS = {
     "threads": "#7f7f7f",
     "floor": "#c7c7c7",
 }
-
-
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
 
 
 def ensure_strace():

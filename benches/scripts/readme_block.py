@@ -1,10 +1,23 @@
 """What the README scripts share: reading `key=value` result lines, and replacing one generated
 block of README.md (between `<!-- NAME:begin -->` and `<!-- NAME:end -->`), nothing else."""
 import os
+import platform
 import re
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def cpu_model():
+    """The machine's CPU, as /proc/cpuinfo names it."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
 
 
 def fields(line):

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Runs the `timers` criterion bench and writes its figures into README.md.
+"""Runs the `timers` criterion bench (the wheel's own costs, and a timeout through the public
+path) and writes its figures into README.md.
 
     python3 benches/scripts/timers_readme.py            # run the bench, then update README.md
     python3 benches/scripts/timers_readme.py --no-run   # only re-read target/criterion
@@ -10,26 +11,14 @@ else is touched. Figures are criterion's medians, with its 95% interval.
 import datetime
 import json
 import os
-import platform
 import re
 import subprocess
 import sys
 
-from readme_block import ROOT, replace_block
+from readme_block import ROOT, cpu_model, replace_block
 
 CRITERION = os.path.join(ROOT, "target", "criterion", "timers")
 PENDING = ["0", "1000", "1000000"]
-
-
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
 
 
 def median(bench, pending):
@@ -38,6 +27,12 @@ def median(bench, pending):
         m = json.load(f)["median"]
     ci = m["confidence_interval"]
     return f"{m['point_estimate']:.1f} ns ({ci['lower_bound']:.1f}-{ci['upper_bound']:.1f})"
+
+
+def point(path):
+    """Criterion's median of one benchmark, in ns."""
+    with open(os.path.join(path, "new", "estimates.json")) as f:
+        return json.load(f)["median"]["point_estimate"]
 
 
 def main():
@@ -58,6 +53,22 @@ def main():
     ]
     for p in PENDING:
         lines.append(f"| {int(p):,} | {median('insert_cancel', p)} | {median('insert_fire', p)} |")
+    # The same timeout through the public path, in a task of a one-core runtime.
+    ready, pending, plain = (
+        point(os.path.join(ROOT, "target", "criterion", "public", b))
+        for b in ("timeout_ready", "timeout_pending_once", "pending_once")
+    )
+    lines += [
+        "",
+        "The same never-firing timeout through the public path (`time::timeout(1 s, f)` awaited in "
+        "a one-core runtime: clock read, registration, cancel on drop):",
+        "",
+        "| public path | per timeout |",
+        "|---|---:|",
+        f"| `f` ready at its first poll (a deadline taken, nothing registered) | {ready:.1f} ns |",
+        f"| `f` pending once: registered and cancelled (less the same `f` without a timeout, "
+        f"{plain:.1f} ns) | {pending - plain:.1f} ns |",
+    ]
     lines.append("<!-- timers:end -->")
     replace_block("timers", lines)
 
