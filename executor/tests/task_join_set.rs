@@ -156,3 +156,26 @@ fn many_tasks_join_in_deadline_order_with_one_wake_each() -> io::Result<()> {
     assert!(s.polls <= 2000 + 1000 + 10, "polls: {}", s.polls);
     Ok(())
 }
+
+#[test]
+fn a_set_collects_from_an_iterator_of_futures() -> io::Result<()> {
+    let rt = Builder::new().cores(1).start_paused(true).build()?;
+    let out = rt.block_on(async {
+        // Collected as on tokio: each future spawned into the set, joined as it finishes.
+        let mut set: JoinSet<u64> = [30u64, 10, 20]
+            .into_iter()
+            .map(|ms| async move {
+                sleep(Duration::from_millis(ms)).await;
+                ms
+            })
+            .collect();
+        assert_eq!(set.len(), 3);
+        let mut out = Vec::new();
+        while let Some(done) = set.join_next().await {
+            out.push(done.expect("a collected task"));
+        }
+        out
+    });
+    assert_eq!(out, [10, 20, 30]);
+    Ok(())
+}

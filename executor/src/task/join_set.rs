@@ -240,6 +240,43 @@ impl<T: Send + 'static> JoinSet<T> {
     }
 }
 
+/// Collects futures into a set, spawning each on the current core as
+/// [`JoinSet::spawn`] does (tokio's `JoinSet` collects the same way).
+///
+/// # Panics
+///
+/// Outside a tickless runtime.
+///
+/// # Examples
+///
+/// ```
+/// use tickless::task::JoinSet;
+///
+/// let rt = tickless::Runtime::new()?;
+/// rt.block_on(async {
+///     let mut set: JoinSet<u32> = (1..=3).map(|i| async move { i * 10 }).collect();
+///     let mut sum = 0;
+///     while let Some(out) = set.join_next().await {
+///         sum += out.expect("a task");
+///     }
+///     assert_eq!(sum, 60);
+/// });
+/// # std::io::Result::Ok(())
+/// ```
+impl<T, F> FromIterator<F> for JoinSet<T>
+where
+    F: Future<Output = T> + Send + 'static,
+    T: Send + 'static,
+{
+    fn from_iter<I: IntoIterator<Item = F>>(iter: I) -> JoinSet<T> {
+        let mut set = JoinSet::new();
+        for future in iter {
+            set.spawn(future);
+        }
+        set
+    }
+}
+
 impl<T> Drop for JoinSet<T> {
     /// Aborts every task still in the set.
     fn drop(&mut self) {
