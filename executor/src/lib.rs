@@ -36,6 +36,28 @@ pub mod loom_exports {
     pub use crate::worker::timers::TimerValue;
 }
 
+/// What `#[tickless::main]` and `#[tickless::test]` expand to: not for use by hand.
+#[doc(hidden)]
+pub mod __macro_support {
+    /// The `tokio_context = true` setting: there where the crate has its `tokio-compat`
+    /// feature, a compile error that says so elsewhere.
+    #[diagnostic::on_unimplemented(
+        message = "`tokio_context = ...` needs tickless's `tokio-compat` feature",
+        label = "add `features = [\"tokio-compat\"]` to the `tickless` dependency"
+    )]
+    pub trait TokioContext {
+        /// `Builder::tokio_context`.
+        fn tokio_context(&mut self, enabled: bool) -> &mut Self;
+    }
+
+    #[cfg(feature = "tokio-compat")]
+    impl TokioContext for crate::Builder {
+        fn tokio_context(&mut self, enabled: bool) -> &mut Self {
+            crate::Builder::tokio_context(self, enabled)
+        }
+    }
+}
+
 pub use context::core_id;
 pub use runtime::{Builder, CorePanic, Handle, Runtime, ShutdownError};
 pub use stats::{CoreStats, Stats};

@@ -52,3 +52,16 @@ async fn policy_and_slack_settings_reach_the_runtime() {
     sleep(Duration::from_micros(100)).await;
     assert_eq!(start.elapsed(), Duration::from_micros(1_100));
 }
+
+#[tickless::test(tokio_context = true)]
+async fn a_tokio_context_setting_lets_tokio_s_own_calls_run() {
+    // tokio's timer and spawn need a tokio context: without the setting they panic.
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    let seven = tokio::spawn(async { 7 }).await.unwrap();
+    assert_eq!(seven, 7);
+}
+
+#[tickless::test]
+async fn without_the_setting_there_is_no_tokio_context() {
+    assert!(tokio::runtime::Handle::try_current().is_err());
+}

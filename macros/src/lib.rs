@@ -19,9 +19,12 @@ struct Settings {
     timer_policy: Option<Ident>,
     /// `default_slack_us = N`.
     default_slack_us: Option<LitInt>,
+    /// `tokio_context = true` (needs tickless's `tokio-compat` feature).
+    tokio_context: Option<LitBool>,
 }
 
-/// Parses `cores = N, start_paused = BOOL` (each optional).
+/// Parses `cores = N, start_paused = BOOL, timer_policy = P, default_slack_us = N,
+/// tokio_context = BOOL` (each optional).
 fn settings(args: TokenStream) -> syn::Result<Settings> {
     let mut s = Settings::default();
     let parser = syn::meta::parser(|meta| {
@@ -44,6 +47,9 @@ fn settings(args: TokenStream) -> syn::Result<Settings> {
         } else if meta.path.is_ident("default_slack_us") {
             s.default_slack_us = Some(meta.value()?.parse()?);
             Ok(())
+        } else if meta.path.is_ident("tokio_context") {
+            s.tokio_context = Some(meta.value()?.parse()?);
+            Ok(())
         } else if meta.path.is_ident("flavor") || meta.path.is_ident("worker_threads") {
             Err(meta.error(
                 "tickless has one flavor, thread per core: say `cores = N` for the number of \
@@ -52,7 +58,8 @@ fn settings(args: TokenStream) -> syn::Result<Settings> {
         } else {
             Err(meta.error(
                 "unknown setting: expected `cores = N`, `start_paused = true`, \
-                 `timer_policy = Eager|OnIdle|Lazy` or `default_slack_us = N`",
+                 `timer_policy = Eager|OnIdle|Lazy`, `default_slack_us = N` or \
+                 `tokio_context = true`",
             ))
         }
     });
@@ -99,6 +106,11 @@ fn expand(args: TokenStream, item: TokenStream, test: bool) -> TokenStream {
     let slack = settings.default_slack_us.map(|us| {
         quote! { builder.default_slack(::std::time::Duration::from_micros(#us)); }
     });
+    // Through a trait that only the `tokio-compat` feature implements: without it, the error
+    // names the feature.
+    let tokio = settings.tokio_context.map(|on| {
+        quote! { ::tickless::__macro_support::TokioContext::tokio_context(&mut builder, #on); }
+    });
     let body = &f.block;
     let test_attr = test.then(|| quote! { #[::core::prelude::v1::test] });
     let attrs = &f.attrs;
@@ -113,6 +125,7 @@ fn expand(args: TokenStream, item: TokenStream, test: bool) -> TokenStream {
             #paused
             #policy
             #slack
+            #tokio
             let runtime = builder
                 .build()
                 .expect("building the tickless runtime failed");
@@ -124,7 +137,9 @@ fn expand(args: TokenStream, item: TokenStream, test: bool) -> TokenStream {
 
 /// Runs `async fn main` on a tickless runtime: one core per CPU (`cores = N` to choose),
 /// real time (`start_paused = true` to pause it), the default re-arm policy
-/// (`timer_policy = Eager`, `OnIdle` or `Lazy`) and slack (`default_slack_us = N`).
+/// (`timer_policy = Eager`, `OnIdle` or `Lazy`) and slack (`default_slack_us = N`), and a tokio
+/// context on every core for libraries written for tokio (`tokio_context = true`, with
+/// tickless's `tokio-compat` feature; see `Builder::tokio_context`).
 ///
 /// ```ignore
 /// #[tickless::main]
@@ -139,7 +154,8 @@ pub fn main(args: TokenStream, item: TokenStream) -> TokenStream {
 
 /// Runs an `async fn` test on a tickless runtime of one core (`cores = N` for more), with
 /// `start_paused = true` for paused time, as `#[tokio::test(start_paused = true)]`; also
-/// `timer_policy = ...` and `default_slack_us = N`, as for [`main`](macro@main).
+/// `timer_policy = ...`, `default_slack_us = N` and `tokio_context = true`, as for
+/// [`main`](macro@main).
 ///
 /// ```ignore
 /// #[tickless::test(start_paused = true)]
