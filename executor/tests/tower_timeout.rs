@@ -511,3 +511,65 @@ fn the_types_are_what_axum_asks_for() {
         f.await.unwrap();
     });
 }
+
+/// tower's error-returning timeout: a slow service fails with `Elapsed` at the deadline, for
+/// `HandleErrorLayer` to answer; a fast one passes, its error boxed as tower boxes it.
+mod tower_s_timeout {
+    use super::*;
+    use tickless::tower::timeout::{error::Elapsed, TimeoutLayer as TowerTimeoutLayer};
+
+    #[test]
+    fn a_slow_service_fails_with_elapsed_at_the_deadline_after_one_timer() -> io::Result<()> {
+        let rt = paused()?;
+        let before = rt.stats().total;
+        let (err, took) = rt.block_on(async {
+            let svc = ServiceBuilder::new()
+                .layer(TowerTimeoutLayer::new(ms(30)))
+                .service_fn(|_: ()| async {
+                    sleep(ms(100)).await;
+                    Ok::<_, Infallible>("late")
+                });
+            let start = Instant::now();
+            let err = svc.oneshot(()).await.unwrap_err();
+            (err, start.elapsed())
+        });
+        assert!(err.is::<Elapsed>(), "{err}");
+        assert_eq!(err.to_string(), "request timed out");
+        assert_eq!(took, ms(30));
+        let s = since(&rt, before);
+        // The timeout's timer fired; the service's own sleep was cancelled with its future.
+        assert_eq!((s.timer_inserts, s.timer_fires, s.timer_cancels), (2, 1, 1));
+        Ok(())
+    }
+
+    #[test]
+    fn a_fast_service_passes_and_its_errors_come_boxed_not_as_elapsed() -> io::Result<()> {
+        let rt = paused()?;
+        let before = rt.stats().total;
+        let (ok, err) = rt.block_on(async {
+            let layer = TowerTimeoutLayer::new(ms(30));
+            let ok = layer
+                .layer(service_fn(
+                    |n: u32| async move { Ok::<_, io::Error>(n + 1) },
+                ))
+                .oneshot(1)
+                .await;
+            let err = layer
+                .layer(service_fn(|_: u32| async {
+                    sleep(ms(10)).await;
+                    Err::<u32, _>(io::Error::other("the service's own"))
+                }))
+                .oneshot(1)
+                .await;
+            (ok, err)
+        });
+        assert_eq!(ok.unwrap(), 2);
+        let err = err.unwrap_err();
+        assert!(!err.is::<Elapsed>());
+        assert_eq!(err.to_string(), "the service's own");
+        let s = since(&rt, before);
+        // Ready at once: no timer; the failing one waited, so its timeout was set and cancelled.
+        assert_eq!((s.timer_inserts, s.timer_cancels), (2, 1), "{s:?}");
+        Ok(())
+    }
+}

@@ -1,4 +1,5 @@
-//! tower-http's timeouts on tickless's timer wheel (feature `tower`).
+//! tower-http's timeouts on tickless's timer wheel (feature `tower`), and tower's own
+//! error-returning one in [`timeout`].
 //!
 //! [`TimeoutLayer`] and [`RequestBodyTimeoutLayer`] are tower-http 0.6's
 //! `tower_http::timeout::{TimeoutLayer, RequestBodyTimeoutLayer}` with the same names,
@@ -113,7 +114,8 @@ macro_rules! inner_service_accessors {
 }
 
 mod body_timeout;
-mod timeout;
+pub mod timeout;
+mod timeout_http;
 
 pub use body_timeout::{RequestBodyTimeout, RequestBodyTimeoutLayer, TimeoutBody, TimeoutError};
-pub use timeout::{ResponseFuture, Timeout, TimeoutLayer};
+pub use timeout_http::{ResponseFuture, Timeout, TimeoutLayer};
