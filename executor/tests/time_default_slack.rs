@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use tickless::runtime::{DEFAULT_SLACK_KNEE, DEFAULT_SLACK_MAX};
 use tickless::time::{sleep, sleep_until, timeout, Instant};
-use tickless::{spawn_local, Builder, Runtime};
+use tickless::{spawn_local, yield_now, Builder, Runtime};
 
 fn us(n: u64) -> Duration {
     Duration::from_micros(n)
@@ -282,5 +282,34 @@ fn churning_timers_stay_within_their_slack_and_share_wakeups() -> io::Result<()>
     // wakeups here; rounding deadlines up to a 1,024 µs grid took 1,127 (one per grid point
     // that any deadline fell before).
     assert!(instants < 1_000, "{instants} wakeups for {fires} sleeps");
+    Ok(())
+}
+
+#[test]
+fn a_short_sleep_until_keeps_its_precision_after_long_timers_shared_a_slack() -> io::Result<()> {
+    // The long timers' slack is prepared once and reused; a deadline made with `sleep_until`
+    // (no length known) that is close gets its own small slack all the same.
+    let rt = paused()?;
+    let (late, _) = fire(&rt, &one_window(), Make::Timeout);
+    assert_eq!(late[0], DEFAULT_SLACK_MAX);
+    let (late, _) = fire(&rt, &[us(100)], Make::SleepUntil);
+    assert!(late[0] <= us(4), "{late:?}");
+    Ok(())
+}
+
+#[test]
+fn a_sleep_until_right_after_an_advance_takes_its_slack_from_the_paused_clock() -> io::Result<()> {
+    // The loop's last reading is from before the advance: paused time reads the clock itself
+    // (for free, exactly), so the 100 µs left give a 100 µs timer's slack, not 10 s's.
+    let rt = paused()?;
+    let late = rt.block_on(async {
+        let _pending = spawn_local(sleep(Duration::from_secs(3600)));
+        yield_now().await;
+        tickless::time::advance(Duration::from_secs(10)).await;
+        let start = Instant::now();
+        sleep_until(start + us(100)).await;
+        start.elapsed() - us(100)
+    });
+    assert!(late <= us(4), "{late:?}");
     Ok(())
 }

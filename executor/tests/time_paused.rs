@@ -756,3 +756,17 @@ fn a_cancelled_sleep_s_waker_is_never_the_one_another_task_s_sleep_wakes() -> io
     assert_eq!(out, Ok(7), "b's sleep woke b");
     Ok(())
 }
+
+#[test]
+fn a_sleep_dropped_on_its_own_core_is_cancelled_at_once_not_through_the_inbox() -> io::Result<()> {
+    let rt = paused()?;
+    rt.block_on(async {
+        let mut nap = sleep(Duration::from_secs(10));
+        assert!(poll_once(&mut nap).await.is_none());
+        let before = rt.stats().total;
+        drop(nap);
+        let after = rt.stats().total;
+        assert_eq!(after.timer_cancels, before.timer_cancels + 1, "{after:?}");
+    });
+    Ok(())
+}

@@ -59,3 +59,38 @@ impl CoreKey {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_key_names_its_core_and_only_it() {
+        let ids = [
+            (1, 0),
+            (1, 1),
+            (2, 0),
+            (7, 5),
+            (u64::MAX >> INDEX_BITS, (1 << INDEX_BITS) - 1),
+        ];
+        for (runtime, index) in ids {
+            let id = CoreId { runtime, index };
+            assert_eq!(id.key().id(), id, "{id:?}");
+        }
+        for (i, a) in ids.iter().enumerate() {
+            for b in &ids[i + 1..] {
+                let (a, b) = (
+                    CoreId {
+                        runtime: a.0,
+                        index: a.1,
+                    },
+                    CoreId {
+                        runtime: b.0,
+                        index: b.1,
+                    },
+                );
+                assert_ne!(a.key(), b.key(), "{a:?} {b:?}");
+            }
+        }
+    }
+}
