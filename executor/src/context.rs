@@ -1,14 +1,18 @@
 //! The core running on this thread, in a thread-local of its own: every timer, spawn and task
-//! poll looks it up, so it holds the core itself (no downcast through the reactor's slot).
+//! poll looks it up, so it names the core itself (no downcast through the reactor's slot).
 //! [`Core::enter`] sets it together with the core's reactor, and its guard restores both.
 //!
 //! The look-up is on the hot path of every timer (a request's timeout looks it up three times:
 //! the clock read, the insert, the cancel), so the core is found through a plain pointer in a
-//! thread-local without a destructor (one load), beside the `Rc` that keeps it alive: the
-//! thread-local that owns the `Rc` has a destructor, and each access to it checks its state and
-//! its `RefCell` (about 15 instructions of the 300 a timeout costs).
+//! thread-local without a destructor: one load, where a thread-local holding an `Rc` has a
+//! destructor, and each access to it checks its state (and a `RefCell` its borrow). What keeps
+//! the core alive is the [`Entered`] guard that made it current, on this thread's stack.
+//!
+//! Having no destructor, the thread-local is never destroyed: a runtime kept in a thread-local
+//! of the user's and dropped at the thread's exit still enters its core for its shutdown (a
+//! thread-local holding an `Rc` could be gone by then, and entering it would abort).
 
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::rc::Rc;
 
 use tickless_io::EnterGuard;
@@ -20,55 +24,48 @@ pub(crate) const NO_RUNTIME: &str =
     "this function must be called from a task or `block_on` of a tickless runtime";
 
 thread_local! {
-    /// The core entered on this thread, if any: what keeps it alive while it is current.
-    static CURRENT: RefCell<Option<Rc<Core>>> = const { RefCell::new(None) };
-    /// The same core as a plain pointer (null when none), for the look-up.
+    /// The core entered on this thread (null when none).
     ///
-    /// Invariant: it is null, or it points to the core that `CURRENT` holds. Only
-    /// [`Core::enter_for_shutdown`] and [`Entered`]'s drop write either, and they write both.
-    static CURRENT_PTR: Cell<*const Core> = const { Cell::new(std::ptr::null()) };
+    /// Invariant: it is null, or it points to the core held by the innermost live [`Entered`]
+    /// of this thread, which set it. Only [`Core::enter_for_shutdown`] and `Entered`'s drop
+    /// write it; guards live on the stack, so they are dropped innermost first, each putting
+    /// back the pointer of the guard outside it (which still holds its core).
+    static CURRENT: Cell<*const Core> = const { Cell::new(std::ptr::null()) };
 }
 
-/// Runs `f` with the core of this thread; `None` outside a runtime (or during thread exit).
+/// Runs `f` with the core of this thread; `None` outside a runtime.
 #[inline]
 pub(crate) fn with_current<R>(f: impl FnOnce(&Core) -> R) -> Option<R> {
     // A thread-local without a destructor is never destroyed: `with` does not fail.
-    let core = CURRENT_PTR.with(Cell::get);
+    let core = CURRENT.with(Cell::get);
     if core.is_null() {
         return None;
     }
-    // SAFETY: a non-null `CURRENT_PTR` points to the core `CURRENT` holds an `Rc` of (the
-    // invariant above), so the core is alive now. It stays alive while `f` runs: only an
-    // `Entered`'s drop takes that `Rc` out of `CURRENT`, and the `Entered` that set this
-    // pointer belongs to a caller further down this thread's stack (`block_on`, the core's
-    // thread, a shutdown), which `f` cannot reach; an `enter_for_shutdown` inside `f` keeps
-    // it alive in its own `Entered`. `Core` is not `Sync`, and the reference is to this
-    // thread's core, used on this thread only.
+    // SAFETY: a non-null `CURRENT` points to the core the innermost live `Entered` of this
+    // thread holds an `Rc` of (the invariant above), so the core is alive now. It stays alive
+    // while `f` runs: that guard belongs to a caller further down this thread's stack
+    // (`block_on`, the core's thread, a shutdown), which `f` cannot reach or drop; an
+    // `enter_for_shutdown` inside `f` makes a guard of its own and puts this pointer back when
+    // it drops. `Core` is not `Sync`, and the reference is to this thread's core, used on this
+    // thread only.
     Some(f(unsafe { &*core }))
 }
 
 /// Makes a core (and its reactor) current on this thread until dropped, then restores what was
-/// current before (nothing, except while a runtime is dropped inside another).
+/// current before (nothing, except while a runtime is dropped inside another). `!Send` (it
+/// holds an `Rc`): it is dropped on the thread that made it.
 pub(crate) struct Entered {
-    /// The core current before.
-    previous: Option<Rc<Core>>,
+    /// The core made current: held, so that the pointer in `CURRENT` stays valid.
+    _core: Rc<Core>,
+    /// The core current before (null: none), held by the guard outside this one.
+    previous: *const Core,
     /// The reactor's guard, which restores the previous reactor after `drop` restored the core.
     _guard: EnterGuard,
 }
 
 impl Drop for Entered {
     fn drop(&mut self) {
-        let previous = self.previous.take();
-        let ptr = previous.as_ref().map_or(std::ptr::null(), Rc::as_ptr);
-        // Null first: the pointer never names a core that `CURRENT` does not hold.
-        CURRENT_PTR.with(|c| c.set(std::ptr::null()));
-        // During thread exit the slot may already be gone; then there is nothing to restore
-        // (and `previous` is dropped with the closure, the pointer left null).
-        let _was_current = CURRENT.try_with(|c| {
-            let ours = c.replace(previous);
-            CURRENT_PTR.with(|p| p.set(ptr));
-            ours
-        });
+        CURRENT.with(|c| c.set(self.previous));
     }
 }
 
@@ -91,10 +88,12 @@ impl Core {
     /// destructors of its tasks must find their own core (its live-task set, its timers).
     pub(crate) fn enter_for_shutdown(self: &Rc<Self>) -> Entered {
         let _guard = self.reactor().enter();
-        let previous = CURRENT.with(|c| c.borrow_mut().replace(Rc::clone(self)));
-        // After `CURRENT` holds it: the pointer never names a core that `CURRENT` does not.
-        CURRENT_PTR.with(|c| c.set(Rc::as_ptr(self)));
-        Entered { previous, _guard }
+        let previous = CURRENT.with(|c| c.replace(Rc::as_ptr(self)));
+        Entered {
+            _core: Rc::clone(self),
+            previous,
+            _guard,
+        }
     }
 }
 

@@ -460,3 +460,40 @@ fn the_waker_a_cancelled_sleep_leaves_the_core_moves_to_the_next_and_goes_with_t
     assert_eq!(Arc::strong_count(&noop), 1, "dropped with the runtime");
     Ok(())
 }
+
+#[test]
+fn a_runtime_kept_in_a_thread_local_is_shut_down_at_the_thread_s_exit() {
+    // The runtime's thread-local is destroyed at the thread's exit, possibly after tickless's
+    // own: its shutdown still enters its core, and drops the pending task's future there
+    // (this aborted the process before).
+    thread_local! {
+        static RT: std::cell::RefCell<Option<Runtime>> = const { std::cell::RefCell::new(None) };
+    }
+    struct SetOnDrop(Arc<AtomicBool>);
+    impl Drop for SetOnDrop {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+    let dropped = Arc::new(AtomicBool::new(false));
+    let flag = dropped.clone();
+    std::thread::spawn(move || {
+        RT.with(|rt| *rt.borrow_mut() = Some(Builder::new().cores(1).build().unwrap()));
+        RT.with(|rt| {
+            rt.borrow().as_ref().unwrap().block_on(async move {
+                let guard = SetOnDrop(flag);
+                drop(spawn_local(async move {
+                    let _guard = guard;
+                    sleep(Duration::from_secs(3600)).await;
+                }));
+                yield_now().await;
+            })
+        });
+    })
+    .join()
+    .expect("the thread exits cleanly");
+    assert!(
+        dropped.load(Ordering::SeqCst),
+        "the pending task's future was dropped"
+    );
+}
