@@ -64,6 +64,9 @@ impl<T> Slab<T> {
     }
 
     /// Stores a value and returns its key and handle. The node is unlinked.
+    ///
+    /// Always inlined: on a timeout's path, the call and the moves of the value through it
+    /// were about 15 of the instructions a timeout costs (`benches/scripts/timeout_cost.py`).
     #[inline(always)]
     pub(crate) fn insert(
         &mut self,
@@ -75,7 +78,7 @@ impl<T> Slab<T> {
         self.len += 1;
         if self.free != NIL {
             // A vacant entry: field by field, keeping its generation (and no drop of its
-            // value, which is `None`).
+            // value, which is `None`); its `prev` is `NIL` already (`remove` leaves it so).
             let key = self.free;
             let slot = &mut self.nodes[key as usize];
             self.free = slot.next;
