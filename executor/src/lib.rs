@@ -29,7 +29,9 @@ pub mod loom_exports {
     pub use crate::task::join_slot::JoinSlot;
     pub use crate::task::{schedule, spawn_remote};
     pub use crate::worker::block_on::MainWaker;
+    pub use crate::worker::id::CoreId;
     pub use crate::worker::idle::{sleep, Slept};
+    pub use crate::worker::registry::{register, remote_cancel};
     pub use crate::worker::run::{run, take_handed_over, turn, Driver, Step};
     pub use crate::worker::shared::{Runnable, Shared, Unpark};
     pub use crate::worker::shutdown::{close, shut_down, Owner};

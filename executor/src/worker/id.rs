@@ -14,7 +14,7 @@ pub(crate) struct CoreKey(NonZeroU64);
 
 /// Identifies a core across runtimes: the runtime's number and the core's index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) struct CoreId {
+pub struct CoreId {
     /// Unique per runtime in the process.
     pub(crate) runtime: u64,
     /// Index of the core in its runtime.

@@ -31,7 +31,7 @@ fn registry() -> MutexGuard<'static, Entries> {
 }
 
 /// Adds a starting core.
-pub(crate) fn register(shared: &Arc<Shared>) {
+pub fn register(shared: &Arc<Shared>) {
     registry().push((shared.id, Arc::downgrade(shared)));
 }
 
@@ -50,7 +50,7 @@ pub(crate) fn find(core: CoreId) -> Option<Arc<Shared>> {
 
 /// Cancels a timer of `core` from another thread: through its inbox, waking nobody. A core
 /// that is gone has no timer to cancel.
-pub(crate) fn remote_cancel(core: CoreId, handle: TimerHandle) {
+pub fn remote_cancel(core: CoreId, handle: TimerHandle) {
     if let Some(shared) = find(core) {
         shared.push(Op::Cancel(handle));
     }

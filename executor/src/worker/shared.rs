@@ -93,6 +93,12 @@ impl<U: Unpark> Shared<U> {
         Self::with_unparker(id, unparker, false)
     }
 
+    /// For the loom models: which core.
+    #[cfg(loom)]
+    pub fn core_id(&self) -> CoreId {
+        self.id
+    }
+
     /// For the loom models: the inbox and its sleep word (its wake counters, the published
     /// sleep).
     #[cfg(loom)]
