@@ -82,11 +82,6 @@ impl DefaultSlack {
             DefaultSlack::Growing { knee_ns, max_ns } => knee_ns.max(max_ns),
         }
     }
-
-    /// Whether the slack depends on the time a timer has left (the caller then has to know it).
-    pub(crate) fn needs_remaining(self) -> bool {
-        !matches!(self, DefaultSlack::Fixed(_))
-    }
 }
 
 /// `want` nanoseconds of slack, rounded down to `max / 2^k` and at most `max`: one slack per
@@ -166,6 +161,9 @@ mod tests {
         assert_eq!(g.resolve(1_000), Slack::None);
         let fixed = DefaultSlack::Fixed(us(7));
         assert_eq!(fixed.resolve(1), us(7));
-        assert!(!fixed.needs_remaining() && p.needs_remaining());
+        assert_eq!(
+            (fixed.constant_from(), p.constant_from()),
+            (0, 16 * 1_024_000)
+        );
     }
 }

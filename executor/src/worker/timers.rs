@@ -187,14 +187,8 @@ impl Timers {
         let policy = self.default_slack;
         let remaining = if span != NO_SPAN {
             span
-        } else if self.long_from == 0 {
-            // The same slack for every length: no need to know it.
-            0
-        } else if self.fresh.get() > 0 && !self.clock.is_paused() {
-            ns.saturating_sub(self.last_now.get())
         } else {
-            // Paused time reads for free, and exactly.
-            ns.saturating_sub(self.clock.now())
+            self.time_left(ns)
         };
         if remaining < self.long_from {
             return queue.prepare(policy.resolve(remaining));
@@ -205,6 +199,20 @@ impl Timers {
         let long = queue.prepare(policy.resolve(self.long_from));
         self.long_slack.set(Some(long));
         long
+    }
+
+    /// How long a timer due at `ns` has left, as far as the default slack needs to know: the
+    /// deadline less the loop's last reading while that is recent, else less one clock read
+    /// (paused time reads for free, and exactly); 0, reading nothing, when the default is the
+    /// same for every length.
+    fn time_left(&self, ns: u64) -> u64 {
+        if self.long_from == 0 {
+            0
+        } else if self.fresh.get() > 0 && !self.clock.is_paused() {
+            ns.saturating_sub(self.last_now.get())
+        } else {
+            ns.saturating_sub(self.clock.now())
+        }
     }
 
     /// Whether a registered sleep has fired; if not, makes sure `waker` is the one woken.
@@ -224,16 +232,7 @@ impl Timers {
 
     /// Moves a registered sleep to `deadline`, keeping its entry; `false` if it already fired.
     pub(crate) fn reset(&self, handle: TimerHandle, ns: u64, slack: Option<Slack>) -> bool {
-        let slack = slack.unwrap_or_else(|| {
-            let remaining = if self.fresh.get() > 0 && !self.clock.is_paused() {
-                ns.saturating_sub(self.last_now.get())
-            } else if self.default_slack.needs_remaining() {
-                ns.saturating_sub(self.clock.now())
-            } else {
-                0
-            };
-            self.default_slack.resolve(remaining)
-        });
+        let slack = slack.unwrap_or_else(|| self.default_slack.resolve(self.time_left(ns)));
         self.queue.borrow_mut().reset(handle, ns, slack)
     }
 
