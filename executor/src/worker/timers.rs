@@ -204,7 +204,9 @@ impl Timers {
     /// How long a timer due at `ns` has left, as far as the default slack needs to know: the
     /// deadline less the loop's last reading while that is recent, else less one clock read
     /// (paused time reads for free, and exactly); 0, reading nothing, when the default is the
-    /// same for every length.
+    /// same for every length. Always inlined: as a call it cost a `sleep_until` about 15
+    /// instructions (`churn_paused` under callgrind).
+    #[inline(always)]
     fn time_left(&self, ns: u64) -> u64 {
         if self.long_from == 0 {
             0
