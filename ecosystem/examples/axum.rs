@@ -9,8 +9,8 @@
 //!
 //! The app (`app/mod.rs`, shared with `axum_tokio.rs`, the same app on tokio) is an axum
 //! `Router` with a JSON route, shared state and a slow route; its requests' 10 s timeout is
-//! `tickless::tower::TimeoutLayer`, a timer on the core's wheel. `tickless_ecosystem_tests::serve`
-//! is tickless's `axum::serve`: every core accepts on its own `SO_REUSEPORT` listener and serves
+//! `tickless::tower::TimeoutLayer`, a timer on the core's wheel. `tickless::http::run` is
+//! tickless's `axum::serve`: every core accepts on its own `SO_REUSEPORT` listener and serves
 //! its connections start to end.
 //!
 //! Ctrl-C: the listeners close, requests in flight finish (up to `GRACE`), and idle keep-alive
@@ -28,25 +28,20 @@ use tickless::tower::TimeoutLayer;
 /// How long a shutdown waits for requests in flight.
 const GRACE: Duration = Duration::from_secs(10);
 
-fn main() -> io::Result<()> {
+#[tickless::main]
+async fn main() -> io::Result<()> {
     let port = app::port().map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
     let app = app::router(|d| Box::pin(tickless::time::sleep(d)))
         .layer(TimeoutLayer::new(Duration::from_secs(10)));
 
-    let rt = tickless::Runtime::new()?; // one core per CPU
-    let server =
-        tickless_ecosystem_tests::serve(&rt, SocketAddr::from(([127, 0, 0, 1], port)), app)?;
-    println!(
-        "listening on http://{} ({} cores)",
-        server.local_addr(),
-        rt.cores()
-    );
-
-    let report = rt.block_on(async {
-        tickless::signal::ctrl_c().await?;
+    let run = tickless::http::run(SocketAddr::from(([127, 0, 0, 1], port)), app);
+    println!("listening on http://{}", run.local_addr()?);
+    run.with_graceful_shutdown(async {
+        let _ = tickless::signal::ctrl_c().await;
         eprintln!("stopping: finishing requests in flight (up to {GRACE:?})");
-        server.shutdown(GRACE).await
-    })?;
-    eprintln!("stopped: {report}");
+    })
+    .grace_period(GRACE)
+    .await?;
+    eprintln!("stopped");
     Ok(())
 }

@@ -16,7 +16,7 @@ use http::StatusCode;
 use tickless::time::Instant;
 use tickless::tower::TimeoutLayer;
 use tickless::Builder;
-use tickless_ecosystem_tests::{get as http_get, http1_client, serve_tower, HandlerCounts};
+use tickless_ecosystem_tests::{get as http_get, http1_client, localhost, HandlerCounts};
 
 /// The deadline of every request.
 const TIMEOUT: Duration = Duration::from_secs(1);
@@ -46,7 +46,7 @@ fn tickless_timeout_layer_answers_408_at_its_deadline_and_200_for_the_fast_route
         .route("/fast", get(fast))
         .layer(TimeoutLayer::new(TIMEOUT))
         .with_state(Arc::clone(&counts));
-    let server = serve_tower(&rt, app)?;
+    let server = tickless::http::serve(&rt, localhost(), app)?;
     let addr = server.local_addr();
     let fires_before = rt.stats().total.timer_fires;
     rt.block_on(async {
@@ -96,7 +96,7 @@ fn tickless_request_body_timeout_ends_a_stalled_upload_and_not_a_whole_one() -> 
             axum::routing::post(|body: String| async move { format!("got {}", body.len()) }),
         )
         .layer(RequestBodyTimeoutLayer::new(Duration::from_millis(100)));
-    let server = serve_tower(&rt, app)?;
+    let server = tickless::http::serve(&rt, localhost(), app)?;
     let addr = server.local_addr();
     rt.block_on(async {
         // Raw HTTP/1.1, to stall a body halfway; each connection closed after its answer.

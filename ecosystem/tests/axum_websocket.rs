@@ -7,8 +7,9 @@
 //! - with tokio's streams (accepted by a tickless task through the context) it works, and the
 //!   echo runs on the tokio thread;
 //! - with tickless's streams (they are `Send`, as hyper's upgrades require) axum's
-//!   `on_upgrade` fails at once: its `tokio::spawn` takes the stream off its core. Upgrading by
-//!   hand and running the socket as a task of the core works.
+//!   `on_upgrade` fails at once: its `tokio::spawn` takes the stream off its core;
+//! - wrapped in `tickless::http::on_core`, axum's own `on_upgrade` callback runs as a task of
+//!   the core that served the request, on tickless's streams; so does an upgrade done by hand.
 
 use std::io;
 use std::net::SocketAddr;
@@ -23,8 +24,9 @@ use axum::Router;
 use futures_util::{SinkExt, StreamExt};
 use hyper_util::rt::TokioIo;
 use hyper_util::service::TowerToHyperService;
+use tickless::hyper_rt::TicklessExecutor;
 use tickless::Builder;
-use tickless_ecosystem_tests::{http_builder, localhost, other};
+use tickless_ecosystem_tests::{localhost, other};
 use tokio_tungstenite::tungstenite::Message as ClientMessage;
 
 /// What the server's sockets saw.
@@ -60,6 +62,19 @@ async fn echo(mut socket: WebSocket, seen: Arc<Seen>) {
         }
         seen.echoed.fetch_add(1, Ordering::SeqCst);
     }
+}
+
+/// axum's own upgrade, its callback handed back to the core by `tickless::http::on_core`.
+async fn upgrade_on_core(ws: WebSocketUpgrade, State(seen): State<Arc<Seen>>) -> Response {
+    let core = tickless::core_id();
+    ws.on_upgrade(tickless::http::on_core(move |socket| async move {
+        assert_eq!(
+            tickless::core_id(),
+            core,
+            "the socket runs on its request's core"
+        );
+        echo(socket, seen).await;
+    }))
 }
 
 fn app(seen: Arc<Seen>) -> Router {
@@ -122,7 +137,7 @@ fn axum_websocket_echo_with_tokio_streams_served_on_a_tickless_core() -> io::Res
         let accepted = Arc::new(AtomicUsize::new(0));
         let accepts = Arc::clone(&accepted);
         let server = tickless::spawn_local(async move {
-            let http = http_builder();
+            let http = hyper_util::server::conn::auto::Builder::new(TicklessExecutor);
             loop {
                 let Ok((stream, _)) = listener.accept().await else {
                     continue;
@@ -150,7 +165,7 @@ fn axum_websocket_echo_with_tokio_streams_served_on_a_tickless_core() -> io::Res
 /// Serves `app` with upgrades on every core of `rt`, on tickless streams, and runs the client
 /// against it: one connection.
 fn echo_on_tickless_streams(rt: &tickless::Runtime, app: Router) -> io::Result<()> {
-    let server = tickless_ecosystem_tests::serve_tower_with_upgrades(rt, app)?;
+    let server = tickless::http::serve(rt, localhost(), app)?;
     let addr = server.local_addr();
     rt.block_on(async {
         client(addr).await?;
@@ -251,5 +266,47 @@ fn websocket_echo_on_tickless_streams_with_the_upgrade_done_on_the_core() -> io:
         .with_state(Arc::clone(&seen));
     echo_on_tickless_streams(&rt, app)?;
     assert_echoed(&seen, false);
+    Ok(())
+}
+
+#[test]
+fn axum_s_own_upgrade_wrapped_in_on_core_runs_the_socket_on_its_core() -> io::Result<()> {
+    // The tokio context is for axum's `on_upgrade` (its `tokio::spawn`, which now only waits
+    // for the upgrade) and the client.
+    let rt = Builder::new().cores(2).tokio_context(true).build()?;
+    let seen = Arc::new(Seen::default());
+    let app = Router::new()
+        .route("/ws", get(upgrade_on_core))
+        .with_state(Arc::clone(&seen));
+    echo_on_tickless_streams(&rt, app)?;
+    assert_echoed(&seen, false);
+    assert_eq!(rt.stats().total.task_panics, 0);
+    Ok(())
+}
+
+#[test]
+fn many_sockets_through_on_core_all_echo() -> io::Result<()> {
+    const SOCKETS: usize = 50;
+    let rt = Builder::new().cores(2).tokio_context(true).build()?;
+    let seen = Arc::new(Seen::default());
+    let app = Router::new()
+        .route("/ws", get(upgrade_on_core))
+        .with_state(Arc::clone(&seen));
+    let server = tickless::http::serve(&rt, localhost(), app)?;
+    let addr = server.local_addr();
+    rt.block_on(async {
+        let clients: Vec<_> = (0..SOCKETS)
+            .map(|_| tickless::spawn_local(client(addr)))
+            .collect();
+        for c in clients {
+            c.await??;
+        }
+        server.shutdown(std::time::Duration::from_secs(10)).await
+    })?;
+    assert_eq!(seen.echoed.load(Ordering::SeqCst), SOCKETS * (MESSAGES + 1));
+    assert_eq!(seen.closed.load(Ordering::SeqCst), SOCKETS);
+    let threads = seen.threads.lock().unwrap();
+    assert!(threads.iter().all(|t| t != TOKIO_THREAD), "{threads:?}");
+    assert_eq!(rt.stats().total.task_panics, 0);
     Ok(())
 }

@@ -1,7 +1,7 @@
 //! HTTP clients from tickless tasks against a local tickless server (an axum app on tickless's
 //! hyper serving): reqwest 0.12 (plain HTTP, no TLS) and hyper-util's legacy `Client` with its
-//! own tokio connector, both under the tokio context; and hyper-util's `Client` with a tickless
-//! connector (tickless streams, no tokio context), which needs `Send` streams.
+//! own tokio connector, both under the tokio context; and `tickless::http::client`, hyper-util's
+//! `Client` with tickless's connector (tickless streams, no tokio context).
 
 use std::io;
 use std::time::Duration;
@@ -16,7 +16,7 @@ use hyper_util::rt::TokioTimer;
 use tickless::hyper_rt::TicklessExecutor;
 use tickless::net::Server;
 use tickless::{Builder, Runtime};
-use tickless_ecosystem_tests::{other, serve_tower};
+use tickless_ecosystem_tests::{localhost, other};
 
 /// `/hello` says which core answered; `/echo` sends the body back upper-cased.
 fn app() -> Router {
@@ -32,7 +32,7 @@ fn app() -> Router {
 }
 
 fn server(rt: &Runtime) -> io::Result<Server> {
-    serve_tower(rt, app())
+    tickless::http::serve(rt, localhost(), app())
 }
 
 const REQUESTS: usize = 10;
@@ -133,19 +133,13 @@ fn hyper_util_client_with_its_tokio_connector_under_the_tokio_context() -> io::R
 
 #[test]
 fn hyper_util_client_with_a_tickless_connector_needs_no_tokio_context() -> io::Result<()> {
-    use tickless::hyper_rt::TicklessTimer;
-    use tickless_ecosystem_tests::TicklessConnector;
-
     let rt = Builder::new().cores(2).build()?;
     let server = server(&rt)?;
     let uri: http::Uri = format!("http://{}/hello", server.local_addr())
         .parse()
         .map_err(other)?;
     rt.block_on(async {
-        let client = Client::builder(TicklessExecutor)
-            .timer(TicklessTimer)
-            .pool_timer(TicklessTimer)
-            .build(TicklessConnector);
+        let client = tickless::http::client();
         hello_through_one_pooled_connection(client, uri, &server).await?;
         server.shutdown(Duration::from_secs(10)).await
     })?;

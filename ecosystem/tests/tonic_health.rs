@@ -18,7 +18,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use tickless::Builder;
-use tickless_ecosystem_tests::{localhost, other, serve_tower};
+use tickless_ecosystem_tests::{localhost, other};
 use tonic::transport::server::TcpIncoming;
 use tonic::transport::{Channel, Endpoint, Server};
 use tonic::Code;
@@ -125,7 +125,7 @@ fn tonic_routes_on_tickless_hyper_serving_without_any_tokio_context() -> io::Res
         .build()?
         .block_on(health());
     let routes = tonic::service::Routes::new(service).prepare();
-    let server = serve_tower(&rt, routes)?;
+    let server = tickless::http::serve(&rt, localhost(), routes)?;
     let addr = server.local_addr();
     let panics_before = rt.stats().total.task_panics;
     rt.block_on(async move {
@@ -155,8 +155,9 @@ fn tonic_routes_on_tickless_hyper_serving_without_any_tokio_context() -> io::Res
 
 mod send_streams {
     use super::*;
+    use tickless::http::Connector;
     use tickless::hyper_rt::TicklessExecutor;
-    use tickless_ecosystem_tests::{TicklessConnector, TonicStream};
+    use tickless_ecosystem_tests::TonicStream;
 
     #[test]
     fn a_channel_with_a_tickless_connector_and_executor_against_tickless_routes_without_tokio(
@@ -166,12 +167,16 @@ mod send_streams {
         // timer, and need the context.)
         let rt = Builder::new().cores(2).build()?;
         let (reporter, service) = rt.block_on(health());
-        let server = serve_tower(&rt, tonic::service::Routes::new(service).prepare())?;
+        let server = tickless::http::serve(
+            &rt,
+            localhost(),
+            tonic::service::Routes::new(service).prepare(),
+        )?;
         let addr = server.local_addr();
         rt.block_on(async {
             let channel = endpoint(addr)?
                 .executor(TicklessExecutor)
-                .connect_with_connector(TicklessConnector)
+                .connect_with_connector(Connector)
                 .await
                 .map_err(other)?;
             checks(HealthClient::new(channel), &reporter).await?;

@@ -6,6 +6,8 @@ mod catch;
 mod context;
 mod dns;
 pub mod fs;
+#[cfg(feature = "http")]
+pub mod http;
 #[cfg(feature = "hyper")]
 pub mod hyper_rt;
 mod park;

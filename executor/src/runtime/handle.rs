@@ -59,6 +59,23 @@ impl Handle {
 }
 
 impl Handle {
+    /// A handle to every core of the runtime running the caller, by index: what
+    /// [`Runtime::handle`](crate::Runtime::handle) gives for each core, from inside a task.
+    /// `None` outside a runtime.
+    #[cfg(feature = "http")]
+    pub(crate) fn all_current() -> Option<Vec<Handle>> {
+        with_current(|core| {
+            let blocking = core.blocking();
+            core.peers().all().map(|cores| {
+                cores
+                    .iter()
+                    .map(|shared| Handle::new(shared.clone(), blocking.clone()))
+                    .collect()
+            })
+        })
+        .flatten()
+    }
+
     /// The core's index.
     pub fn core(&self) -> usize {
         self.shared.id.index

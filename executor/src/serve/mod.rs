@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::net::TcpStream;
-use crate::{JoinHandle, Runtime};
+use crate::{Handle, JoinHandle, Runtime};
 
 pub use conns::{ConnInfo, ShutdownRequested};
 pub use stats::{ServeCounters, ServeStats};
@@ -96,6 +96,15 @@ pub struct Serve {
 }
 
 impl Serve {
+    /// These settings for serving `addr`.
+    #[cfg(feature = "http")]
+    pub(crate) fn clone_for(&self, addr: SocketAddr) -> Serve {
+        Serve {
+            addr,
+            ..self.clone()
+        }
+    }
+
     /// Serving `addr` with the defaults: back-off from 10 ms doubling up to 1 s, `TCP_NODELAY`
     /// on, accept errors printed to stderr (once per run of failures).
     pub fn new(addr: SocketAddr) -> Serve {
@@ -157,7 +166,14 @@ impl Serve {
         H: Fn(TcpStream, ConnInfo) -> F + Clone + Send + 'static,
         F: Future<Output = ()> + 'static,
     {
-        let cores = rt.cores();
+        let listeners = self.bind(rt.cores())?;
+        let handles = (0..rt.cores()).map(|core| rt.handle(core)).collect();
+        Ok(self.start_bound(listeners, handles, handler))
+    }
+
+    /// Binds one listener for each of `cores` cores on the calling thread (so a bind error is
+    /// returned at once, and port 0 becomes one port shared by all cores).
+    pub(crate) fn bind(&self, cores: usize) -> io::Result<Bound> {
         // The first bind fixes the port (port 0 picks one); the others share it.
         let first = crate::net::TcpListener::bind_reuseport_std(self.addr)?;
         let addr = first.local_addr()?;
@@ -165,6 +181,17 @@ impl Serve {
         for _ in 1..cores {
             listeners.push(crate::net::TcpListener::bind_reuseport_std(addr)?);
         }
+        Ok(Bound { addr, listeners })
+    }
+
+    /// Starts an accept loop on each core of `handles` with its listener of `bound`.
+    pub(crate) fn start_bound<H, F>(&self, bound: Bound, handles: Vec<Handle>, handler: H) -> Server
+    where
+        H: Fn(TcpStream, ConnInfo) -> F + Clone + Send + 'static,
+        F: Future<Output = ()> + 'static,
+    {
+        debug_assert_eq!(bound.listeners.len(), handles.len(), "a listener per core");
+        let cores = handles.len();
         let config = Arc::new(Config {
             backoff: self.backoff,
             max_backoff: self.max_backoff,
@@ -181,10 +208,12 @@ impl Serve {
         });
         let stop = Arc::new(Stop::new(cores));
         let counters: Vec<Arc<Counters>> = (0..cores).map(|_| Arc::default()).collect();
-        let loops = listeners
+        let loops = bound
+            .listeners
             .into_iter()
+            .zip(handles)
             .enumerate()
-            .map(|(core, listener)| {
+            .map(|(core, (listener, handle))| {
                 let l = Loop {
                     core,
                     listener,
@@ -193,16 +222,24 @@ impl Serve {
                     stop: Arc::clone(&stop),
                     counters: Arc::clone(&counters[core]),
                 };
-                rt.handle(core).spawn_pinned(move || l.run())
+                handle.spawn_pinned(move || l.run())
             })
             .collect();
-        Ok(Server {
-            addr,
+        Server {
+            addr: bound.addr,
             stop,
             loops,
             counters,
-        })
+        }
     }
+}
+
+/// Listeners bound for every core, not yet serving.
+pub(crate) struct Bound {
+    /// The address they share.
+    pub(crate) addr: SocketAddr,
+    /// One per core, by index.
+    listeners: Vec<std::net::TcpListener>,
 }
 
 impl fmt::Debug for Serve {

@@ -202,6 +202,12 @@ impl Core {
         &self.timers
     }
 
+    /// Every core of the runtime, by index (for serving on all of them from a task).
+    #[cfg(feature = "http")]
+    pub(crate) fn peers(&self) -> &Peers {
+        &self.peers
+    }
+
     /// The runtime's blocking pool.
     pub(crate) fn blocking(&self) -> &Arc<BlockingPool> {
         &self.blocking

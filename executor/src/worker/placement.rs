@@ -50,6 +50,12 @@ impl Peers {
         let _first = self.0.set(cores);
     }
 
+    /// Every core, by index; `None` while the runtime is still starting.
+    #[cfg(feature = "http")]
+    pub(crate) fn all(&self) -> Option<&[Arc<Shared>]> {
+        self.0.get().map(|cores| &cores[..])
+    }
+
     /// The core a spawn on `me` that follows an accept should go to: one other core, taken in
     /// turn from `next`, if it carries less load than `me` and still takes work; `None` to
     /// stay (also while the runtime is still starting).

@@ -1,0 +1,154 @@
+//! hyper-util's `Client` over tickless streams.
+
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use hyper::body::Body;
+use hyper_util::client::legacy::connect::{Connected, Connection};
+
+use crate::hyper_rt::{TicklessExecutor, TicklessIo, TicklessTimer};
+use crate::net::TcpStream;
+
+/// hyper-util's legacy `Client` with tickless's [`Connector`]: what [`client`] makes.
+pub type Client<B> = hyper_util::client::legacy::Client<Connector, B>;
+
+/// An HTTP client on tickless: hyper-util's `Client` (a pool of keep-alive connections, HTTP/1.1
+/// and, when asked for, HTTP/2) whose connections are tickless streams made by [`Connector`],
+/// whose connection tasks run on the core that opened them and whose timers are on that core's
+/// wheel. No tokio runtime, no tokio context. `B` is the requests' body type
+/// (`http_body_util::Empty<Bytes>` for `GET`s, `axum::body::Body`, ...).
+///
+/// The client is `Send`, `Sync` and cheap to clone, and may be used from any core: a request
+/// reuses a pooled connection whichever core opened it (requests and responses cross cores
+/// through hyper's channels; the connection's I/O stays on its core). Plain `http` only (no
+/// TLS).
+///
+/// # Examples
+///
+/// ```no_run
+/// use bytes::Bytes;
+/// use http_body_util::{BodyExt, Empty};
+///
+/// # tickless::Runtime::new()?.block_on(async {
+/// let client = tickless::http::client::<Empty<Bytes>>();
+/// let res = client.get("http://127.0.0.1:3000/".parse().unwrap()).await.unwrap();
+/// println!("{}: {:?}", res.status(), res.into_body().collect().await.unwrap().to_bytes());
+/// # });
+/// # std::io::Result::Ok(())
+/// ```
+///
+/// # Panics
+///
+/// A request made outside a tickless runtime panics when it opens a connection.
+pub fn client<B>() -> Client<B>
+where
+    B: Body + Send + 'static,
+    B::Data: Send,
+{
+    hyper_util::client::legacy::Client::builder(TicklessExecutor)
+        .timer(TicklessTimer)
+        .pool_timer(TicklessTimer)
+        .build(Connector)
+}
+
+/// A connector for hyper-util's legacy `Client` (and tonic's
+/// `Endpoint::connect_with_connector`): a `tower::Service<Uri>` that connects a tickless
+/// [`TcpStream`] to the URI's host and port (80 if none), from the core that calls it, with
+/// `TCP_NODELAY` set.
+///
+/// # Examples
+///
+/// ```
+/// use bytes::Bytes;
+/// use http_body_util::Empty;
+/// use hyper_util::client::legacy::Client;
+/// use tickless::http::Connector;
+/// use tickless::hyper_rt::TicklessExecutor;
+///
+/// let client: Client<Connector, Empty<Bytes>> =
+///     Client::builder(TicklessExecutor).http2_only(true).build(Connector);
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Connector;
+
+impl tower_service::Service<http::Uri> for Connector {
+    type Response = ClientStream;
+    type Error = io::Error;
+    type Future = Pin<Box<dyn Future<Output = io::Result<ClientStream>> + Send + 'static>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, uri: http::Uri) -> Self::Future {
+        Box::pin(async move {
+            let host = uri
+                .host()
+                .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "a URI with no host"))?
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .to_owned();
+            let port = uri.port_u16().unwrap_or(80);
+            // `TcpStream::connect`'s future is not `Send` (the resolver hook's boxed future is
+            // not), so the connect runs as a task of this core, and this future, `Send`, awaits
+            // its handle.
+            let stream = crate::spawn_local(TcpStream::connect((host, port))).await??;
+            stream.set_nodelay(true)?;
+            Ok(ClientStream(TicklessIo::new(stream)))
+        })
+    }
+}
+
+/// A tickless [`TcpStream`] as hyper's client wants it: hyper's `Read`/`Write` (through
+/// [`TicklessIo`]) and hyper-util's `Connection`, which its `Client` and tonic's `Channel`
+/// require of what a connector returns. Made by [`Connector`].
+#[derive(Debug)]
+pub struct ClientStream(TicklessIo<TcpStream>);
+
+impl ClientStream {
+    /// The stream.
+    pub fn get_ref(&self) -> &TcpStream {
+        self.0.inner()
+    }
+
+    /// The stream, taken out.
+    pub fn into_inner(self) -> TcpStream {
+        self.0.into_inner()
+    }
+}
+
+impl Connection for ClientStream {
+    fn connected(&self) -> Connected {
+        Connected::new()
+    }
+}
+
+impl hyper::rt::Read for ClientStream {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: hyper::rt::ReadBufCursor<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.0).poll_read(cx, buf)
+    }
+}
+
+impl hyper::rt::Write for ClientStream {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.0).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.0).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.0).poll_shutdown(cx)
+    }
+}

@@ -1,0 +1,491 @@
+//! HTTP serving and a client on tickless's cores (feature `http`): what `axum::serve` and
+//! hyper-util's `Client` are on tokio, with hyper on the core that accepted the connection,
+//! hyper's timers on that core's wheel, and no tokio runtime.
+//!
+//! - [`serve`] serves any tower `Service` (an axum `Router` included) on every core of a
+//!   [`Runtime`], given the runtime: it returns the [`Server`] that
+//!   [`serve_per_core`](crate::net::serve_per_core) returns.
+//! - [`run`] does the same from inside the runtime (`#[tickless::main] async fn main`), as
+//!   `axum::serve(listener, app).await` does on tokio: its future ends when the
+//!   [graceful shutdown](Run::with_graceful_shutdown) it is given has finished.
+//! - [`Http`] holds the settings of both (hyper's header timeout, a per-request timeout).
+//! - [`client`] is hyper-util's `Client` over tickless streams ([`Connector`]).
+//! - [`on_core`] runs an upgraded connection (a WebSocket) on the core that served its request,
+//!   where axum's `WebSocketUpgrade::on_upgrade` would run it on tokio's thread.
+//!
+//! # What serving does
+//!
+//! Each core binds its own `SO_REUSEPORT` listener on the address and serves the connections it
+//! accepts, start to end, on its own thread (see [`Serve`](crate::net::Serve) for the accept
+//! loop, its back-off on descriptor exhaustion and its counters). A connection speaks HTTP/1.1,
+//! or HTTP/2 when it opens with HTTP/2's preface (prior knowledge, what gRPC clients speak), as
+//! with axum; HTTP/1.1 upgrades and HTTP/2's extended CONNECT (WebSockets) are served. hyper's
+//! background tasks run on the connection's core, and its timers are
+//! [`time::Sleep`](crate::time::Sleep)s on that core's wheel.
+//!
+//! A graceful shutdown ([`Server::shutdown`], or the end of [`Run`]'s signal) closes every
+//! core's listener, lets each request in flight finish and closes idle keep-alive connections at
+//! once (hyper's `graceful_shutdown`), so that it ends when the last request does; the grace
+//! period bounds it.
+//!
+//! Differences from `axum::serve`, all settings of [`Http`] with axum's behaviour as the
+//! default: a request's head is not timed ([`Http::header_read_timeout`] times it, and the idle
+//! keep-alive connection with it); requests are not timed ([`Http::request_timeout`] answers a
+//! late one `408 Request Timeout`, in front of every layer of the service). And where axum
+//! serves from the one listener it is given, tickless binds one per core.
+//!
+//! # Examples
+//!
+//! An axum app, from `main`:
+//!
+//! ```ignore
+//! #[tickless::main]
+//! async fn main() -> std::io::Result<()> {
+//!     let app = axum::Router::new().route("/", axum::routing::get(|| async { "hello" }));
+//!     tickless::http::run("127.0.0.1:3000", app)
+//!         .with_graceful_shutdown(async { tickless::signal::ctrl_c().await.unwrap() })
+//!         .await
+//! }
+//! ```
+//!
+//! Any tower service, here a `service_fn`, with the runtime at hand, called with the client:
+//!
+//! ```
+//! use std::convert::Infallible;
+//! use std::time::Duration;
+//!
+//! use http::{Request, Response};
+//! use http_body_util::{BodyExt, Empty, Full};
+//! use bytes::Bytes;
+//!
+//! let rt = tickless::Runtime::new()?;
+//! let hello = tower::service_fn(|_req: Request<hyper::body::Incoming>| async {
+//!     Ok::<_, Infallible>(Response::new(Full::<Bytes>::from("hello")))
+//! });
+//! let server = tickless::http::serve(&rt, "127.0.0.1:0".parse().unwrap(), hello)?;
+//! let uri = format!("http://{}/", server.local_addr());
+//! rt.block_on(async {
+//!     let client = tickless::http::client::<Empty<Bytes>>();
+//!     let res = client.get(uri.parse().unwrap()).await.unwrap();
+//!     let body = res.into_body().collect().await.unwrap().to_bytes();
+//!     assert_eq!(body, "hello");
+//!     server.shutdown(Duration::from_secs(5)).await
+//! })?;
+//! # std::io::Result::Ok(())
+//! ```
+
+mod body;
+mod client;
+mod upgrade;
+
+use std::fmt;
+use std::future::{Future, IntoFuture};
+use std::io;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::pin::Pin;
+use std::task::Poll;
+use std::time::Duration;
+
+use http::{Request, Response};
+use hyper::body::{Body, Incoming};
+use hyper_util::server::conn::auto;
+use hyper_util::service::TowerToHyperService;
+use tower_service::Service;
+
+use crate::hyper_rt::{TicklessExecutor, TicklessIo, TicklessTimer};
+use crate::net::{ConnInfo, Serve, Server, TcpStream};
+use crate::serve::Bound;
+use crate::{Handle, Runtime};
+
+use body::Respond;
+pub use client::{client, Client, ClientStream, Connector};
+pub use upgrade::on_core;
+
+/// What tower and hyper box their errors as.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Serves `service` over HTTP on every core of `rt`, listening on `addr`: [`Http::serve`] with
+/// the defaults. See the [module docs](self) for what serving does.
+///
+/// # Errors
+///
+/// Binding the listeners failed; nothing was started then.
+///
+/// # Examples
+///
+/// ```no_run
+/// # use std::convert::Infallible;
+/// # let app = tower::service_fn(|_: http::Request<hyper::body::Incoming>| async {
+/// #     Ok::<_, Infallible>(http::Response::new(http_body_util::Empty::<bytes::Bytes>::new()))
+/// # });
+/// let rt = tickless::Runtime::new()?; // one core per CPU
+/// let server = tickless::http::serve(&rt, "0.0.0.0:3000".parse().unwrap(), app)?;
+/// rt.block_on(async {
+///     tickless::signal::ctrl_c().await?;
+///     server.shutdown(std::time::Duration::from_secs(10)).await
+/// })?;
+/// # std::io::Result::Ok(())
+/// ```
+pub fn serve<S, B>(rt: &Runtime, addr: SocketAddr, service: S) -> io::Result<Server>
+where
+    S: Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
+    S::Future: 'static,
+    S::Error: Into<BoxError>,
+    B: Body + 'static,
+    B::Error: Into<BoxError>,
+{
+    Http::new().serve(rt, addr, service)
+}
+
+/// Serves `service` over HTTP on every core of the runtime running the caller, listening on
+/// `addr`: `axum::serve(listener, app)` for `#[tickless::main] async fn main`. [`Http::run`]
+/// with the defaults.
+///
+/// The listeners are bound here (an error comes out of the future); serving starts when the
+/// future is first polled and ends when the signal given to
+/// [`with_graceful_shutdown`](Run::with_graceful_shutdown) has completed and the shutdown it
+/// starts has finished; without one, never.
+///
+/// # Examples
+///
+/// ```
+/// use std::convert::Infallible;
+///
+/// use http::{Request, Response};
+/// use http_body_util::{BodyExt, Empty, Full};
+/// use bytes::Bytes;
+///
+/// #[tickless::main(cores = 2)]
+/// async fn main() -> std::io::Result<()> {
+///     let hello = tower::service_fn(|_req: Request<hyper::body::Incoming>| async {
+///         Ok::<_, Infallible>(Response::new(Full::<Bytes>::from("hello")))
+///     });
+///     let run = tickless::http::run("127.0.0.1:0", hello);
+///     let uri = format!("http://{}/", run.local_addr()?);
+///     let client = tickless::spawn(async move {
+///         let client = tickless::http::client::<Empty<Bytes>>();
+///         let res = client.get(uri.parse().unwrap()).await.unwrap();
+///         res.into_body().collect().await.unwrap().to_bytes()
+///     });
+///     // Shut down once the client has its answer; `run` ends when the shutdown has.
+///     run.with_graceful_shutdown(async move {
+///         assert_eq!(client.await.unwrap(), "hello");
+///     })
+///     .await?;
+///     Ok(())
+/// }
+/// ```
+///
+/// # Panics
+///
+/// Outside a tickless runtime.
+pub fn run<A, S, B>(addr: A, service: S) -> Run<S>
+where
+    A: ToSocketAddrs,
+    S: Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
+    S::Future: 'static,
+    S::Error: Into<BoxError>,
+    B: Body + 'static,
+    B::Error: Into<BoxError>,
+{
+    Http::new().run(addr, service)
+}
+
+/// The settings of [`serve`] and [`run`], for serving with other than the defaults.
+///
+/// # Examples
+///
+/// ```no_run
+/// use std::time::Duration;
+/// # use std::convert::Infallible;
+/// # let app = tower::service_fn(|_: http::Request<hyper::body::Incoming>| async {
+/// #     Ok::<_, Infallible>(http::Response::new(http_body_util::Empty::<bytes::Bytes>::new()))
+/// # });
+///
+/// let rt = tickless::Runtime::new()?;
+/// let server = tickless::http::Http::new()
+///     .header_read_timeout(Duration::from_secs(30))
+///     .request_timeout(Duration::from_secs(10))
+///     .serve(&rt, "0.0.0.0:3000".parse().unwrap(), app)?;
+/// # drop(server);
+/// # std::io::Result::Ok(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct Http {
+    /// hyper's HTTP/1 header read timeout.
+    header_read_timeout: Option<Duration>,
+    /// The per-request timeout, answered 408.
+    request_timeout: Option<Duration>,
+    /// The accept loops' settings.
+    serve: Serve,
+}
+
+impl Default for Http {
+    fn default() -> Self {
+        Http::new()
+    }
+}
+
+impl Http {
+    /// axum's defaults: no timeout on a request's head or on a request.
+    pub fn new() -> Http {
+        Http {
+            header_read_timeout: None,
+            request_timeout: None,
+            serve: Serve::new(SocketAddr::from(([0, 0, 0, 0], 0))),
+        }
+    }
+
+    /// Closes a connection whose first byte has not arrived `timeout` after it was accepted,
+    /// and an HTTP/1 connection whose next request's head has not arrived `timeout` after the
+    /// previous response (hyper's `header_read_timeout`, which is also the keep-alive timeout
+    /// of an idle connection). The timers are sleeps on the core's wheel: an insert and a
+    /// cancel per connection and per request, no system call. Default: none, as `axum::serve`
+    /// (hyper's own default, with a timer set, is 30 s).
+    pub fn header_read_timeout(&mut self, timeout: Duration) -> &mut Self {
+        self.header_read_timeout = Some(timeout);
+        self
+    }
+
+    /// Answers `408 Request Timeout` (with an empty body) to a request whose response is not
+    /// ready `timeout` after the request's head arrived, dropping the service's future: as
+    /// [`tower::TimeoutLayer`](crate::tower::TimeoutLayer) placed around the whole service, for
+    /// any body type. A response that is ready at its first poll costs no timer. Default: none.
+    pub fn request_timeout(&mut self, timeout: Duration) -> &mut Self {
+        self.request_timeout = Some(timeout);
+        self
+    }
+
+    /// The settings of the accept loops ([`Serve`]'s: back-off after a failed accept,
+    /// `TCP_NODELAY`, the accept-error hook); the address given to them is not used.
+    pub fn accept(&mut self) -> &mut Serve {
+        &mut self.serve
+    }
+
+    /// Serves `service` over HTTP on every core of `rt`, listening on `addr`. See the [module
+    /// docs](self).
+    ///
+    /// # Errors
+    ///
+    /// Binding the listeners failed; nothing was started then.
+    pub fn serve<S, B>(&self, rt: &Runtime, addr: SocketAddr, service: S) -> io::Result<Server>
+    where
+        S: Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
+        S::Future: 'static,
+        S::Error: Into<BoxError>,
+        B: Body + 'static,
+        B::Error: Into<BoxError>,
+    {
+        let bound = self.serve.clone_for(addr).bind(rt.cores())?;
+        let handles = (0..rt.cores()).map(|core| rt.handle(core)).collect();
+        Ok(self.start(addr, bound, handles, service))
+    }
+
+    /// Serves `service` over HTTP on every core of the runtime running the caller, listening on
+    /// `addr`: see [`run`].
+    ///
+    /// # Panics
+    ///
+    /// Outside a tickless runtime.
+    pub fn run<A, S, B>(&self, addr: A, service: S) -> Run<S>
+    where
+        A: ToSocketAddrs,
+        S: Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
+        S::Future: 'static,
+        S::Error: Into<BoxError>,
+        B: Body + 'static,
+        B::Error: Into<BoxError>,
+    {
+        let handles = Handle::all_current().expect(
+            "tickless::http::run outside a tickless runtime: call it from a task (in \
+             `#[tickless::main] async fn main`), or use tickless::http::serve(&rt, ..)",
+        );
+        let bound = bind_first(addr, |addr| self.serve.clone_for(addr).bind(handles.len()));
+        Run {
+            http: self.clone(),
+            bound: bound.map(|bound| (bound, handles)),
+            service,
+            signal: None,
+            grace: None,
+        }
+    }
+
+    /// hyper's server builder with these settings: HTTP/1.1 and HTTP/2 on one port, hyper's
+    /// tasks on the connection's core, its timers on the core's wheel.
+    fn builder(&self) -> auto::Builder<TicklessExecutor> {
+        let mut http = auto::Builder::new(TicklessExecutor);
+        http.http1()
+            .timer(TicklessTimer)
+            .header_read_timeout(self.header_read_timeout);
+        http.http2().timer(TicklessTimer).enable_connect_protocol();
+        http
+    }
+
+    /// Starts serving on the listeners `bound` for the cores of `handles`.
+    fn start<S, B>(
+        &self,
+        addr: SocketAddr,
+        bound: Bound,
+        handles: Vec<Handle>,
+        service: S,
+    ) -> Server
+    where
+        S: Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
+        S::Future: 'static,
+        S::Error: Into<BoxError>,
+        B: Body + 'static,
+        B::Error: Into<BoxError>,
+    {
+        let http = self.builder();
+        let service = Respond::new(service, self.request_timeout);
+        let first_byte = self.header_read_timeout;
+        self.serve
+            .clone_for(addr)
+            .start_bound(bound, handles, move |stream, conn| {
+                let http = http.clone();
+                let service = TowerToHyperService::new(service.clone());
+                async move {
+                    if let Some(limit) = first_byte {
+                        if !first_byte_within(&stream, limit, &conn).await {
+                            return;
+                        }
+                    }
+                    let served =
+                        http.serve_connection_with_upgrades(TicklessIo::new(stream), service);
+                    // A client that resets or goes away is an ordinary end of a connection.
+                    let _ordinary_end = conn.graceful(served, |c| c.graceful_shutdown()).await;
+                }
+            })
+    }
+}
+
+/// Waits for a connection's first byte for at most `limit`, or until the server stops: whether
+/// it came. hyper-util's `auto` builder reads the first bytes (to tell HTTP/1 from HTTP/2)
+/// before hyper's header timer starts, so without this a client that connects and says nothing
+/// would hold its connection forever despite [`Http::header_read_timeout`]. Peeking leaves the
+/// byte for hyper; the timer is one insert and cancel per connection.
+async fn first_byte_within(stream: &TcpStream, limit: Duration, conn: &ConnInfo) -> bool {
+    let mut byte = [0u8; 1];
+    let mut first = std::pin::pin!(crate::time::timeout(limit, stream.peek(&mut byte)));
+    let mut stop = std::pin::pin!(conn.shutdown_requested());
+    std::future::poll_fn(|cx| {
+        if let Poll::Ready(came) = first.as_mut().poll(cx) {
+            return Poll::Ready(matches!(came, Ok(Ok(n)) if n > 0));
+        }
+        stop.as_mut().poll(cx).map(|()| false)
+    })
+    .await
+}
+
+/// Binds with `bind` at the first of `addr`'s addresses that works, as tokio's
+/// `TcpListener::bind` does; the last error if none does.
+fn bind_first<A: ToSocketAddrs>(
+    addr: A,
+    bind: impl Fn(SocketAddr) -> io::Result<Bound>,
+) -> io::Result<Bound> {
+    let mut last = None;
+    for addr in addr.to_socket_addrs()? {
+        match bind(addr) {
+            Ok(bound) => return Ok(bound),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "could not resolve to any address",
+        )
+    }))
+}
+
+/// A shutdown signal.
+type Signal = Pin<Box<dyn Future<Output = ()>>>;
+
+/// HTTP served from inside the runtime: made by [`run`], a future once awaited.
+///
+/// `.await` starts serving and completes with `Ok(())` when the shutdown begun by the
+/// [signal](Self::with_graceful_shutdown) has finished, or with the error that binding the
+/// listeners gave.
+#[must_use = "nothing is served until it is awaited"]
+pub struct Run<S> {
+    /// The settings.
+    http: Http,
+    /// The listeners (or why there are none) and the cores to serve them on.
+    bound: io::Result<(Bound, Vec<Handle>)>,
+    /// What is served.
+    service: S,
+    /// The shutdown signal; `None` for never.
+    signal: Option<Signal>,
+    /// The grace period; `None` for as long as it takes.
+    grace: Option<Duration>,
+}
+
+impl<S> Run<S> {
+    /// The address the listeners are bound to (with the port the kernel picked for port 0).
+    ///
+    /// # Errors
+    ///
+    /// Binding them failed (the same error `.await` returns).
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        match &self.bound {
+            Ok((bound, _)) => Ok(bound.addr),
+            Err(e) => Err(io::Error::new(e.kind(), e.to_string())),
+        }
+    }
+
+    /// Shuts the server down gracefully when `signal` completes: every core stops accepting,
+    /// requests in flight finish, idle connections close; the future then completes. As
+    /// axum's `Serve::with_graceful_shutdown`, whose signal `signal::ctrl_c` makes here
+    /// (`async { tickless::signal::ctrl_c().await.unwrap() }`). The signal need not be `Send`.
+    pub fn with_graceful_shutdown<F>(mut self, signal: F) -> Self
+    where
+        F: Future<Output = ()> + 'static,
+    {
+        self.signal = Some(Box::pin(signal));
+        self
+    }
+
+    /// Bounds the graceful shutdown: connections still open `grace` after the signal are
+    /// aborted (their futures dropped, their sockets closed). Default: no bound, as axum.
+    pub fn grace_period(mut self, grace: Duration) -> Self {
+        self.grace = Some(grace);
+        self
+    }
+}
+
+impl<S, B> IntoFuture for Run<S>
+where
+    S: Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
+    S::Future: 'static,
+    S::Error: Into<BoxError>,
+    B: Body + 'static,
+    B::Error: Into<BoxError>,
+{
+    type Output = io::Result<()>;
+    type IntoFuture = Pin<Box<dyn Future<Output = io::Result<()>>>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(async move {
+            let (bound, handles) = self.bound?;
+            let addr = bound.addr;
+            let server = self.http.start(addr, bound, handles, self.service);
+            match self.signal {
+                Some(signal) => signal.await,
+                None => std::future::pending().await,
+            }
+            // No bound: the shutdown's deadline saturates at a year.
+            let grace = self.grace.unwrap_or(Duration::MAX);
+            server.shutdown(grace).await.map(drop)
+        })
+    }
+}
+
+impl<S> fmt::Debug for Run<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Run")
+            .field("local_addr", &self.local_addr().ok())
+            .field("http", &self.http)
+            .field("grace", &self.grace)
+            .finish_non_exhaustive()
+    }
+}

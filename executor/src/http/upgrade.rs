@@ -1,0 +1,69 @@
+//! Upgraded connections (WebSockets) run on the core that served their request.
+
+use std::future::Future;
+
+use crate::Handle;
+
+/// Wraps an upgrade callback (the one given to axum's `WebSocketUpgrade::on_upgrade`) so that
+/// it runs as a task of the core that serves the request, next to the connection's stream,
+/// whichever thread calls it.
+///
+/// axum's `on_upgrade` runs its callback with `tokio::spawn`, on a tokio thread (the tokio
+/// context's, [`Builder::tokio_context`](crate::Builder::tokio_context), which axum's
+/// `on_upgrade` needs). A tickless stream polled there panics (it belongs to its core), so the
+/// socket would close at once. Wrapped in `on_core`, the callback is handed back to the core
+/// with [`Handle::spawn_pinned`]: the socket's reads, writes and timers are the core's, and
+/// the future the callback returns need not be `Send`. The tokio thread only waits for the
+/// upgrade and hands the socket over: one remote spawn per upgrade.
+///
+/// Call it in the handler (on the core); the wrapped callback may be called from any thread.
+///
+/// # Examples
+///
+/// ```ignore
+/// use axum::extract::ws::{WebSocket, WebSocketUpgrade};
+///
+/// async fn upgrade(ws: WebSocketUpgrade) -> axum::response::Response {
+///     ws.on_upgrade(tickless::http::on_core(echo)) // was: ws.on_upgrade(echo)
+/// }
+///
+/// async fn echo(mut socket: WebSocket) {
+///     while let Some(Ok(msg)) = socket.recv().await {
+///         if socket.send(msg).await.is_err() {
+///             break;
+///         }
+///     }
+/// }
+/// ```
+///
+/// # Panics
+///
+/// Outside a tickless runtime (called anywhere but on a core).
+pub fn on_core<T, C, F>(callback: C) -> impl FnOnce(T) -> OnCore + Send + 'static
+where
+    T: Send + 'static,
+    C: FnOnce(T) -> F + Send + 'static,
+    F: Future<Output = ()> + 'static,
+{
+    let core = Handle::current();
+    move |socket| OnCore(core.spawn_pinned(move || callback(socket)))
+}
+
+/// The future [`on_core`]'s callback returns: the task on the core, awaited. A panic in the
+/// task is the task's (caught on the core, as any task's); this future then completes.
+#[derive(Debug)]
+#[must_use = "futures do nothing unless awaited"]
+pub struct OnCore(crate::JoinHandle<()>);
+
+impl Future for OnCore {
+    type Output = ();
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<()> {
+        // A panic or the runtime's shutdown ended the task: nothing to report to the caller,
+        // which (axum's spawned task) discards the output.
+        std::pin::Pin::new(&mut self.0).poll(cx).map(drop)
+    }
+}

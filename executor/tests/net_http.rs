@@ -1,0 +1,190 @@
+//! `tickless::http`: serving a tower service on every core and calling it with the client,
+//! from outside the runtime (`serve`) and from inside (`run`), the request timeout in front of
+//! any body, hyper's header timeout as a setting, bind errors, and the graceful shutdown.
+
+use std::convert::Infallible;
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Request, Response, StatusCode};
+use http_body_util::{BodyExt, Empty};
+use hyper::body::{Body, Frame, Incoming};
+use tickless::Builder;
+
+fn localhost() -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], 0))
+}
+
+/// A response body with no `Default`: tower-http's (and `tickless::tower`'s) 408 cannot be
+/// written in front of a service that answers with it.
+struct Text(Option<&'static str>);
+
+impl Body for Text {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        Poll::Ready(self.0.take().map(|t| Ok(Frame::data(Bytes::from(t)))))
+    }
+}
+
+/// Counts its drops.
+struct Dropped(Arc<AtomicUsize>);
+
+impl Drop for Dropped {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// `GET uri` with a fresh client: the status and the body.
+async fn get(uri: String) -> (StatusCode, Bytes) {
+    let client = tickless::http::client::<Empty<Bytes>>();
+    let res = client.get(uri.parse().unwrap()).await.unwrap();
+    let status = res.status();
+    (status, res.into_body().collect().await.unwrap().to_bytes())
+}
+
+#[test]
+fn a_request_timeout_answers_408_in_front_of_a_service_whose_body_has_no_default() -> io::Result<()>
+{
+    let rt = Builder::new().cores(2).build()?;
+    let dropped = Arc::new(AtomicUsize::new(0));
+    let drops = Arc::clone(&dropped);
+    let svc = tower::service_fn(move |req: Request<Incoming>| {
+        let guard = Dropped(Arc::clone(&drops));
+        async move {
+            if req.uri().path() == "/slow" {
+                tickless::time::sleep(Duration::from_secs(3600)).await;
+            }
+            drop(guard);
+            Ok::<_, Infallible>(Response::new(Text(Some("fast"))))
+        }
+    });
+    let server = tickless::http::Http::new()
+        .request_timeout(Duration::from_millis(20))
+        .serve(&rt, localhost(), svc)?;
+    let base = format!("http://{}", server.local_addr());
+    rt.block_on(async {
+        assert_eq!(
+            get(format!("{base}/fast")).await,
+            (StatusCode::OK, Bytes::from("fast"))
+        );
+        assert_eq!(
+            get(format!("{base}/slow")).await,
+            (StatusCode::REQUEST_TIMEOUT, Bytes::new())
+        );
+        server.shutdown(Duration::from_secs(10)).await
+    })?;
+    // The fast handler finished; the slow one was dropped by the timeout.
+    assert_eq!(dropped.load(Ordering::SeqCst), 2);
+    Ok(())
+}
+
+/// A service that answers "ok".
+fn ok() -> impl tower::Service<
+    Request<Incoming>,
+    Response = Response<Text>,
+    Error = Infallible,
+    Future = std::future::Ready<Result<Response<Text>, Infallible>>,
+> + Clone
+       + Send
+       + 'static {
+    tower::service_fn(|_: Request<Incoming>| {
+        std::future::ready(Ok::<_, Infallible>(Response::new(Text(Some("ok")))))
+    })
+}
+
+#[test]
+fn a_header_read_timeout_closes_a_connection_that_sends_no_head_and_none_is_the_default(
+) -> io::Result<()> {
+    use futures_lite::AsyncReadExt;
+
+    let rt = Builder::new().cores(1).build()?;
+    let timed = tickless::http::Http::new()
+        .header_read_timeout(Duration::from_millis(20))
+        .serve(&rt, localhost(), ok())?;
+    let untimed = tickless::http::serve(&rt, localhost(), ok())?;
+    rt.block_on(async {
+        // The server closes the silent connection: the read sees the end.
+        let mut silent = tickless::net::TcpStream::connect(timed.local_addr()).await?;
+        let mut buf = [0u8; 64];
+        assert_eq!(silent.read(&mut buf).await?, 0, "closed by the server");
+
+        // Without the setting it stays open: a read is still pending after much longer than
+        // the other server's timeout (a timeout of ours ends the wait, not the server).
+        let mut idle = tickless::net::TcpStream::connect(untimed.local_addr()).await?;
+        let waited = tickless::time::timeout(Duration::from_millis(200), idle.read(&mut buf)).await;
+        assert!(waited.is_err(), "still open: {waited:?}");
+
+        timed.shutdown(Duration::from_secs(10)).await?;
+        untimed.shutdown(Duration::from_secs(10)).await
+    })?;
+    Ok(())
+}
+
+#[test]
+fn run_serves_from_inside_the_runtime_and_ends_after_the_request_in_flight_at_the_signal(
+) -> io::Result<()> {
+    let rt = Builder::new().cores(2).build()?;
+    let started = Arc::new(AtomicUsize::new(0));
+    let starts = Arc::clone(&started);
+    rt.block_on(async {
+        let svc = tower::service_fn(move |_: Request<Incoming>| {
+            starts.fetch_add(1, Ordering::SeqCst);
+            async {
+                tickless::time::sleep(Duration::from_millis(50)).await;
+                Ok::<_, Infallible>(Response::new(Text(Some("finished"))))
+            }
+        });
+        let run = tickless::http::run("127.0.0.1:0", svc);
+        let uri = format!("http://{}/", run.local_addr()?);
+        let request = tickless::spawn(get(uri));
+        // The signal comes once the request is in flight (its handler sleeps); the shutdown
+        // waits for its answer, and then `run` ends.
+        run.with_graceful_shutdown(async move {
+            while started.load(Ordering::SeqCst) == 0 {
+                tickless::time::sleep(Duration::from_millis(1)).await;
+            }
+        })
+        .await?;
+        assert_eq!(
+            request.await.unwrap(),
+            (StatusCode::OK, Bytes::from("finished"))
+        );
+        io::Result::Ok(())
+    })?;
+    Ok(())
+}
+
+#[test]
+fn run_on_a_taken_address_fails_with_the_bind_error_at_local_addr_and_at_await() -> io::Result<()> {
+    // A listener without `SO_REUSEPORT`: the per-core listeners cannot share its port.
+    let taken = std::net::TcpListener::bind(localhost())?;
+    let addr = taken.local_addr()?;
+    let rt = Builder::new().cores(2).build()?;
+    rt.block_on(async {
+        let run = tickless::http::run(addr, ok());
+        assert_eq!(
+            run.local_addr().unwrap_err().kind(),
+            io::ErrorKind::AddrInUse
+        );
+        assert_eq!(run.await.unwrap_err().kind(), io::ErrorKind::AddrInUse);
+    });
+    Ok(())
+}
+
+#[test]
+#[should_panic(expected = "tickless::http::run outside a tickless runtime")]
+fn run_outside_a_runtime_says_so() {
+    drop(tickless::http::run("127.0.0.1:0", ok()));
+}
