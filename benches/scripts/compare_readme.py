@@ -8,9 +8,8 @@
 Writes benches/results/compare.txt (compare's stdout as it is), benches/results/compare.svg and
 benches/results/frontier.svg (timer_churn's CPU per fire against lateness; plain SVGs written
 here, no plotting library), the README block between `<!-- compare:begin -->` and
-`<!-- compare:end -->` (created under a "## Benchmarks" heading, before "## How the timers
-work", if missing) and the one between `<!-- defaults:begin -->` and `<!-- defaults:end -->`
-(the body of "### Defaults, and what they cost"); nothing else in the README is touched. Every
+`<!-- compare:end -->` of benches/README.md and the one between `<!-- defaults:begin -->` and `<!-- defaults:end -->`
+(the body of "## Defaults, and what they cost"); nothing else is touched. Every
 figure comes from compare's output: the tables are compare's own, the prose is filled in from
 its result lines.
 """
@@ -31,7 +30,7 @@ RESULTS = os.path.join(ROOT, "benches", "results")
 RAW = os.path.join(RESULTS, "compare.txt")
 SVG = os.path.join(RESULTS, "compare.svg")
 FRONTIER_SVG = os.path.join(RESULTS, "frontier.svg")
-README = os.path.join(ROOT, "README.md")
+README = os.path.join(ROOT, "benches", "README.md")
 BEGIN, END = "<!-- compare:begin -->", "<!-- compare:end -->"
 DEFAULTS_BEGIN, DEFAULTS_END = "<!-- defaults:begin -->", "<!-- defaults:end -->"
 
@@ -561,7 +560,7 @@ def readme_block(text, results):
         f"Measured {datetime.date.today().isoformat()} on {os.cpu_count()} cores of {cpu_model()}, "
         f"Linux {kernel}, {rustc}, by `python3 benches/scripts/compare_readme.py`, which runs "
         f"`{cmd}` ({took} s) and keeps its output in "
-        "[benches/results/compare.txt](benches/results/compare.txt). Every figure is the median of "
+        "[benches/results/compare.txt](results/compare.txt). Every figure is the median of "
         f"{pp_runs} runs (ping-pong) or {timer_runs} (timer workloads), each in a fresh process, "
         "the contenders taken round-robin; in brackets, the ratio to tickless. Ping-pong "
         "sends a 4-byte message each way over two pipes; `threads` is two blocking threads "
@@ -573,9 +572,9 @@ def readme_block(text, results):
         "margins, so the targets table gives the worst-to-best range over the runs and marks a "
         "verdict that some runs contradict as \"within the spread\".",
         "",
-        "![compare chart](benches/results/compare.svg)",
+        "![compare chart](results/compare.svg)",
         "",
-        "![timer_churn frontier](benches/results/frontier.svg)",
+        "![timer_churn frontier](results/frontier.svg)",
         "",
     ]
     if notes:
@@ -599,21 +598,18 @@ def write_readme(block, defaults=None):
                 re.escape(DEFAULTS_BEGIN) + r".*?" + re.escape(DEFAULTS_END), lambda _: defaults, text, flags=re.S
             )
         else:
-            heading = "### Defaults, and what they cost\n"
+            heading = "## Defaults, and what they cost\n"
             i = text.find(heading)
             if i < 0:
-                sys.exit("README.md has no '### Defaults, and what they cost' heading")
+                sys.exit("benches/README.md has no '## Defaults, and what they cost' heading")
             j = text.find("\n## ", i + len(heading))
             text = text[: i + len(heading)] + "\n" + defaults + "\n" + text[j:]
     if BEGIN in text and END in text:
         new, n = re.subn(re.escape(BEGIN) + r".*?" + re.escape(END), lambda _: block, text, flags=re.S)
         if n != 1:
-            sys.exit("README.md: more than one compare block")
+            sys.exit("benches/README.md: more than one compare block")
     else:
-        anchor = "## How the timers work"
-        if anchor not in text:
-            sys.exit(f"README.md has no '{anchor}' heading to put the Benchmarks section before")
-        new = text.replace(anchor, "## Benchmarks\n\n" + block + "\n\n" + anchor, 1)
+        sys.exit("benches/README.md has no compare block (<!-- compare:begin --> ... end)")
     with open(README, "w") as f:
         f.write(new)
 
@@ -636,7 +632,7 @@ def main():
         with open(FRONTIER_SVG, "w") as f:
             f.write(svg)
     write_readme(readme_block(text, results), defaults_block(results))
-    print(f"wrote {os.path.relpath(RAW, ROOT)}, {os.path.relpath(SVG, ROOT)} and README.md's compare block")
+    print(f"wrote {os.path.relpath(RAW, ROOT)}, {os.path.relpath(SVG, ROOT)} and benches/README.md's compare block")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Runs the HTTP load comparison and writes its figures into README.md.
+"""Runs the HTTP load comparison and writes its figures into benches/README.md.
 
     python3 benches/scripts/http_readme.py [--app axum|split] [--rounds N]  # run http_load.sh, update README.md
     python3 benches/scripts/http_readme.py [--app axum] --no-run      # re-read the raw output

@@ -2,7 +2,7 @@
 """Instructions a never-firing request timeout costs through the public path, for tickless and
 tokio, counted by callgrind; and instructions per timer fire on a paused clock.
 
-    python3 benches/scripts/timeout_cost.py            # measure, then update README.md
+    python3 benches/scripts/timeout_cost.py            # measure, then update benches/README.md
     python3 benches/scripts/timeout_cost.py --no-readme # measure and print only
 
 Method (setup cancels out: two run lengths are subtracted):

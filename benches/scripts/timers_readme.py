@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Runs the `timers` criterion bench (the wheel's own costs, and a timeout through the public
-path) and writes its figures into README.md.
+path) and writes its figures into benches/README.md.
 
-    python3 benches/scripts/timers_readme.py            # run the bench, then update README.md
+    python3 benches/scripts/timers_readme.py            # run the bench, then update benches/README.md
     python3 benches/scripts/timers_readme.py --no-run   # only re-read target/criterion
 
 The README block between `<!-- timers:begin -->` and `<!-- timers:end -->` is replaced; nothing

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Measures what the tokio context costs and writes the figures into README.md.
+"""Measures what the tokio context costs and writes the figures into benches/README.md.
 
     python3 benches/scripts/tokio_context_readme.py [--runs N]   # run the example N times (3)
     python3 benches/scripts/tokio_context_readme.py --no-run     # re-read the raw output

@@ -184,3 +184,23 @@ impl Drop for SlowGuard {
         }
     }
 }
+
+/// The README's and the guides' code blocks, compiled and run as this crate's doctests (the
+/// guides use axum, which only this crate has).
+#[cfg(doctest)]
+mod guides {
+    #[doc = include_str!("../../README.md")]
+    mod readme {}
+    #[doc = include_str!("../../docs/coming-from-tokio.md")]
+    mod coming_from_tokio {}
+    #[doc = include_str!("../../docs/serving-http.md")]
+    mod serving_http {}
+    #[doc = include_str!("../../docs/timers.md")]
+    mod timers {}
+    #[doc = include_str!("../../docs/thread-per-core.md")]
+    mod thread_per_core {}
+    #[doc = include_str!("../../docs/testing.md")]
+    mod testing {}
+    #[doc = include_str!("../../benches/README.md")]
+    mod benches {}
+}

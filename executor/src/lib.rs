@@ -1,4 +1,64 @@
-#![doc = include_str!("../../README.md")]
+//! A thread-per-core async runtime for network servers, built around its timer driver: each
+//! core has its own timer wheel and clock device, re-programmed only when the earliest deadline
+//! really moves, and no periodic tick. For servers where every request carries a timeout that
+//! almost never fires.
+//!
+//! The API is tokio's where the meaning is the same: [`spawn`], [`time::sleep`],
+//! [`time::timeout`], [`net::TcpListener`], [`task::JoinSet`], `#[tickless::main]`. What differs
+//! comes from every core being its own single-threaded runtime: a task stays on the core it was
+//! placed on at spawn, and an I/O object belongs to the core that first polls it.
+//!
+//! ```
+//! use std::time::Duration;
+//! use tickless::time::{sleep, timeout};
+//!
+//! let rt = tickless::Runtime::new()?; // one core per CPU; core 0 is this thread
+//! rt.block_on(async {
+//!     let task = tickless::spawn(async { 6 * 7 });
+//!     let answer = timeout(Duration::from_secs(1), task).await; // a deadline that won't fire
+//!     assert_eq!(answer.unwrap().unwrap(), 42);
+//!     sleep(Duration::from_micros(100)).await; // microsecond timers: no 1 ms rounding
+//! });
+//! # std::io::Result::Ok(())
+//! ```
+//!
+//! A TCP echo server, one accept loop, its connections spread over the cores:
+//!
+//! ```no_run
+//! use tickless::net::TcpListener;
+//! use futures_lite::{AsyncReadExt, AsyncWriteExt};
+//!
+//! #[tickless::main]
+//! async fn main() -> std::io::Result<()> {
+//!     let listener = TcpListener::bind("127.0.0.1:7000").await?;
+//!     loop {
+//!         let (mut stream, _) = listener.accept().await?;
+//!         tickless::spawn(async move {
+//!             let mut buf = [0; 1024];
+//!             while let Ok(n @ 1..) = stream.read(&mut buf).await {
+//!                 if stream.write_all(&buf[..n]).await.is_err() {
+//!                     break;
+//!                 }
+//!             }
+//!         });
+//!     }
+//! }
+//! ```
+//!
+//! # Features
+//!
+//! - `http`: `tickless::http`, serving any tower service (an axum `Router`) on every core and
+//!   hyper-util's client over tickless streams (includes `hyper` and `tower`).
+//! - `tower`: tower-http's and tower's timeout layers on the core's wheel (`tickless::tower`).
+//! - `hyper`: hyper's runtime traits on tickless (`hyper_rt`).
+//! - `tokio-io`: tokio's `AsyncRead`/`AsyncWrite` on the stream types.
+//! - `tokio-compat`: a tokio context on every core, for libraries that call tokio inside
+//!   (`Builder::tokio_context`).
+//!
+//! # Guides
+//!
+//! In the repository's `docs/`: coming from tokio, serving HTTP, timers and slack, thread per
+//! core and placement, testing with paused time.
 #![warn(missing_docs)]
 
 mod blocking;

@@ -200,7 +200,7 @@ for kind in ("missed", "timeout"):
         print(f"\n{kind}:")
         for line in sorted(lines[kind], key=lambda l: (l.split(":")[0], int(l.split(":")[1]))):
             print("  " + line)
-# MUTANTS_README=1: the per-file scores go into README.md, between
+# MUTANTS_README=1: the per-file scores go into benches/README.md, between
 # <!-- mutants-NAME:begin --> and <!-- mutants-NAME:end -->, so the README never holds a figure
 # typed by hand.
 if os.environ.get("MUTANTS_README") == "1":
@@ -219,12 +219,13 @@ if os.environ.get("MUTANTS_README") == "1":
         *rows,
         f"<!-- mutants-{name}:end -->",
     ])
-    readme = open("README.md").read()
+    doc = "benches/README.md"
+    readme = open(doc).read()
     pattern = re.compile(rf"<!-- mutants-{re.escape(name)}:begin -->.*?<!-- mutants-{re.escape(name)}:end -->", re.S)
     if not pattern.search(readme):
-        sys.exit(f"run.sh: README.md has no <!-- mutants-{name}:begin --> block")
-    open("README.md", "w").write(pattern.sub(lambda _: block, readme))
-    print(f"README.md: mutants-{name} block rewritten")
+        sys.exit(f"run.sh: {doc} has no <!-- mutants-{name}:begin --> block")
+    open(doc, "w").write(pattern.sub(lambda _: block, readme))
+    print(f"{doc}: mutants-{name} block rewritten")
 # Missed mutants not listed as equivalent (or not worth killing) are the ones to look at.
 if os.path.exists(equivalent):
     known = {l.split(" — ")[0].strip() for l in open(equivalent) if l.strip() and not l.startswith("#")}

@@ -16,7 +16,7 @@
 //! # What serving does
 //!
 //! Each core binds its own `SO_REUSEPORT` listener on the address and serves the connections it
-//! accepts, start to end, on its own thread (see [`Serve`](crate::net::Serve) for the accept
+//! accepts, start to end, on its own thread (see [`Serve`] for the accept
 //! loop, its back-off on descriptor exhaustion and its counters). A connection speaks HTTP/1.1,
 //! or HTTP/2 when it opens with HTTP/2's preface (prior knowledge, what gRPC clients speak), as
 //! with axum; HTTP/1.1 upgrades and HTTP/2's extended CONNECT (WebSockets) are served. hyper's
