@@ -44,7 +44,7 @@ fn measure(device: ClockDevice, length: Duration, n: usize) -> std::io::Result<(
         cost.io_polls as f64 / n as f64,
         cost.timer_early as f64 / n as f64,
         cost.lead_spins as f64 / n as f64,
-        cost.timerfd_spurious as f64 / n as f64,
+        cost.device_spurious as f64 / n as f64,
         rt.stats().total.wakeup_lead_ns,
     );
     Ok(())

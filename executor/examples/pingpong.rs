@@ -161,7 +161,7 @@ fn main() -> io::Result<()> {
         println!(
             "{name}: polls={} parks={} spins={} remote_wakes_sent={} remote_wakes_avoided={} \
              timer_inserts={} timer_cancels={} timer_fires={} timerfd_rearms={} \
-             timerfd_spurious={} clock_reads={} io_polls={}",
+             device_spurious={} clock_reads={} io_polls={}",
             s.polls,
             s.parks,
             s.spins,
@@ -171,7 +171,7 @@ fn main() -> io::Result<()> {
             s.timer_cancels,
             s.timer_fires,
             s.timerfd_rearms,
-            s.timerfd_spurious,
+            s.device_spurious,
             s.clock_reads,
             s.io_polls
         );

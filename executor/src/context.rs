@@ -15,7 +15,7 @@
 use std::cell::Cell;
 use std::rc::Rc;
 
-use tickless_io::EnterGuard;
+use tickless_io::internal::EnterGuard;
 
 use crate::worker::Core;
 

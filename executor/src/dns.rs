@@ -3,7 +3,7 @@
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
 
-use tickless_io::Resolving;
+use tickless_io::internal::Resolving;
 
 use crate::task::spawn_blocking;
 

@@ -97,7 +97,7 @@ pub mod loom_exports {
     pub use crate::worker::run::{run, take_handed_over, turn, Driver, Step};
     pub use crate::worker::shared::{Runnable, Shared, Unpark};
     pub use crate::worker::shutdown::{close, shut_down, Owner};
-    pub use crate::worker::timers::TimerValue;
+    pub use crate::worker::timers::Due;
 }
 
 /// What `#[tickless::main]` and `#[tickless::test]` expand to: not for use by hand.
@@ -135,7 +135,9 @@ pub use worker::device::ClockDevice;
 /// The types implement futures-io's `AsyncRead` and `AsyncWrite`; they belong to the core that
 /// created them (see [`net`] for what `Send` means for them).
 pub mod io {
-    pub use tickless_io::{pipe, AsyncFd, AsyncFdReadyGuard, PipeReader, PipeWriter};
+    pub use tickless_io::{
+        pipe, AsyncFd, AsyncFdReadyGuard, Interest, PipeReader, PipeWriter, Ready, TryIoError,
+    };
 }
 
 /// TCP, UDP and Unix sockets, name lookups, and servers on every core.
@@ -183,8 +185,8 @@ pub mod io {
 /// ```
 pub mod net {
     pub use tickless_io::{
-        OwnedReadHalf, OwnedWriteHalf, TcpListener, TcpStream, ToSocketAddrs, UdpSocket,
-        UnixListener, UnixStream,
+        OwnedReadHalf, OwnedWriteHalf, ReuniteError, TcpListener, TcpStream, ToSocketAddrs,
+        UdpSocket, UnixListener, UnixStream,
     };
 
     pub use crate::dns::lookup_host;

@@ -65,7 +65,7 @@ counters! {
     timerfd_rearms,
     /// Clock event device expirations (the timerfd's, or the epoll wait's timeout) that found
     /// no timer due (not counting early ones).
-    timerfd_spurious,
+    device_spurious,
     /// Clock event device expirations that came ahead of the end of the earliest window, by
     /// the wakeup lead (see [`Builder::wakeup_lead_max`](crate::Builder::wakeup_lead_max)), and
     /// found no timer due yet: the core waited out the rest awake (a lead spin).

@@ -53,7 +53,7 @@ fn a_timer_wakeup_costs_one_system_call_on_the_epoll_device_and_two_on_the_timer
     // One epoll_pwait2 a wakeup (and one more per sleep at most: a poll that finds the
     // deadline just passed).
     assert!(epoll.io_polls <= 2 * SLEEPS, "{epoll:?}");
-    assert_eq!(epoll.timerfd_spurious, 0, "{epoll:?}");
+    assert_eq!(epoll.device_spurious, 0, "{epoll:?}");
 
     let timerfd = sequential_sleeps(&runtime(ClockDevice::TimerFd), SLEEPS);
     assert_eq!(timerfd.timer_fires, SLEEPS);

@@ -14,7 +14,7 @@ use crate::ready::Direction;
 use crate::sys;
 
 /// Creates a pipe: `(writer, reader)`, the order of tokio's `pipe` and of data flow. Each end
-/// registers with the core that first polls it (see [`Registration`](crate::Registration)'s
+/// registers with the core that first polls it (see `Registration`'s
 /// threads), so the two ends may be driven by different cores.
 ///
 /// Both ends are `O_NONBLOCK | O_CLOEXEC` (`pipe2`).

@@ -50,7 +50,7 @@ fn token(key: usize, generation: usize) -> Token {
 
 /// One slab entry.
 struct Slot {
-    /// Readiness and wakers, shared with the [`Registration`](crate::Registration).
+    /// Readiness and wakers, shared with the `Registration`.
     io: Arc<ScheduledIo>,
     /// Must match the token's generation for an event to reach this slot.
     generation: usize,
@@ -99,12 +99,12 @@ struct Counters {
 ///
 /// ```compile_fail
 /// fn assert_send<T: Send>() {}
-/// assert_send::<tickless_io::Reactor>();
+/// assert_send::<tickless_io::internal::Reactor>();
 /// ```
 ///
 /// ```compile_fail
 /// fn assert_sync<T: Sync>() {}
-/// assert_sync::<tickless_io::Reactor>();
+/// assert_sync::<tickless_io::internal::Reactor>();
 /// ```
 ///
 /// # Implementation
@@ -212,7 +212,7 @@ impl Reactor {
     /// # Examples
     ///
     /// ```
-    /// use tickless_io::{Reactor, TimerFd};
+    /// use tickless_io::internal::{Reactor, TimerFd};
     ///
     /// let (reactor, timer) = Reactor::with_timer()?;
     /// timer.arm(TimerFd::now_mono_ns()); // a deadline of "now" fires at once
@@ -291,7 +291,7 @@ impl Reactor {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use tickless_io::Reactor;
+    /// use tickless_io::internal::Reactor;
     ///
     /// let reactor = Reactor::new()?;
     /// match reactor.poll_precise(Some(Duration::from_micros(50))) {

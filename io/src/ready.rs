@@ -7,7 +7,7 @@ use std::ops::{BitOr, BitOrAssign};
 ///
 /// The reactor ORs in what each epoll event reports; I/O types clear bits when a syscall says
 /// `WouldBlock`. The closed bits mean the condition is permanent, so a short read never clears
-/// them (see [`Registration::clear_readiness`](crate::Registration::clear_readiness)).
+/// them (see `Registration::clear_readiness`).
 #[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct Ready(u8);
 
@@ -157,7 +157,7 @@ impl Direction {
 
 /// What a readiness wait observed: the bits, and the registration's tick when it saw them.
 ///
-/// Handing it back to [`Registration::clear_readiness`](crate::Registration::clear_readiness)
+/// Handing it back to `Registration::clear_readiness`
 /// clears those bits only if no event arrived since: the tick is how an event that lands between
 /// a `WouldBlock` and the clear is kept.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -576,7 +576,7 @@ impl Registration {
         }
     }
 
-    /// Counts a `WouldBlock` in `dir` (see [`IoStats`](crate::IoStats)).
+    /// Counts a `WouldBlock` in `dir` (see `IoStats`).
     #[inline]
     fn count_would_block(home: &Home, dir: Direction) {
         let counters = &home.counters;

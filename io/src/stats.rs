@@ -4,7 +4,7 @@ use std::cell::Cell;
 use std::ops::{Add, AddAssign};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// A snapshot of one reactor's counters, from [`Reactor::stats`](crate::Reactor::stats).
+/// A snapshot of one reactor's counters, from `Reactor::stats`.
 ///
 /// Snapshots add up (`+`, `+=`), so a runtime can report a total over its cores. Tests assert on
 /// these counters rather than on time.
@@ -14,7 +14,7 @@ pub struct IoStats {
     pub polls: u64,
     /// Events `epoll_wait` returned, the timerfd's and the unparker's included.
     pub events: u64,
-    /// Events of the timerfd ([`Polled::timer_event`](crate::Polled::timer_event)), stale ones
+    /// Events of the timerfd (`Polled::timer_event`), stale ones
     /// included. Re-programmings are counted by whoever programs it (the timer driver).
     pub timer_events: u64,
     /// Polls that found the unparker written and drained it.

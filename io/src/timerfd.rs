@@ -12,13 +12,13 @@ use crate::sys::cvt;
 /// Nanoseconds in a second.
 const NANOS_PER_SEC: u64 = 1_000_000_000;
 
-/// The one timerfd of a core, registered with its [`Reactor`](crate::Reactor) and owned by
-/// the timer driver: [`Reactor::with_timer`](crate::Reactor::with_timer) hands it out once, and
+/// The one timerfd of a core, registered with its `Reactor` and owned by
+/// the timer driver: `Reactor::with_timer` hands it out once, and
 /// nothing else can reach it.
 ///
 /// The driver arms it for the earliest deadline it wants a wakeup for;
-/// [`Reactor::poll`](crate::Reactor::poll) reports that the descriptor became readable
-/// ([`Polled::timer_event`](crate::Polled::timer_event)). The descriptor is never read: the
+/// `Reactor::poll` reports that the descriptor became readable
+/// (`Polled::timer_event`). The descriptor is never read: the
 /// driver, which knows what it armed, compares its armed deadline with a clock reading to tell
 /// an expiry from a stale event. Only one deadline is armed at a time: arming replaces the
 /// previous one. What is armed is the driver's to remember (it is stored once, there).

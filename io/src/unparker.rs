@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use crate::sys::cvt;
 
-/// Wakes one core's [`Reactor`](crate::Reactor) out of a blocking
-/// [`poll`](crate::Reactor::poll), from any thread.
+/// Wakes one core's `Reactor` out of a blocking
+/// `poll`, from any thread.
 ///
 /// Cloning is cheap (one reference count). Unparking a core that is not blocked makes its next
 /// poll return at once with `unparked == true`; many unparks before that poll cost one wakeup.
@@ -40,7 +40,7 @@ impl Unparker {
         })
     }
 
-    /// Makes the reactor's current or next [`poll`](crate::Reactor::poll) return, reporting
+    /// Makes the reactor's current or next `poll` return, reporting
     /// `unparked == true`.
     ///
     /// # Panics

@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use common::run;
 use futures_lite::future::poll_once;
-use tickless_io::{AsyncFd, Direction, Reactor};
+use tickless_io::AsyncFd;
+
+use tickless_io::internal::{Direction, Reactor};
 
 /// A non-blocking socket pair: the first end registered, the second plain.
 fn registered_pair() -> io::Result<(AsyncFd<UnixStream>, UnixStream)> {

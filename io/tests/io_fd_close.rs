@@ -9,9 +9,9 @@ use std::io;
 
 use common::run;
 use futures_lite::future::zip;
-use tickless_io::{
-    pipe, AsyncFd, PipeReader, Reactor, TcpListener, TcpStream, UdpSocket, UnixStream,
-};
+use tickless_io::{pipe, AsyncFd, PipeReader, TcpListener, TcpStream, UdpSocket, UnixStream};
+
+use tickless_io::internal::Reactor;
 
 /// The number of descriptors open in this process.
 fn open_fds() -> io::Result<usize> {

@@ -8,7 +8,9 @@ use std::os::fd::OwnedFd;
 use common::run;
 use futures_lite::future::zip;
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
-use tickless_io::{pipe, PipeReader, PipeWriter, Reactor};
+use tickless_io::{pipe, PipeReader, PipeWriter};
+
+use tickless_io::internal::Reactor;
 
 /// A recognisable, non-repeating-at-small-periods byte pattern.
 fn pattern(len: usize) -> Vec<u8> {

@@ -15,9 +15,11 @@ use common::block_on;
 use futures_lite::future::poll_once;
 use futures_lite::{AsyncRead, AsyncReadExt};
 use tickless_io::{
-    pipe, AsyncFd, Interest, OwnedReadHalf, OwnedWriteHalf, PipeReader, PipeWriter, Reactor,
-    Registration, TcpListener, TcpStream, UdpSocket, UnixListener, UnixStream,
+    pipe, AsyncFd, Interest, OwnedReadHalf, OwnedWriteHalf, PipeReader, PipeWriter, TcpListener,
+    TcpStream, UdpSocket, UnixListener, UnixStream,
 };
+
+use tickless_io::internal::{Reactor, Registration};
 
 #[test]
 fn the_io_types_are_send_and_sync() {

@@ -12,7 +12,9 @@ use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 
 use common::run;
-use tickless_io::{pipe, Reactor, TcpListener, TcpStream, UnixStream};
+use tickless_io::{pipe, TcpListener, TcpStream, UnixStream};
+
+use tickless_io::internal::Reactor;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 /// Reads once into `buf`, waiting as long as it takes.

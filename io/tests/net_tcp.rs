@@ -175,7 +175,7 @@ fn writing_to_a_closed_connection_fails_without_a_signal() -> io::Result<()> {
 
 #[test]
 fn linger_readable_and_try_io() -> io::Result<()> {
-    let reactor = tickless_io::Reactor::new()?;
+    let reactor = tickless_io::internal::Reactor::new()?;
     let _guard = reactor.enter();
     let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
     let mut client = std::net::TcpStream::connect(listener.local_addr()?)?;

@@ -57,7 +57,7 @@ fn connected_send_and_recv() -> io::Result<()> {
 
 #[test]
 fn readable_and_try_recv_without_waiting() -> io::Result<()> {
-    let reactor = tickless_io::Reactor::new()?;
+    let reactor = tickless_io::internal::Reactor::new()?;
     let _guard = reactor.enter();
     let a = tickless_io::UdpSocket::from_std(std::net::UdpSocket::bind("127.0.0.1:0")?)?;
     let b = std::net::UdpSocket::bind("127.0.0.1:0")?;

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
-use tickless_io::Reactor;
+use tickless_io::internal::Reactor;
 
 #[test]
 fn a_wait_without_a_timeout_lasts_until_an_event() {

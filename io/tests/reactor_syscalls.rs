@@ -17,7 +17,9 @@ use std::time::Duration;
 
 use futures_lite::future::zip;
 use futures_lite::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tickless_io::{pipe, IoStats, Reactor, UnixStream};
+use tickless_io::{pipe, UnixStream};
+
+use tickless_io::internal::{IoStats, Reactor};
 
 /// Round trips before counting (registrations settled, optimistic readiness used up).
 const WARMUP: u32 = 100;

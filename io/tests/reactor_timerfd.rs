@@ -3,7 +3,7 @@
 use std::io;
 use std::time::Duration;
 
-use tickless_io::{Reactor, TimerFd};
+use tickless_io::internal::{Reactor, TimerFd};
 
 /// Blocks until the reactor reports an event of the timerfd, tolerating unrelated wakeups.
 fn poll_until_timer_event(reactor: &Reactor) -> io::Result<()> {

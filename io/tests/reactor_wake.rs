@@ -12,7 +12,9 @@ use std::thread;
 use std::time::Duration;
 
 use futures_lite::{AsyncRead, AsyncWriteExt};
-use tickless_io::{pipe, Reactor, Unparker};
+use tickless_io::pipe;
+
+use tickless_io::internal::{Reactor, Unparker};
 
 fn _unparker_is_send_sync_clone() {
     fn assert<T: Send + Sync + Clone + 'static>() {}

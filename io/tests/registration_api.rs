@@ -13,7 +13,9 @@ use std::os::unix::net::UnixStream;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use tickless_io::{Direction, Interest, Reactor, Registration, TcpListener};
+use tickless_io::{Interest, TcpListener};
+
+use tickless_io::internal::{Direction, Reactor, Registration};
 
 /// A reactor, and an edge-triggered registration of a socket whose peer has written a byte:
 /// readable and writable as recorded (the socket, the peer and the registration).

@@ -16,7 +16,9 @@ use std::time::Duration;
 
 use futures_io::AsyncRead;
 use loom::thread;
-use tickless_io::{Reactor, UnixStream};
+use tickless_io::UnixStream;
+
+use tickless_io::internal::Reactor;
 
 /// Polls a read of nothing on the current reactor: the stream's first poll, which registers it
 /// there.

@@ -20,9 +20,9 @@ use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use loom::sync::Mutex;
 use loom::thread;
 use tickless::loom_exports::{
-    close, run, sleep, take_handed_over, turn, Driver, MainWaker, Shared, Step, TimerValue, Unpark,
+    close, run, sleep, take_handed_over, turn, Driver, Due, MainWaker, Shared, Step, Unpark,
 };
-use tickless_timer::Op;
+use tickless_timer::internal::Op;
 
 /// The deadline the model core's clock event device is armed for.
 const ARMED: u64 = 1_000;
@@ -66,7 +66,7 @@ impl Unpark for ModelUnparker {
 struct ModelCore {
     shared: Arc<Shared<ModelUnparker>>,
     eventfd: Arc<EventFd>,
-    ops: RefCell<Vec<Op<TimerValue>>>,
+    ops: RefCell<Vec<Op<Due>>>,
     /// What `flush_rearm` reports armed.
     armed: Option<u64>,
     /// The armed timer fires while the core blocks: `block` returns without an unpark.
@@ -124,13 +124,13 @@ impl Driver for ModelCore {
         0
     }
 
-    fn ops_buffer(&self) -> &RefCell<Vec<Op<TimerValue>>> {
+    fn ops_buffer(&self) -> &RefCell<Vec<Op<Due>>> {
         &self.ops
     }
 
-    fn apply(&self, op: Op<TimerValue>) {
+    fn apply(&self, op: Op<Due>) {
         match op {
-            Op::Now(TimerValue::Wake(w)) => {
+            Op::Now(Due::Wake(w)) => {
                 self.applied.set(self.applied.get() + 1);
                 w.wake();
             }
@@ -253,8 +253,8 @@ fn a_remote_hand_over_racing_the_core_going_to_sleep_is_never_lost_and_wakes_onc
             let shared = core.shared.clone();
             let (first, last) = (first.clone(), last.clone());
             thread::spawn(move || {
-                assert!(shared.push_now(TimerValue::Wake(Waker::from(first))));
-                assert!(shared.push_now(TimerValue::Wake(Waker::from(last))));
+                assert!(shared.push_now(Due::Wake(Waker::from(first))));
+                assert!(shared.push_now(Due::Wake(Waker::from(last))));
             })
         };
         let main = pin!(poll_fn(|cx| last.poll_wait(cx)));
@@ -279,7 +279,7 @@ fn shutdown_racing_a_wake_that_takes_the_unparker_loses_nothing_and_writes_no_cl
         let pusher = {
             let shared = core.shared.clone();
             let delivered = delivered.clone();
-            thread::spawn(move || shared.push_now(TimerValue::Wake(Waker::from(delivered))))
+            thread::spawn(move || shared.push_now(Due::Wake(Waker::from(delivered))))
         };
         // One turn of the loop (it goes idle, sleeps, and wakes by its timer), the last drain
         // of shutdown, then the close, which lets the unparker go: from its return on, the
@@ -301,9 +301,7 @@ fn shutdown_racing_a_wake_that_takes_the_unparker_loses_nothing_and_writes_no_cl
         let writes = core.eventfd.writes.load(Ordering::Relaxed);
         assert!(writes <= core.wakes_sent() && core.wakes_sent() <= core.blocks.get());
         assert!(
-            !core
-                .shared
-                .push_now(TimerValue::Wake(Waker::from(delivered))),
+            !core.shared.push_now(Due::Wake(Waker::from(delivered))),
             "closed for good"
         );
     });

@@ -14,8 +14,9 @@ use std::sync::Arc;
 
 use loom::thread;
 use tickless::loom_exports::{close, register, remote_cancel, Shared};
-use tickless_io::Reactor;
-use tickless_timer::{Config, FakeDevice, Op, Slack, TimerQueue};
+use tickless_io::internal::Reactor;
+use tickless_timer::internal::Op;
+use tickless_timer::{Config, FakeDevice, Slack, TimerQueue};
 
 #[test]
 fn a_remote_cancel_racing_its_core_s_close_is_taken_once_or_refused() {

@@ -23,10 +23,10 @@ use std::task::{Context, Poll, Waker};
 use loom::sync::Mutex;
 use loom::thread::{self, ThreadId};
 use tickless::loom_exports::{
-    schedule, shut_down, spawn_remote, Driver, JoinSlot, Owner, Runnable, Shared, TimerValue,
+    schedule, shut_down, spawn_remote, Driver, Due, JoinSlot, Owner, Runnable, Shared,
 };
-use tickless_io::Reactor;
-use tickless_timer::Op;
+use tickless_io::internal::Reactor;
+use tickless_timer::internal::Op;
 
 /// The threads the model task's future was dropped on.
 #[derive(Default)]
@@ -42,7 +42,7 @@ struct ModelCore {
     queue: RefCell<VecDeque<Runnable>>,
     /// Wakers of the polled tasks whose futures are alive (`Core::tasks`).
     live: Arc<Mutex<Vec<Waker>>>,
-    ops: RefCell<Vec<Op<TimerValue>>>,
+    ops: RefCell<Vec<Op<Due>>>,
 }
 
 impl ModelCore {
@@ -58,7 +58,7 @@ impl ModelCore {
 }
 
 impl Driver for ModelCore {
-    type Unpark = tickless_io::Unparker;
+    type Unpark = tickless_io::internal::Unparker;
 
     fn shared(&self) -> &Arc<Shared> {
         &self.shared
@@ -67,12 +67,12 @@ impl Driver for ModelCore {
     fn run_tasks(&self) -> usize {
         unreachable!("the model core only shuts down")
     }
-    fn ops_buffer(&self) -> &RefCell<Vec<Op<TimerValue>>> {
+    fn ops_buffer(&self) -> &RefCell<Vec<Op<Due>>> {
         &self.ops
     }
-    fn apply(&self, op: Op<TimerValue>) {
+    fn apply(&self, op: Op<Due>) {
         match op {
-            Op::Now(TimerValue::Run(runnable)) => self.queue.borrow_mut().push_back(runnable),
+            Op::Now(Due::Schedule(runnable)) => self.queue.borrow_mut().push_back(runnable),
             other => drop(other),
         }
     }

@@ -19,7 +19,9 @@ use futures_io::AsyncRead;
 use loom::sync::atomic::{AtomicBool, Ordering};
 use loom::sync::Arc;
 use loom::thread;
-use tickless_io::{Reactor, UnixStream};
+use tickless_io::UnixStream;
+
+use tickless_io::internal::Reactor;
 
 #[test]
 fn a_stream_first_polled_on_another_core_racing_a_drop_on_its_maker() {

@@ -7,7 +7,7 @@
 ///
 /// Each call is one re-programming of the device (one `timerfd_settime` on Linux), which is
 /// what the re-arm policies exist to save.
-pub trait ClockEventDevice {
+pub trait ClockDevice {
     /// Programs the device to fire once at `deadline` (nanoseconds on the queue's clock),
     /// replacing any earlier programming. A deadline in the past fires at once.
     fn arm(&mut self, deadline: u64);
@@ -21,7 +21,7 @@ pub trait ClockEventDevice {
 /// # Examples
 ///
 /// ```
-/// use tickless_timer::{ClockEventDevice, FakeDevice};
+/// use tickless_timer::{ClockDevice, FakeDevice};
 ///
 /// let mut dev = FakeDevice::default();
 /// dev.arm(100);
@@ -32,9 +32,9 @@ pub trait ClockEventDevice {
 pub struct FakeDevice {
     /// The deadline the device is programmed for, if any.
     pub armed: Option<u64>,
-    /// How many times [`arm`](ClockEventDevice::arm) was called.
+    /// How many times [`arm`](ClockDevice::arm) was called.
     pub arms: u64,
-    /// How many times [`disarm`](ClockEventDevice::disarm) was called.
+    /// How many times [`disarm`](ClockDevice::disarm) was called.
     pub disarms: u64,
 }
 
@@ -45,7 +45,7 @@ impl FakeDevice {
     }
 }
 
-impl ClockEventDevice for FakeDevice {
+impl ClockDevice for FakeDevice {
     fn arm(&mut self, deadline: u64) {
         self.armed = Some(deadline);
         self.arms += 1;

@@ -36,7 +36,7 @@ pub const LEAD_UP_NS: u64 = LEAD_STEP_NS * LEAD_QUANTILE_PERCENT / (100 - LEAD_Q
 /// # Examples
 ///
 /// ```
-/// use tickless_timer::Lead;
+/// use tickless_timer::internal::Lead;
 ///
 /// let mut lead = Lead::new(100_000); // at most 100 µs
 /// for i in 0..1_000u64 {

@@ -3,12 +3,16 @@
 //! give a core timers without waking it needlessly.
 //!
 //! Pure data: no file descriptors, no threads, no `unsafe`. The runtime plugs a `timerfd` in as
-//! the [`ClockEventDevice`]; tests plug in a [`FakeDevice`] and a manual clock.
+//! the [`ClockDevice`]; tests plug in a [`FakeDevice`] and a manual clock.
 //!
-//! - [`Wheel`]: 11 levels of 64 slots over integer ticks, occupancy bitmaps, O(1) insert, cancel
-//!   and reset, handles that go stale safely.
-//! - [`TimerQueue`]: the wheel in nanoseconds, with [`Slack`] and a [`RearmPolicy`].
-//! - [`Handover`]: the per-core inbox and published sleep word.
+//! - [`TimerQueue`]: a hierarchical wheel (11 levels of 64 slots over integer ticks, occupancy
+//!   bitmaps, O(1) insert, cancel and reset, handles that go stale safely) in nanoseconds, with
+//!   [`Slack`] and a [`RearmPolicy`], driving a [`ClockDevice`].
+//! - [`TimerHandle`], [`TimerStats`], [`Config`]: a timer's name, the queue's counters, its
+//!   settings.
+//!
+//! The wheel alone, the per-core inbox through which other threads hand a core timers and
+//! wakes, and the wakeup lead are the runtime's building blocks, not public API.
 //!
 //! # Examples
 //!
@@ -28,7 +32,7 @@
 #![warn(missing_docs)]
 
 mod device;
-mod handover;
+mod inbox;
 mod lead;
 mod queue;
 mod slab;
@@ -37,11 +41,20 @@ mod stats;
 mod sync;
 mod wheel;
 
-pub use device::{ClockEventDevice, FakeDevice};
-pub use handover::{Handover, Op, Wake, NO_DEADLINE};
-pub use lead::{Lead, LEAD_QUANTILE_PERCENT, LEAD_STEP_NS, LEAD_UP_NS};
+// The timer queue, its settings and its device: what a program that drives its own clock
+// event device uses (the `tickless` runtime re-exports `RearmPolicy`).
+pub use device::{ClockDevice, FakeDevice};
 pub use queue::{Config, PreparedSlack, RearmPolicy, TimerQueue};
 pub use slab::TimerHandle;
 pub use slack::{nanos, Slack};
 pub use stats::TimerStats;
-pub use wheel::{Lane, Wheel, LEVELS, MAX_LANES};
+
+/// What the `tickless` runtime (and its loom models and tests) builds on beyond the queue: the
+/// wheel itself, each core's inbox for other threads, the wakeup lead's estimator. Not for
+/// users: no stability promise, and hidden from the docs.
+#[doc(hidden)]
+pub mod internal {
+    pub use crate::inbox::{Inbox, Op, Wake, NO_DEADLINE};
+    pub use crate::lead::{Lead, LEAD_QUANTILE_PERCENT, LEAD_STEP_NS, LEAD_UP_NS};
+    pub use crate::wheel::{Lane, Wheel, LEVELS, MAX_LANES};
+}

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::device::ClockEventDevice;
+use crate::device::ClockDevice;
 use crate::lead::Lead;
 use crate::slab::TimerHandle;
 use crate::slack::{Slack, Ticks};
@@ -53,7 +53,7 @@ pub struct Config {
     /// `u64::MAX` ticks (584 years at 1 ns, far more at the default).
     pub resolution: Duration,
     /// The most the device is programmed ahead of the armed instant, to make up for the time
-    /// its wakeup takes to reach the core (see [`Lead`] and [`TimerQueue::device_woke`]).
+    /// its wakeup takes to reach the core (see `Lead` and [`TimerQueue::device_woke`]).
     /// Default zero here: the device is programmed for the armed instant itself. (The runtime
     /// sets its own default.)
     pub lead_max: Duration,
@@ -69,7 +69,7 @@ impl Default for Config {
     }
 }
 
-/// One core's timers: a [`Wheel`] of values `T`, the [`ClockEventDevice`] it programs, and the
+/// One core's timers: a `Wheel` of values `T`, the [`ClockDevice`] it programs, and the
 /// [`RearmPolicy`] that decides when.
 ///
 /// Times are `u64` nanoseconds on a clock of the caller's choosing (the runtime uses
@@ -120,7 +120,7 @@ pub struct TimerQueue<T, D> {
     /// the next idle flush, only reading the clock can tell whether it is due.
     unarmed: bool,
     /// Timers inserted while the device was armed no later than the end of their window, kept
-    /// out of the wheel ([`Wheel::insert_detached`]): a timeout cancelled before the device
+    /// out of the wheel (`Wheel::insert_detached`): a timeout cancelled before the device
     /// fires never touches a wheel list. Placed in the wheel before anything reads it for
     /// expiry or arming (see [`attach_detached`]), and when more than half of
     /// [`DETACHED_MAX`] entries are still pending (the handles of cancelled ones are dropped
@@ -148,7 +148,7 @@ pub struct PreparedSlack {
 /// The most timers kept out of the wheel at once (see `TimerQueue::detached`).
 const DETACHED_MAX: usize = 64;
 
-impl<T, D: ClockEventDevice> TimerQueue<T, D> {
+impl<T, D: ClockDevice> TimerQueue<T, D> {
     /// An empty queue over a disarmed device.
     pub fn new(device: D, config: Config) -> Self {
         TimerQueue {
@@ -234,7 +234,7 @@ impl<T, D: ClockEventDevice> TimerQueue<T, D> {
 
     /// The instant the queue must be advanced by for no timer to be later than its slack
     /// allows: the smallest deadline plus slack of the non-deferrable timers (never later; see
-    /// [`Wheel::next_expiration`]). The device is armed for it.
+    /// `Wheel::next_expiration`). The device is armed for it.
     pub fn next_expiration(&mut self) -> Option<u64> {
         self.attach_detached();
         self.wheel.next_expiration().map(|t| self.ticks.to_ns(t))
@@ -242,7 +242,7 @@ impl<T, D: ClockEventDevice> TimerQueue<T, D> {
 
     /// A bound on the earliest deadline of the pending timers (deferrable ones included), in
     /// nanoseconds: never later than it, and exact for the timers within 64 ticks (see
-    /// [`Wheel::next_deadline`]). [`advance`](Self::advance) to it makes that timer due if
+    /// `Wheel::next_deadline`). [`advance`](Self::advance) to it makes that timer due if
     /// the bound is exact. `None` when none is pending.
     pub fn next_deadline(&mut self) -> Option<u64> {
         self.attach_detached();

@@ -171,7 +171,7 @@ impl Level {
 /// # Examples
 ///
 /// ```
-/// use tickless_timer::Wheel;
+/// use tickless_timer::internal::Wheel;
 ///
 /// let mut wheel = Wheel::new();
 /// let a = wheel.insert(300, false, "a");
@@ -277,7 +277,7 @@ impl<T> Wheel<T> {
     /// [`next_expiration`]: Self::next_expiration
     ///
     /// ```
-    /// use tickless_timer::Wheel;
+    /// use tickless_timer::internal::Wheel;
     ///
     /// let mut wheel = Wheel::new();
     /// wheel.insert_within(1_000, 500, "a");

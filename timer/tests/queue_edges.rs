@@ -3,7 +3,8 @@
 
 use std::time::Duration;
 
-use tickless_timer::{Config, FakeDevice, RearmPolicy, Slack, TimerQueue, Wheel};
+use tickless_timer::internal::Wheel;
+use tickless_timer::{Config, FakeDevice, RearmPolicy, Slack, TimerQueue};
 
 fn queue() -> TimerQueue<u64, FakeDevice> {
     TimerQueue::new(FakeDevice::default(), Config::default())

@@ -1,7 +1,7 @@
 //! What the wheel says about itself: elapsed tick, length, a timer's tick and value, and the
 //! deferrable count, through inserts, removals, resets and expiry.
 
-use tickless_timer::Wheel;
+use tickless_timer::internal::Wheel;
 
 #[test]
 fn elapsed_follows_advance_and_never_goes_back() {

@@ -4,7 +4,7 @@
 //!
 //! All timers here are on level 1 of the wheel (ticks 64 to 4,095 from tick 0: slot = tick / 64).
 
-use tickless_timer::Wheel;
+use tickless_timer::internal::Wheel;
 
 /// A wheel whose slot 2 of level 1 (ticks 128 to 191) holds one timer at 150 and a stale bound
 /// of 130, left by the removal of its earliest timer.

@@ -250,7 +250,7 @@ fn pingpong_line(run: &Run, rtts: u32) -> String {
             " rearms_per_msg={} wakeups_per_msg={} spurious_per_msg={} spins_per_msg={}",
             per(s.timerfd_rearms),
             per(s.parks),
-            per(s.timerfd_spurious),
+            per(s.device_spurious),
             per(s.spins)
         );
     }

@@ -254,7 +254,7 @@ impl Builder {
     /// (30 to 50 µs on the virtual machine the README's figures come from, a few µs on bare
     /// metal), so a core that sleeps until the end of a window fires its timers that much
     /// past it. Each core measures how late its device's wakeups reach it and keeps a running
-    /// 95th percentile of that ([`tickless_timer::Lead`]), the *lead*, capped here; it programs
+    /// 95th percentile of that ([`tickless_timer::internal::Lead`]), the *lead*, capped here; it programs
     /// the device that far ahead of the end of the earliest window. A wakeup that comes before
     /// any timer is due (a timer whose slack is smaller than the lead, typically) is early:
     /// the core waits awake, watching the clock and its inbox (not I/O), until the first
@@ -405,7 +405,7 @@ impl Builder {
     /// (the error names the CPU).
     pub fn build(&mut self) -> io::Result<Runtime> {
         self.validate()?;
-        let allowed = tickless_io::cpu::allowed_cpus()?;
+        let allowed = tickless_io::internal::cpu::allowed_cpus()?;
         let n = self.cores.unwrap_or(allowed.len().max(1));
         let cpus: Vec<Option<usize>> = (0..n)
             .map(|i| self.pin.then(|| allowed.get(i).copied()).flatten())
@@ -428,7 +428,7 @@ impl Builder {
         let restore_affinity = match cpus[0] {
             Some(cpu) => {
                 let saved = allowed.clone();
-                tickless_io::cpu::pin_current_thread(cpu)?;
+                tickless_io::internal::cpu::pin_current_thread(cpu)?;
                 Some(saved)
             }
             None => None,

@@ -348,7 +348,7 @@ impl Drop for Runtime {
             eprintln!("tickless: dropping the runtime: {e}");
         }
         if let Some(cpus) = self.restore_affinity.take() {
-            if let Err(e) = tickless_io::cpu::set_current_affinity(&cpus) {
+            if let Err(e) = tickless_io::internal::cpu::set_current_affinity(&cpus) {
                 eprintln!("tickless: restoring this thread's CPU affinity {cpus:?}: {e}");
             }
         }

@@ -41,7 +41,7 @@ pub(crate) fn core_thread(
 ) {
     let _done = Done(done, id.index);
     let core = cpu
-        .map_or(Ok(()), tickless_io::cpu::pin_current_thread)
+        .map_or(Ok(()), tickless_io::internal::cpu::pin_current_thread)
         .and_then(|()| Core::new(id, config, siblings));
     let core = match core {
         Ok(core) => core,

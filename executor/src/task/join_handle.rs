@@ -6,7 +6,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
-use tickless_timer::Op;
+use tickless_timer::internal::Op;
 
 use crate::catch::drop_caught;
 use crate::context::with_current;
@@ -17,7 +17,7 @@ use crate::task::join_error::JoinError;
 use crate::worker::id::CoreId;
 use crate::worker::registry;
 use crate::worker::shared::Shared;
-use crate::worker::timers::TimerValue;
+use crate::worker::timers::Due;
 
 /// An owned permission to await a task's output (or abort it).
 ///
@@ -77,7 +77,7 @@ impl<T> JoinHandle<T> {
         self.slot.abort();
         if let Some((deferred, shared)) = &self.deferred {
             if deferred.is_waiting() {
-                shared.push(Op::Now(TimerValue::Abort(deferred.clone())));
+                shared.push(Op::Now(Due::Abort(deferred.clone())));
             }
         }
         self.waker.wake_by_ref();

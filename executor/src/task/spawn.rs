@@ -4,7 +4,8 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use tickless_timer::{Op, Slack};
+use tickless_timer::internal::Op;
+use tickless_timer::Slack;
 
 use crate::blocking::BlockingTask;
 use crate::context::{with_current, NO_RUNTIME};
@@ -12,7 +13,7 @@ use crate::task::deferred::DeferredStart;
 use crate::task::harness::TaskFuture;
 use crate::task::join_handle::JoinHandle;
 use crate::worker::shared::{Runnable, Shared};
-use crate::worker::timers::TimerValue;
+use crate::worker::timers::Due;
 use crate::worker::Core;
 
 /// The schedule function of every task: the local queue when woken on its core's thread (the
@@ -76,7 +77,7 @@ where
             shared.push(Op::Insert {
                 deadline,
                 slack: Slack::None,
-                value: TimerValue::RunAt(runnable, deferred.clone()),
+                value: Due::ScheduleAt(runnable, deferred.clone()),
             });
             Some((deferred, shared.clone()))
         }

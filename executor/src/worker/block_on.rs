@@ -18,7 +18,7 @@ use crate::sync::{AtomicBool, Ordering};
 use crate::worker::shared::{Shared, Unpark};
 
 /// The `block_on` future's waker.
-pub struct MainWaker<U: Unpark = tickless_io::Unparker> {
+pub struct MainWaker<U: Unpark = tickless_io::internal::Unparker> {
     /// Set when the main future should be polled again.
     woken: AtomicBool,
     /// The core's shared half.

@@ -41,7 +41,10 @@ impl Epoch {
     /// before): the monotonic time of `at`, read just after an instant `at`, less the time from
     /// the epoch to `at`. Of a few tries, the one whose reads were closest together.
     fn mono(self) -> u64 {
-        self.mono_from(std::time::Instant::now, tickless_io::TimerFd::now_mono_ns)
+        self.mono_from(
+            std::time::Instant::now,
+            tickless_io::internal::TimerFd::now_mono_ns,
+        )
     }
 
     /// [`mono`](Self::mono) from these two clocks.
@@ -119,7 +122,7 @@ impl Clock {
     /// deadline taken from it and expired by it is never early.
     #[inline]
     fn real(&self) -> u64 {
-        tickless_io::TimerFd::now_mono_ns().saturating_sub(self.epoch_mono)
+        tickless_io::internal::TimerFd::now_mono_ns().saturating_sub(self.epoch_mono)
     }
 
     /// Whether time is paused.
@@ -254,7 +257,7 @@ mod tests {
     #[test]
     fn real_time_converts_to_mono_never_early() {
         let c = Clock::new(false, Duration::from_micros(1));
-        let before = tickless_io::TimerFd::now_mono_ns();
+        let before = tickless_io::internal::TimerFd::now_mono_ns();
         let now = c.now();
         assert!(c.to_mono(now).unwrap() >= before, "never early");
         assert_eq!(c.reads(), 1);
@@ -290,7 +293,7 @@ mod tests {
             "runs on from the paused reading"
         );
         // Deadlines map to real time shifted by what was advanced.
-        let mono_now = tickless_io::TimerFd::now_mono_ns();
+        let mono_now = tickless_io::internal::TimerFd::now_mono_ns();
         let armed = c.to_mono(after).unwrap();
         assert!(armed >= mono_now - 1_000_000_000 && armed <= mono_now + 1_000_000_000);
         assert!(

@@ -2,8 +2,8 @@
 
 use std::rc::Rc;
 
-use tickless_io::TimerFd;
-use tickless_timer::ClockEventDevice;
+use tickless_io::internal::TimerFd;
+use tickless_timer::ClockDevice as ClockDeviceTrait;
 
 use crate::worker::clock::Clock;
 
@@ -26,7 +26,7 @@ pub enum ClockDevice {
     /// up to a millisecond late, and on an idle machine it does. So the core's threads get a
     /// kernel timer slack of 1 ns while they run the runtime, and the core gives the kernel a
     /// timeout shortened by the thousandth
-    /// ([`Reactor::poll_precise`](tickless_io::Reactor::poll_precise)): the window ends at
+    /// ([`Reactor::poll_precise`](tickless_io::internal::Reactor::poll_precise)): the window ends at
     /// the deadline, and the timer is as late as the wakeup's latency, as on the timerfd.
     /// When another interrupt ends the wait within the window, before the deadline, the core
     /// parks again for the rest, a wait a thousandth as long: an extra park per timer at
@@ -44,17 +44,17 @@ pub enum ClockDevice {
 /// It owns the timerfd (the reactor only reports its events), so the timer queue that owns
 /// this device is the only code that can program it, and the only place that knows what is
 /// armed. The epoch and the paused flag are the clock's: the device asks it.
-pub(crate) struct CoreDevice {
+pub(crate) struct Device {
     /// The timerfd, registered with the core's reactor; `None` for [`ClockDevice::Epoll`].
     timer: Option<TimerFd>,
     /// The core's clock, which converts deadlines to `CLOCK_MONOTONIC`.
     clock: Rc<Clock>,
 }
 
-impl CoreDevice {
+impl Device {
     /// The device over `timer` (`None`: the epoll wait's timeout), on `clock`'s time.
-    pub(crate) fn new(timer: Option<TimerFd>, clock: Rc<Clock>) -> CoreDevice {
-        CoreDevice { timer, clock }
+    pub(crate) fn new(timer: Option<TimerFd>, clock: Rc<Clock>) -> Device {
+        Device { timer, clock }
     }
 
     /// Which device this is.
@@ -66,7 +66,7 @@ impl CoreDevice {
     }
 }
 
-impl ClockEventDevice for CoreDevice {
+impl ClockDeviceTrait for Device {
     fn arm(&mut self, deadline: u64) {
         if let (Some(timer), Some(mono)) = (&self.timer, self.clock.to_mono(deadline)) {
             timer.arm(mono);

@@ -34,8 +34,8 @@ use std::sync::Arc;
 use std::task::Waker;
 
 use slab::Slab;
-use tickless_io::Reactor;
-use tickless_timer::Op;
+use tickless_io::internal::Reactor;
+use tickless_timer::internal::Op;
 
 use crate::blocking::BlockingPool;
 use crate::catch::{drop_caught, wake_caught};
@@ -46,7 +46,7 @@ use device::ClockDevice;
 use id::{CoreId, CoreKey};
 use placement::{Peers, Placement};
 use shared::{Runnable, Shared};
-use timers::{TimerValue, Timers};
+use timers::{Due, Timers};
 
 /// Counters only the core touches (the others live where they are counted: the timer queue,
 /// the hand-over, the clock, the reactor).
@@ -103,7 +103,7 @@ pub(crate) struct Core {
     /// Counters.
     counters: Counters,
     /// Hand-overs taken in one go, kept to reuse the allocation.
-    ops_buf: RefCell<Vec<Op<TimerValue>>>,
+    ops_buf: RefCell<Vec<Op<Due>>>,
     /// Where `spawn` puts new tasks.
     placement: Placement,
     /// The runtime's cores, for placing tasks.
@@ -114,7 +114,7 @@ pub(crate) struct Core {
     /// last spawn that used an accept: a spawn finding it moved follows an accept.
     accepts_seen: Cell<u64>,
     /// Timers fired in one batch, kept to reuse the allocation.
-    fired_buf: RefCell<Vec<TimerValue>>,
+    fired_buf: RefCell<Vec<Due>>,
 }
 
 /// What a core shares with the rest of its runtime.
@@ -127,7 +127,7 @@ pub(crate) struct Siblings {
 }
 
 /// A reactor with a timerfd, for the timerfd device.
-fn with_timerfd() -> io::Result<(Rc<Reactor>, Option<tickless_io::TimerFd>)> {
+fn with_timerfd() -> io::Result<(Rc<Reactor>, Option<tickless_io::internal::TimerFd>)> {
     let (reactor, timer) = Reactor::with_timer()?;
     Ok((reactor, Some(timer)))
 }
@@ -272,11 +272,11 @@ impl Core {
     }
 
     /// Acts on a fired timer or a handed-over value: wakes it or queues its task.
-    fn deliver(&self, value: TimerValue) {
+    fn deliver(&self, value: Due) {
         match value {
-            TimerValue::Wake(w) => wake_caught(w),
-            TimerValue::Run(r) | TimerValue::RunAt(r, _) => self.schedule_local(r),
-            TimerValue::Abort(deferred) => {
+            Due::Wake(w) => wake_caught(w),
+            Due::Schedule(r) | Due::ScheduleAt(r, _) => self.schedule_local(r),
+            Due::Abort(deferred) => {
                 // The task still waits in the wheel: cancel its timer and drop it now (its
                 // future's drop reports the cancel to its handle). If it already fired, it is
                 // queued, and its next poll sees the abort.
@@ -316,7 +316,7 @@ impl Core {
                 ClockDevice::TimerFd => t.rearms,
                 ClockDevice::Epoll => 0,
             },
-            timerfd_spurious: t.spurious,
+            device_spurious: t.spurious,
             timer_early: t.early,
             lead_spins: c.lead_spins.get(),
             wakeup_lead_ns: self.timers.lead(),

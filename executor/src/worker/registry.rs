@@ -7,7 +7,8 @@
 
 use std::sync::{Arc, Weak};
 
-use tickless_timer::{Op, TimerHandle};
+use tickless_timer::internal::Op;
+use tickless_timer::TimerHandle;
 
 use crate::sync::{lock, Mutex, MutexGuard};
 use crate::worker::id::CoreId;

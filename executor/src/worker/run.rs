@@ -14,13 +14,13 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use tickless_io::Reactor;
-use tickless_timer::Op;
+use tickless_io::internal::Reactor;
+use tickless_timer::internal::Op;
 
 use super::block_on::MainWaker;
 use super::device::ClockDevice;
 use super::shared::{Shared, Unpark};
-use super::timers::TimerValue;
+use super::timers::Due;
 use super::{bump, Core};
 use crate::catch::drop_caught;
 
@@ -40,9 +40,9 @@ pub trait Driver {
     /// Runs queued tasks, at most a budget's worth; returns how many ran.
     fn run_tasks(&self) -> usize;
     /// The buffer the inbox is drained into (kept to reuse its allocation).
-    fn ops_buffer(&self) -> &RefCell<Vec<Op<TimerValue>>>;
+    fn ops_buffer(&self) -> &RefCell<Vec<Op<Due>>>;
     /// Acts on one operation handed over by another thread.
-    fn apply(&self, op: Op<TimerValue>);
+    fn apply(&self, op: Op<Due>);
     /// Fires due timers, a budget's worth; returns whether due timers remain.
     fn expire_timers(&self) -> bool;
     /// Whether tasks are queued.
@@ -170,7 +170,7 @@ impl Core {
     /// passed while the core was busy. `woken`: the poll blocked from before the instant the
     /// device was programmed for (its wakeup's latency teaches the lead).
     #[inline]
-    fn polled(&self, polled: std::io::Result<tickless_io::Polled>, woken: bool) -> bool {
+    fn polled(&self, polled: std::io::Result<tickless_io::internal::Polled>, woken: bool) -> bool {
         let polled = match polled {
             Ok(p) => p,
             // epoll_wait on a valid epoll fd fails only on a broken invariant.
@@ -210,7 +210,7 @@ impl Drop for PreciseSlack {
 }
 
 impl Driver for Core {
-    type Unpark = tickless_io::Unparker;
+    type Unpark = tickless_io::internal::Unparker;
 
     fn shared(&self) -> &Arc<Shared> {
         &self.shared
@@ -237,11 +237,11 @@ impl Driver for Core {
         ran
     }
 
-    fn ops_buffer(&self) -> &RefCell<Vec<Op<TimerValue>>> {
+    fn ops_buffer(&self) -> &RefCell<Vec<Op<Due>>> {
         &self.ops_buf
     }
 
-    fn apply(&self, op: Op<TimerValue>) {
+    fn apply(&self, op: Op<Due>) {
         match op {
             Op::Now(value) => self.deliver(value),
             Op::Insert {

@@ -3,14 +3,14 @@
 
 use std::sync::Arc;
 
-use tickless_io::Unparker;
-use tickless_timer::{Handover, Op, Wake as WakeDecision};
+use tickless_io::internal::Unparker;
+use tickless_timer::internal::{Inbox, Op, Wake as WakeDecision};
 
 use crate::stats::{CoreStats, Published};
 use crate::sync::{lock, AtomicBool, Mutex, Ordering};
 use crate::worker::id::CoreId;
 use crate::worker::placement::Load;
-use crate::worker::timers::TimerValue;
+use crate::worker::timers::Due;
 
 /// A task ready to run, carrying (in its header) the shared half of the core it belongs to:
 /// its schedule function then captures nothing, which lets a wake by value hand the waker's
@@ -38,7 +38,7 @@ impl Unpark for Unparker {
 /// # Protocol
 ///
 /// Every cross-thread hand-off goes through `handover` and its sleep word (see
-/// `tickless_timer::Handover`): a pusher that the rule tells to wake the core calls
+/// `tickless_timer::internal::Inbox`): a pusher that the rule tells to wake the core calls
 /// [`kick`](Self::kick), which writes the eventfd under the `unparker` lock. A stop request is
 /// the `stop` flag, then a notify: the core re-checks the flag after its last drain and before
 /// it publishes its sleep (`worker::idle::sleep`), so a stop whose DIRTY bit the drain consumed
@@ -48,7 +48,7 @@ pub struct Shared<U = Unparker> {
     /// Which core.
     pub(crate) id: CoreId,
     /// Every cross-thread hand-off (timers, woken tasks, spawns) and the sleep word.
-    pub(crate) handover: Handover<TimerValue>,
+    pub(crate) handover: Inbox<Due>,
     /// Writes the core's eventfd; `None` once the core is gone (which closes the eventfd even
     /// while wakers of its tasks live on). Locked only to wake a sleeping core.
     unparker: Mutex<Option<U>>,
@@ -70,9 +70,9 @@ impl<U: Unpark> Shared<U> {
         Shared {
             id,
             handover: if always_wake {
-                Handover::always_waking()
+                Inbox::always_waking()
             } else {
-                Handover::new()
+                Inbox::new()
             },
             unparker: Mutex::new(Some(unparker)),
             stop: AtomicBool::new(false),
@@ -102,7 +102,7 @@ impl<U: Unpark> Shared<U> {
     /// For the loom models: the inbox and its sleep word (its wake counters, the published
     /// sleep).
     #[cfg(loom)]
-    pub fn handover(&self) -> &Handover<TimerValue> {
+    pub fn handover(&self) -> &Inbox<Due> {
         &self.handover
     }
 
@@ -111,18 +111,18 @@ impl<U: Unpark> Shared<U> {
     /// allowed: the core closes only once every task's future is dropped (see
     /// `worker::shutdown`), so what is dropped here is a task without its future.
     pub(crate) fn schedule_remote(&self, runnable: Runnable) {
-        self.push_now(TimerValue::Run(runnable));
+        self.push_now(Due::Schedule(runnable));
     }
 
     /// Hands the core something it must act on now (a task to run, a waker to wake), as a
     /// deadline of "now". `false` if the core is gone (the value is dropped here).
-    pub fn push_now(&self, value: TimerValue) -> bool {
+    pub fn push_now(&self, value: Due) -> bool {
         self.push(Op::Now(value))
     }
 
     /// Hands an operation to the core, waking it if the sleep-word rule says so. An operation
     /// refused by a closed core is dropped here; returns whether it was taken.
-    pub(crate) fn push(&self, op: Op<TimerValue>) -> bool {
+    pub(crate) fn push(&self, op: Op<Due>) -> bool {
         match self.handover.push(op) {
             Ok(decision) => {
                 self.kick(decision);

@@ -24,12 +24,12 @@
 //! process. `loom-tests/tests/shutdown_ownership.rs` runs [`shut_down`] against a remote wake
 //! and a blocking job's completion, and fails with the old order.
 
-use tickless_timer::Op;
+use tickless_timer::internal::Op;
 
 use super::registry;
 use super::run::{take_handed_over, Driver};
 use super::shared::{Shared, Unpark};
-use super::timers::TimerValue;
+use super::timers::Due;
 use super::Core;
 use crate::catch::{drop_caught, wake_caught};
 
@@ -68,7 +68,7 @@ pub fn shut_down<D: Owner>(d: &D) {
 /// The last step of a core's shutdown, for every core and for the loom models: closes the
 /// inbox (every later push is refused and dropped by its pusher) and returns what it still
 /// held, then lets the unparker go, so that no kick writes the eventfd after this returns.
-pub fn close<U: Unpark>(shared: &Shared<U>) -> Vec<Op<TimerValue>> {
+pub fn close<U: Unpark>(shared: &Shared<U>) -> Vec<Op<Due>> {
     let left = shared.handover.close();
     registry::unregister(shared.id);
     drop(shared.close_unparker());

@@ -25,7 +25,7 @@ use crate::catch::drop_caught;
 use crate::task::DeferredStart;
 use crate::worker::clock::Clock;
 use crate::worker::config::DefaultSlack;
-use crate::worker::device::{ClockDevice, CoreDevice};
+use crate::worker::device::{ClockDevice, Device};
 use crate::worker::shared::Runnable;
 
 /// A sleep's span when it is not known (`sleep_until`, `Interval`): no span is that long
@@ -35,14 +35,17 @@ pub(crate) const NO_SPAN: u64 = u64::MAX;
 /// Timers fired in one batch before the loop turns back to tasks and I/O.
 pub(crate) const TIMER_BUDGET: usize = 1024;
 
-/// What a core's timer wheel and inbox carry.
-pub enum TimerValue {
+/// What a core does when an entry of its timer wheel or its inbox is due: the values both
+/// carry (the inbox's are due at once).
+pub enum Due {
     /// A `Sleep`'s task, to wake.
     Wake(Waker),
-    /// A task to run (`Handle::spawn`, a wake from another thread).
-    Run(Runnable),
-    /// A task to run from a deadline on (`Handle::spawn_at`), in the wheel until then.
-    RunAt(Runnable, Arc<DeferredStart>),
+    /// A task to put in the run queue: a remote spawn (`Handle::spawn`), or a task woken from
+    /// another thread.
+    Schedule(Runnable),
+    /// A task to put in the run queue from a deadline on (`Handle::spawn_at`), in the wheel
+    /// until then.
+    ScheduleAt(Runnable, Arc<DeferredStart>),
     /// Abort a `spawn_at` task still waiting in the wheel (from its `JoinHandle::abort`).
     Abort(Arc<DeferredStart>),
 }
@@ -50,7 +53,7 @@ pub enum TimerValue {
 /// The core's timers.
 pub(crate) struct Timers {
     /// The wheel, the re-arm policy and the timerfd.
-    queue: RefCell<TimerQueue<TimerValue, CoreDevice>>,
+    queue: RefCell<TimerQueue<Due, Device>>,
     /// Real or paused time; shared with the device, which converts deadlines with it.
     clock: Rc<Clock>,
     /// `now` as of the last expiry: deadlines at or before it are already due.
@@ -76,13 +79,13 @@ pub(crate) struct Timers {
 impl Timers {
     /// The timers of a core, over its timerfd (`None`: its epoll wait's timeout).
     pub(crate) fn new(
-        timer: Option<tickless_io::TimerFd>,
+        timer: Option<tickless_io::internal::TimerFd>,
         clock: Clock,
         config: Config,
         default_slack: DefaultSlack,
     ) -> Timers {
         let clock = Rc::new(clock);
-        let device = CoreDevice::new(timer, clock.clone());
+        let device = Device::new(timer, clock.clone());
         let kind = device.kind();
         Timers {
             device: kind,
@@ -126,7 +129,7 @@ impl Timers {
             return None;
         }
         // Before the queue's borrow: a waker's clone is user code.
-        let value = TimerValue::Wake(self.waker_like(waker));
+        let value = Due::Wake(self.waker_like(waker));
         let mut queue = self.queue.borrow_mut();
         let slack = match (slack, self.long_slack.get()) {
             // A long timer's default slack (a request's timeout): prepared already.
@@ -159,7 +162,7 @@ impl Timers {
     #[inline]
     pub(crate) fn cancel_sleep(&self, handle: TimerHandle) {
         match self.cancel(handle) {
-            Some(TimerValue::Wake(waker)) => {
+            Some(Due::Wake(waker)) => {
                 if let Some(old) = self.spare.replace(Some(waker)) {
                     drop_caught(old);
                 }
@@ -180,7 +183,7 @@ impl Timers {
     /// the same for every length: prepared once, at the first such timer, and reused.
     fn default_slack_of(
         &self,
-        queue: &mut TimerQueue<TimerValue, CoreDevice>,
+        queue: &mut TimerQueue<Due, Device>,
         ns: u64,
         span: u64,
     ) -> PreparedSlack {
@@ -222,7 +225,7 @@ impl Timers {
         match self.queue.borrow_mut().get_mut(handle) {
             // Fired: the wheel handed back our waker and forgot the handle.
             None => true,
-            Some(TimerValue::Wake(w)) => {
+            Some(Due::Wake(w)) => {
                 if !w.will_wake(waker) {
                     w.clone_from(waker);
                 }
@@ -242,7 +245,7 @@ impl Timers {
     /// if it already fired, or while the queue is borrowed (the core's own shutdown is taking
     /// every timer: nothing to cancel).
     #[inline]
-    pub(crate) fn cancel(&self, handle: TimerHandle) -> Option<TimerValue> {
+    pub(crate) fn cancel(&self, handle: TimerHandle) -> Option<Due> {
         self.queue.try_borrow_mut().ok()?.cancel(handle)
     }
 
@@ -275,9 +278,9 @@ impl Timers {
     // --- What the loop uses. ---
 
     /// Inserts a timer handed over by another thread. A `spawn_at` task learns its handle.
-    pub(crate) fn insert(&self, deadline: u64, slack: Slack, value: TimerValue) {
+    pub(crate) fn insert(&self, deadline: u64, slack: Slack, value: Due) {
         let deferred = match &value {
-            TimerValue::RunAt(_, d) => Some(d.clone()),
+            Due::ScheduleAt(_, d) => Some(d.clone()),
             _ => None,
         };
         let handle = self.queue.borrow_mut().insert(deadline, slack, value);
@@ -291,13 +294,13 @@ impl Timers {
     /// The timerfd announces every timer it is armed for, and its event already advanced the
     /// wheel (see [`device_event`](Self::device_event)): the clock is read here only for timers
     /// the device does not know about (or when time is paused, where reads are free).
-    pub(crate) fn expire(&self, fired: &mut Vec<TimerValue>) -> bool {
+    pub(crate) fn expire(&self, fired: &mut Vec<Due>) -> bool {
         let more = self.expire_batch(fired);
         self.fresh.set(self.fresh.get().saturating_sub(1));
         more
     }
 
-    fn expire_batch(&self, fired: &mut Vec<TimerValue>) -> bool {
+    fn expire_batch(&self, fired: &mut Vec<Due>) -> bool {
         let mut queue = self.queue.borrow_mut();
         if queue.needs_clock() || self.clock.is_paused() {
             if queue.is_empty() {
@@ -313,9 +316,9 @@ impl Timers {
         }
         while fired.len() < TIMER_BUDGET {
             match queue.pop_expired() {
-                Some((_, TimerValue::RunAt(runnable, deferred))) => {
+                Some((_, Due::ScheduleAt(runnable, deferred))) => {
                     deferred.started();
-                    fired.push(TimerValue::Run(runnable));
+                    fired.push(Due::Schedule(runnable));
                 }
                 Some((_, value)) => fired.push(value),
                 None => return false,
@@ -390,9 +393,9 @@ impl Timers {
     }
 
     /// Takes every pending timer out, for the core's shutdown (to drop them in its context).
-    pub(crate) fn take_all(&self) -> Vec<TimerValue> {
+    pub(crate) fn take_all(&self) -> Vec<Due> {
         let mut all = self.queue.borrow_mut().drain();
-        all.extend(self.spare.take().map(TimerValue::Wake));
+        all.extend(self.spare.take().map(Due::Wake));
         all
     }
 

@@ -19,7 +19,7 @@ use crate::sys;
 pub(crate) const REUSEPORT_BACKLOG: i32 = 1024;
 
 /// A TCP listener, driven by the core that first polls it (see
-/// [`Registration`](crate::Registration)'s threads).
+/// `Registration`'s threads).
 ///
 /// An accepted stream is not registered anywhere yet: it belongs to the core that first polls
 /// it, so one accept loop can hand its connections to tasks on other cores. For a
@@ -87,7 +87,7 @@ impl TcpListener {
     ///
     /// As `accept4(2)`: for instance `EMFILE` when out of descriptors, or
     /// `ConnectionAborted`. The listener stays usable. And as
-    /// [`Registration::poll_ready`](crate::Registration::poll_ready): first polled where no
+    /// `Registration::poll_ready`: first polled where no
     /// runtime runs, or after its core stopped.
     ///
     /// After `EMFILE` or `ENFILE` the connection stays queued and the listener stays readable,

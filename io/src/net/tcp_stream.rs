@@ -193,7 +193,8 @@ impl TcpStream {
     /// # Examples
     ///
     /// ```
-    /// use tickless_io::{Reactor, TcpStream};
+    /// use tickless_io::internal::Reactor;
+    /// use tickless_io::TcpStream;
     ///
     /// let reactor = Reactor::new()?;
     /// let _guard = reactor.enter();

@@ -104,7 +104,7 @@ impl fmt::Debug for UnixListener {
 }
 
 /// A Unix domain stream connection, driven by the core that first polls it (see
-/// [`Registration`](crate::Registration)'s threads).
+/// `Registration`'s threads).
 ///
 /// Implements futures-io's `AsyncRead` and `AsyncWrite`, also on `&UnixStream`.
 /// [`poll_close`](futures_io::AsyncWrite::poll_close) shuts down the write side. Writes use

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
-use tickless_io::Reactor;
+use tickless_io::internal::Reactor;
 
 /// How long one blocking poll may find nothing before the test is declared stuck. A hang
 /// guard only: no test asserts on how long anything takes.

@@ -2,7 +2,8 @@
 //! the core sees of its word, what it drains and what closing hands back, with exact counts.
 //! (The interleavings of several threads are `loom-tests/`'s.)
 
-use tickless_timer::{Handover, Op, Slack, TimerStats, Wake, Wheel, NO_DEADLINE};
+use tickless_timer::internal::{Inbox, Op, Wake, Wheel, NO_DEADLINE};
+use tickless_timer::{Slack, TimerStats};
 
 fn insert(deadline: u64, value: u32) -> Op<u32> {
     Op::Insert {
@@ -22,14 +23,14 @@ fn values(ops: &[Op<u32>]) -> Vec<Option<u32>> {
         .collect()
 }
 
-fn wakes(h: &Handover<u32>) -> (u64, u64) {
+fn wakes(h: &Inbox<u32>) -> (u64, u64) {
     let s = h.stats();
     (s.remote_wakes_sent, s.remote_wakes_avoided)
 }
 
 #[test]
 fn a_new_inbox_is_running_and_clean() {
-    let h = Handover::<u32>::new();
+    let h = Inbox::<u32>::new();
     assert!(!h.is_dirty());
     assert_eq!(h.sleeping_until(), None);
     let mut out = Vec::new();
@@ -40,7 +41,7 @@ fn a_new_inbox_is_running_and_clean() {
 
 #[test]
 fn the_sleep_word_holds_the_instant_published() {
-    let h = Handover::<u32>::new();
+    let h = Inbox::<u32>::new();
     assert!(h.try_sleep(Some(5_000)));
     assert_eq!(h.sleeping_until(), Some(5_000));
     assert!(!h.is_dirty(), "sleeping does not make the word dirty");
@@ -62,7 +63,7 @@ fn the_sleep_word_holds_the_instant_published() {
 
 #[test]
 fn sleeping_twice_without_waking_fails() {
-    let h = Handover::<u32>::new();
+    let h = Inbox::<u32>::new();
     assert!(h.try_sleep(Some(5_000)));
     assert!(!h.try_sleep(Some(9_000)), "only from running, clean");
     assert_eq!(h.sleeping_until(), Some(5_000));
@@ -70,7 +71,7 @@ fn sleeping_twice_without_waking_fails() {
 
 #[test]
 fn pushes_to_a_running_core_never_wake_it() {
-    let h = Handover::new();
+    let h = Inbox::new();
     assert_eq!(h.push(Op::Now(1)).unwrap(), Wake::NotNeeded);
     assert_eq!(h.push(insert(0, 2)).unwrap(), Wake::NotNeeded);
     assert_eq!(h.push(insert(u64::MAX, 3)).unwrap(), Wake::NotNeeded);
@@ -82,7 +83,7 @@ fn pushes_to_a_running_core_never_wake_it() {
 
 #[test]
 fn only_a_deadline_before_the_wake_up_wakes_a_sleeping_core() {
-    let h = Handover::<u32>::new();
+    let h = Inbox::<u32>::new();
     assert!(h.try_sleep(Some(5_000)));
     assert_eq!(h.push(insert(9_000, 1)).unwrap(), Wake::NotNeeded);
     assert_eq!(
@@ -111,7 +112,7 @@ fn only_a_deadline_before_the_wake_up_wakes_a_sleeping_core() {
 
 #[test]
 fn now_wakes_a_core_asleep_with_nothing_armed() {
-    let h = Handover::new();
+    let h = Inbox::new();
     assert!(h.try_sleep(None));
     assert_eq!(h.push(insert(NO_DEADLINE, 1)).unwrap(), Wake::NotNeeded);
     assert_eq!(h.notify(u64::MAX), Wake::NotNeeded);
@@ -121,7 +122,7 @@ fn now_wakes_a_core_asleep_with_nothing_armed() {
 
 #[test]
 fn notify_follows_the_push_rule() {
-    let h = Handover::<u32>::new();
+    let h = Inbox::<u32>::new();
     assert!(h.try_sleep(Some(1_000)));
     assert_eq!(h.notify(2_000), Wake::NotNeeded);
     assert!(h.is_dirty(), "a notification makes the word dirty");
@@ -141,7 +142,7 @@ fn notify_follows_the_push_rule() {
 
 #[test]
 fn drain_takes_everything_in_order_and_cleans_the_word() {
-    let h = Handover::new();
+    let h = Inbox::new();
     for i in 0..3 {
         let _ = h.push(insert(1_000 * i, i as u32)).unwrap();
     }
@@ -164,7 +165,7 @@ fn drain_takes_everything_in_order_and_cleans_the_word() {
 
 #[test]
 fn a_push_after_the_drain_stops_the_core_from_sleeping() {
-    let h = Handover::new();
+    let h = Inbox::new();
     let _ = h.push(insert(100, 1)).unwrap();
     assert!(!h.try_sleep(Some(5_000)), "dirty: drain first");
     assert_eq!(h.sleeping_until(), None, "nothing published");
@@ -186,7 +187,7 @@ fn a_push_after_the_drain_stops_the_core_from_sleeping() {
 
 #[test]
 fn waking_by_itself_publishes_running() {
-    let h = Handover::new();
+    let h = Inbox::new();
     assert!(h.try_sleep(Some(5_000)));
     // The core's own alarm fired: no pusher woke it.
     h.woke();
@@ -198,7 +199,7 @@ fn waking_by_itself_publishes_running() {
 
 #[test]
 fn close_hands_back_what_was_left_and_refuses_later_pushes() {
-    let h = Handover::new();
+    let h = Inbox::new();
     let _ = h.push(insert(100, 1)).unwrap();
     let mut out = Vec::new();
     h.drain(&mut out);
@@ -220,7 +221,7 @@ fn close_hands_back_what_was_left_and_refuses_later_pushes() {
 
 #[test]
 fn always_waking_wakes_a_sleeping_core_on_every_push() {
-    let h = Handover::always_waking();
+    let h = Inbox::always_waking();
     // A running core is never woken, even so.
     assert_eq!(h.push(insert(u64::MAX, 1)).unwrap(), Wake::NotNeeded);
     let mut out = Vec::new();
@@ -238,10 +239,10 @@ fn always_waking_wakes_a_sleeping_core_on_every_push() {
     );
     assert_eq!(wakes(&h), (1, 2));
     // The rule's inbox leaves the same sleeper alone.
-    let lazy = Handover::new();
+    let lazy = Inbox::new();
     assert!(lazy.try_sleep(Some(1_000)));
     assert_eq!(lazy.push(insert(9_000, 2)).unwrap(), Wake::NotNeeded);
-    let default: Handover<u32> = Handover::default();
+    let default: Inbox<u32> = Inbox::default();
     assert!(default.try_sleep(Some(1_000)));
     assert_eq!(default.notify(9_000), Wake::NotNeeded);
 }

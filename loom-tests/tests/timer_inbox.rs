@@ -1,18 +1,19 @@
-//! The hand-over protocol (`tickless_timer::Handover`), which carries every cross-thread
+//! The hand-over protocol (`tickless_timer::internal::Inbox`), which carries every cross-thread
 //! hand-off of the runtime: timer inserts and cancels, remote task wakes and remote spawns
 //! (`Op::Now`). A remote insert or wake racing the core going to sleep is never lost; no wake is
 //! sent while the core runs or when the deadline does not shrink its sleep; racing inserts make
 //! one wake; an operation racing the core's shutdown is either taken by the core or handed back
 //! to its pusher, never lost and never both.
 //!
-//! These models drive the `Handover` type directly (`go_to_sleep` below is a minimal core, not
+//! These models drive the `Inbox` type directly (`go_to_sleep` below is a minimal core, not
 //! the executor's); the executor's own idle path over it (the loop, the idle sequence, the stop
 //! request, the `block_on` waker, shutdown) runs in `idle_sequence.rs`.
 #![cfg(loom)]
 
 use loom::sync::Arc;
 use loom::thread;
-use tickless_timer::{Handover, Op, Slack, Wake};
+use tickless_timer::internal::{Inbox, Op, Wake};
+use tickless_timer::Slack;
 
 /// The core's own armed wakeup in these models.
 const ARMED: u64 = 1_000;
@@ -27,7 +28,7 @@ fn insert(deadline: u64) -> Op<u64> {
 
 /// The core's side of going idle: drain, then publish the sleep, retrying while pushes race in.
 /// Returns (ops seen before sleeping, the instant it published).
-fn go_to_sleep(inbox: &Handover<u64>, seen: &mut Vec<Op<u64>>) -> u64 {
+fn go_to_sleep(inbox: &Inbox<u64>, seen: &mut Vec<Op<u64>>) -> u64 {
     loop {
         inbox.drain(seen);
         let until = seen
@@ -47,7 +48,7 @@ fn go_to_sleep(inbox: &Handover<u64>, seen: &mut Vec<Op<u64>>) -> u64 {
 #[test]
 fn remote_insert_racing_sleep_is_never_lost() {
     loom::model(|| {
-        let inbox = Arc::new(Handover::new());
+        let inbox = Arc::new(Inbox::new());
         let pusher = {
             let inbox = inbox.clone();
             thread::spawn(move || inbox.push(insert(500)).unwrap())
@@ -72,7 +73,7 @@ fn remote_insert_racing_sleep_is_never_lost() {
 #[test]
 fn no_wake_when_the_deadline_does_not_shrink_the_sleep() {
     loom::model(|| {
-        let inbox = Arc::new(Handover::new());
+        let inbox = Arc::new(Inbox::new());
         let pusher = {
             let inbox = inbox.clone();
             thread::spawn(move || inbox.push(insert(ARMED + 1)).unwrap())
@@ -90,7 +91,7 @@ fn no_wake_when_the_deadline_does_not_shrink_the_sleep() {
 #[test]
 fn no_wake_while_the_core_runs() {
     loom::model(|| {
-        let inbox = Arc::new(Handover::new());
+        let inbox = Arc::new(Inbox::new());
         let pusher = {
             let inbox = inbox.clone();
             thread::spawn(move || {
@@ -116,7 +117,7 @@ fn no_wake_while_the_core_runs() {
 #[test]
 fn two_racing_inserts_make_one_wake() {
     loom::model(|| {
-        let inbox = Arc::new(Handover::new());
+        let inbox = Arc::new(Inbox::new());
         let mut seen = Vec::new();
         assert_eq!(go_to_sleep(&inbox, &mut seen), ARMED);
         let pushers: Vec<_> = [300, 400]
@@ -143,7 +144,7 @@ fn two_racing_inserts_make_one_wake() {
 #[test]
 fn two_inserts_racing_the_sleep_wake_at_most_once_and_never_lose() {
     loom::model(|| {
-        let inbox = Arc::new(Handover::new());
+        let inbox = Arc::new(Inbox::new());
         let pushers: Vec<_> = [300, 400]
             .into_iter()
             .map(|d| {
@@ -184,7 +185,7 @@ fn two_inserts_racing_the_sleep_wake_at_most_once_and_never_lose() {
 fn remote_task_wake_racing_sleep_is_never_lost() {
     // A task woken from another thread (or a task spawned onto the core) is `Op::Now`.
     loom::model(|| {
-        let inbox = Arc::new(Handover::new());
+        let inbox = Arc::new(Inbox::new());
         let waker = {
             let inbox = inbox.clone();
             thread::spawn(move || inbox.push(Op::Now(7)).unwrap())
@@ -205,7 +206,7 @@ fn remote_task_wake_racing_sleep_is_never_lost() {
 #[test]
 fn shutdown_racing_a_remote_wake_takes_or_returns_it() {
     loom::model(|| {
-        let inbox = Arc::new(Handover::new());
+        let inbox = Arc::new(Inbox::new());
         let pusher = {
             let inbox = inbox.clone();
             thread::spawn(move || inbox.push(Op::Now(7)).is_err())

@@ -66,9 +66,10 @@ pub enum Wake {
 /// # Examples
 ///
 /// ```
-/// use tickless_timer::{Handover, Op, Slack, Wake};
+/// use tickless_timer::internal::{Inbox, Op, Wake};
+/// use tickless_timer::Slack;
 ///
-/// let inbox = Handover::new();
+/// let inbox = Inbox::new();
 /// assert!(inbox.try_sleep(Some(5_000)));          // the core sleeps until 5 µs
 /// let late = Op::Insert { deadline: 9_000, slack: Slack::None, value: () };
 /// assert_eq!(inbox.push(late).unwrap(), Wake::NotNeeded); // it wakes before that anyway
@@ -79,7 +80,7 @@ pub enum Wake {
 /// inbox.drain(&mut ops);
 /// assert_eq!(ops.len(), 2);
 /// ```
-pub struct Handover<T> {
+pub struct Inbox<T> {
     /// `DIRTY` | (0 = running, else the instant the core wakes by itself) << 1.
     word: AtomicU64,
     /// Operations not yet taken by the core; `None` once the core has closed its inbox.
@@ -93,16 +94,16 @@ pub struct Handover<T> {
     always_wake: bool,
 }
 
-impl<T> Default for Handover<T> {
+impl<T> Default for Inbox<T> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl<T> Handover<T> {
+impl<T> Inbox<T> {
     /// An empty inbox of a running core.
     pub fn new() -> Self {
-        Handover {
+        Inbox {
             word: AtomicU64::new(0),
             ops: Mutex::new(Some(Vec::new())),
             wakes_sent: AtomicU64::new(0),
@@ -114,7 +115,7 @@ impl<T> Handover<T> {
     /// An inbox that wakes its sleeping core on every push, whatever the deadline: the baseline
     /// the sleep-word rule is measured against. Not for production.
     pub fn always_waking() -> Self {
-        Handover {
+        Inbox {
             always_wake: true,
             ..Self::new()
         }
