@@ -65,3 +65,22 @@ async fn a_tokio_context_setting_lets_tokio_s_own_calls_run() {
 async fn without_the_setting_there_is_no_tokio_context() {
     assert!(tokio::runtime::Handle::try_current().is_err());
 }
+
+/// The CPUs this thread may run on (`sched_getaffinity` of the calling thread).
+fn allowed_cpus_of_this_thread() -> usize {
+    tickless_io::internal::cpu::allowed_cpus().unwrap().len()
+}
+
+#[tickless::test(pin = true)]
+async fn a_pin_setting_pins_the_test_s_core_to_one_cpu() {
+    // Core 0 is the test's thread: pinned while the runtime lives.
+    assert_eq!(allowed_cpus_of_this_thread(), 1);
+}
+
+#[tickless::test]
+async fn without_the_pin_setting_the_core_may_run_on_every_allowed_cpu() {
+    let everywhere = std::thread::spawn(allowed_cpus_of_this_thread)
+        .join()
+        .unwrap();
+    assert_eq!(allowed_cpus_of_this_thread(), everywhere);
+}

@@ -21,9 +21,11 @@ struct Settings {
     default_slack_us: Option<LitInt>,
     /// `tokio_context = true` (needs tickless's `tokio-compat` feature).
     tokio_context: Option<LitBool>,
+    /// `pin = true`: each core pinned to its CPU.
+    pin: Option<LitBool>,
 }
 
-/// Parses `cores = N, start_paused = BOOL, timer_policy = P, default_slack_us = N,
+/// Parses `cores = N, pin = BOOL, start_paused = BOOL, timer_policy = P, default_slack_us = N,
 /// tokio_context = BOOL` (each optional).
 fn settings(args: TokenStream) -> syn::Result<Settings> {
     let mut s = Settings::default();
@@ -50,6 +52,9 @@ fn settings(args: TokenStream) -> syn::Result<Settings> {
         } else if meta.path.is_ident("tokio_context") {
             s.tokio_context = Some(meta.value()?.parse()?);
             Ok(())
+        } else if meta.path.is_ident("pin") {
+            s.pin = Some(meta.value()?.parse()?);
+            Ok(())
         } else if meta.path.is_ident("flavor") || meta.path.is_ident("worker_threads") {
             Err(meta.error(
                 "tickless has one flavor, thread per core: say `cores = N` for the number of \
@@ -57,7 +62,7 @@ fn settings(args: TokenStream) -> syn::Result<Settings> {
             ))
         } else {
             Err(meta.error(
-                "unknown setting: expected `cores = N`, `start_paused = true`, \
+                "unknown setting: expected `cores = N`, `pin = true`, `start_paused = true`, \
                  `timer_policy = Eager|OnIdle|Lazy`, `default_slack_us = N` or \
                  `tokio_context = true`",
             ))
@@ -97,6 +102,7 @@ fn expand(args: TokenStream, item: TokenStream, test: bool) -> TokenStream {
         (None, true) => quote! { builder.cores(1); },
         (None, false) => quote! {},
     };
+    let pin = settings.pin.map(|p| quote! { builder.pin(#p); });
     let paused = settings
         .start_paused
         .map(|p| quote! { builder.start_paused(#p); });
@@ -122,6 +128,7 @@ fn expand(args: TokenStream, item: TokenStream, test: bool) -> TokenStream {
         #vis #sig {
             let mut builder = ::tickless::Builder::new();
             #cores
+            #pin
             #paused
             #policy
             #slack
@@ -135,8 +142,8 @@ fn expand(args: TokenStream, item: TokenStream, test: bool) -> TokenStream {
     .into()
 }
 
-/// Runs `async fn main` on a tickless runtime: one core per CPU (`cores = N` to choose),
-/// real time (`start_paused = true` to pause it), the default re-arm policy
+/// Runs `async fn main` on a tickless runtime: one core per CPU (`cores = N` to choose,
+/// `pin = true` to pin each core to its CPU), real time (`start_paused = true` to pause it), the default re-arm policy
 /// (`timer_policy = Eager`, `OnIdle` or `Lazy`) and slack (`default_slack_us = N`), and a tokio
 /// context on every core for libraries written for tokio (`tokio_context = true`, with
 /// tickless's `tokio-compat` feature; see `Builder::tokio_context`).
@@ -154,7 +161,7 @@ pub fn main(args: TokenStream, item: TokenStream) -> TokenStream {
 
 /// Runs an `async fn` test on a tickless runtime of one core (`cores = N` for more), with
 /// `start_paused = true` for paused time, as `#[tokio::test(start_paused = true)]`; also
-/// `timer_policy = ...`, `default_slack_us = N` and `tokio_context = true`, as for
+/// `pin = true`, `timer_policy = ...`, `default_slack_us = N` and `tokio_context = true`, as for
 /// [`main`](macro@main).
 ///
 /// ```ignore
