@@ -102,6 +102,16 @@ impl Core {
 /// # Panics
 ///
 /// Outside a tickless runtime.
+///
+/// # Examples
+///
+/// ```
+/// let rt = tickless::Builder::new().cores(2).build()?;
+/// assert_eq!(rt.block_on(async { tickless::core_id() }), 0); // `block_on` runs on core 0
+/// let on_core_1 = rt.handle(1).spawn(async { tickless::core_id() });
+/// assert_eq!(on_core_1.join().unwrap(), 1);
+/// # std::io::Result::Ok(())
+/// ```
 pub fn core_id() -> usize {
     with_current(|c| c.id().index).expect(NO_RUNTIME)
 }

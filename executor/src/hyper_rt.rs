@@ -67,6 +67,29 @@ use crate::time::{self, Sleep};
 /// # Panics
 ///
 /// `execute` panics outside a tickless runtime.
+///
+/// # Examples
+///
+/// ```
+/// use std::cell::Cell;
+/// use std::rc::Rc;
+/// use hyper::rt::Executor;
+/// use tickless::hyper_rt::TicklessExecutor;
+///
+/// // What hyper's HTTP/2 builders are given, to spawn their tasks with.
+/// let _http2 = hyper::server::conn::http2::Builder::new(TicklessExecutor);
+///
+/// let rt = tickless::Builder::new().cores(1).build()?;
+/// rt.block_on(async {
+///     let ran = Rc::new(Cell::new(false)); // not `Send`: the task stays on this core
+///     let flag = Rc::clone(&ran);
+///     TicklessExecutor.execute(async move { flag.set(true) });
+///     while !ran.get() {
+///         tickless::yield_now().await;
+///     }
+/// });
+/// # std::io::Result::Ok(())
+/// ```
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TicklessExecutor;
 
@@ -88,6 +111,27 @@ where
 /// per request while it waits for the request's head (`header_read_timeout`, which is also the
 /// HTTP/1 keep-alive timeout) and drops it when the head arrives: an insert and a cancel on the
 /// wheel, no system call.
+///
+/// # Examples
+///
+/// Given to hyper, and used by hand on paused time (no real time passes):
+///
+/// ```
+/// use std::time::Duration;
+/// use hyper::rt::Timer;
+/// use tickless::hyper_rt::TicklessTimer;
+///
+/// let mut http1 = hyper::server::conn::http1::Builder::new();
+/// http1.timer(TicklessTimer).header_read_timeout(Duration::from_secs(5));
+///
+/// let rt = tickless::Builder::new().cores(1).start_paused(true).build()?;
+/// rt.block_on(async {
+///     let start = TicklessTimer.now();
+///     TicklessTimer.sleep(Duration::from_secs(30)).await;
+///     assert!(TicklessTimer.now() >= start + Duration::from_secs(30));
+/// });
+/// # std::io::Result::Ok(())
+/// ```
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TicklessTimer;
 
@@ -158,21 +202,109 @@ pub struct TicklessIo<T> {
 
 impl<T> TicklessIo<T> {
     /// Wraps a stream.
+    ///
+    /// # Examples
+    ///
+    /// One HTTP/1.1 connection served by hyper, and a client that speaks it by hand:
+    ///
+    /// ```
+    /// use std::convert::Infallible;
+    /// use futures_lite::{AsyncReadExt, AsyncWriteExt};
+    /// use hyper::{server::conn::http1, service::service_fn, Request, Response};
+    /// use tickless::hyper_rt::TicklessIo;
+    /// use tickless::net::{TcpListener, TcpStream};
+    ///
+    /// let rt = tickless::Builder::new().cores(1).build()?;
+    /// rt.block_on(async {
+    ///     let listener = TcpListener::bind("127.0.0.1:0").await?;
+    ///     let mut client = TcpStream::connect(listener.local_addr()?).await?;
+    ///     let (stream, _peer) = listener.accept().await?;
+    ///     let hello = service_fn(|_: Request<hyper::body::Incoming>| async {
+    ///         Ok::<_, Infallible>(Response::new(String::from("hello")))
+    ///     });
+    ///     let conn = http1::Builder::new().serve_connection(TicklessIo::new(stream), hello);
+    ///     let served = tickless::spawn_local(conn);
+    ///     client.write_all(b"GET / HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n").await?;
+    ///     let mut res = String::new();
+    ///     client.read_to_string(&mut res).await?;
+    ///     assert!(res.starts_with("HTTP/1.1 200 OK") && res.ends_with("hello"));
+    ///     served.await.unwrap().unwrap();
+    ///     std::io::Result::Ok(())
+    /// })?;
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn new(inner: T) -> TicklessIo<T> {
         TicklessIo { inner }
     }
 
     /// The stream.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tickless::hyper_rt::TicklessIo;
+    /// use tickless::net::{TcpListener, TcpStream};
+    ///
+    /// let rt = tickless::Builder::new().cores(1).build()?;
+    /// rt.block_on(async {
+    ///     let listener = TcpListener::bind("127.0.0.1:0").await?;
+    ///     let io = TicklessIo::new(TcpStream::connect(listener.local_addr()?).await?);
+    ///     assert_eq!(io.inner().peer_addr()?, listener.local_addr()?);
+    ///     std::io::Result::Ok(())
+    /// })?;
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn inner(&self) -> &T {
         &self.inner
     }
 
     /// The stream, mutably.
+    ///
+    /// # Examples
+    ///
+    /// Writing to the stream directly, not through hyper:
+    ///
+    /// ```
+    /// use futures_lite::{AsyncReadExt, AsyncWriteExt};
+    /// use tickless::hyper_rt::TicklessIo;
+    /// use tickless::net::{TcpListener, TcpStream};
+    ///
+    /// let rt = tickless::Builder::new().cores(1).build()?;
+    /// rt.block_on(async {
+    ///     let listener = TcpListener::bind("127.0.0.1:0").await?;
+    ///     let mut io = TicklessIo::new(TcpStream::connect(listener.local_addr()?).await?);
+    ///     io.inner_mut().write_all(b"hi").await?;
+    ///     let (mut served, _peer) = listener.accept().await?;
+    ///     let mut hi = [0u8; 2];
+    ///     served.read_exact(&mut hi).await?;
+    ///     assert_eq!(&hi, b"hi");
+    ///     std::io::Result::Ok(())
+    /// })?;
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn inner_mut(&mut self) -> &mut T {
         &mut self.inner
     }
 
     /// Unwraps the stream.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tickless::hyper_rt::TicklessIo;
+    /// use tickless::net::{TcpListener, TcpStream};
+    ///
+    /// let rt = tickless::Builder::new().cores(1).build()?;
+    /// rt.block_on(async {
+    ///     let listener = TcpListener::bind("127.0.0.1:0").await?;
+    ///     let io = TicklessIo::new(TcpStream::connect(listener.local_addr()?).await?);
+    ///     let stream: TcpStream = io.into_inner(); // once hyper has let go of it, say
+    ///     stream.set_nodelay(true)?;
+    ///     assert!(stream.nodelay()?);
+    ///     std::io::Result::Ok(())
+    /// })?;
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn into_inner(self) -> T {
         self.inner
     }

@@ -195,6 +195,26 @@ pub async fn ctrl_c() -> io::Result<()> {
 /// # Panics
 ///
 /// Outside a tickless runtime.
+///
+/// # Examples
+///
+/// The process sends itself a signal, with `raise(3)`:
+///
+/// ```
+/// use tickless::signal::{signal, SignalKind};
+///
+/// let rt = tickless::Builder::new().cores(1).build()?;
+/// rt.block_on(async {
+///     let mut usr1 = signal(SignalKind::user_defined1())?; // SIGUSR1 no longer kills us
+///     // SAFETY: raise takes no pointers; the handler for SIGUSR1 is installed.
+///     assert_eq!(unsafe { libc::raise(libc::SIGUSR1) }, 0);
+///     usr1.recv().await; // the delivery since `signal`
+///     let kill = signal(SignalKind::from_raw(libc::SIGKILL)).unwrap_err();
+///     assert_eq!(kill.kind(), std::io::ErrorKind::InvalidInput); // cannot be caught
+///     std::io::Result::Ok(())
+/// })?;
+/// # std::io::Result::Ok(())
+/// ```
 pub fn signal(kind: SignalKind) -> io::Result<Signal> {
     if kind.0 <= 0 || kind.0 as usize >= MAX_SIGNAL || kind.is_forbidden() {
         return Err(io::Error::new(
@@ -226,6 +246,21 @@ pub struct Signal {
 
 impl Signal {
     /// The signal it listens for.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tickless::signal::{signal, SignalKind};
+    ///
+    /// let rt = tickless::Builder::new().cores(1).build()?;
+    /// rt.block_on(async {
+    ///     let hangup = signal(SignalKind::hangup())?;
+    ///     assert_eq!(hangup.kind(), SignalKind::hangup());
+    ///     assert_eq!(hangup.kind().as_raw_value(), libc::SIGHUP);
+    ///     std::io::Result::Ok(())
+    /// })?;
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn kind(&self) -> SignalKind {
         self.kind
     }
@@ -233,11 +268,61 @@ impl Signal {
     /// Waits for the next delivery. Deliveries since the last `recv` (or since the `Signal` was
     /// made) that nobody waited for complete it at once, all of them together. Always `Some`:
     /// the `Option` is tokio's signature, where `None` means the driver is gone.
+    ///
+    /// # Examples
+    ///
+    /// Two deliveries before a `recv` count as one:
+    ///
+    /// ```
+    /// use futures_lite::future::poll_once;
+    /// use tickless::signal::{signal, SignalKind};
+    ///
+    /// let rt = tickless::Builder::new().cores(1).build()?;
+    /// rt.block_on(async {
+    ///     let mut usr2 = signal(SignalKind::user_defined2())?;
+    ///     for _ in 0..2 {
+    ///         // SAFETY: raise takes no pointers; the handler for SIGUSR2 is installed.
+    ///         assert_eq!(unsafe { libc::raise(libc::SIGUSR2) }, 0);
+    ///     }
+    ///     assert_eq!(usr2.recv().await, Some(())); // both
+    ///     assert!(poll_once(usr2.recv()).await.is_none()); // nothing more: it would wait
+    ///     std::io::Result::Ok(())
+    /// })?;
+    /// # std::io::Result::Ok(())
+    /// ```
     pub async fn recv(&mut self) -> Option<()> {
         poll_fn(|cx| self.poll_recv(cx)).await
     }
 
     /// Polls for the next delivery; see [`recv`](Self::recv).
+    ///
+    /// # Examples
+    ///
+    /// Waiting for whichever of two signals comes first:
+    ///
+    /// ```
+    /// use std::future::poll_fn;
+    /// use std::task::Poll;
+    /// use tickless::signal::{signal, SignalKind};
+    ///
+    /// let rt = tickless::Builder::new().cores(1).build()?;
+    /// rt.block_on(async {
+    ///     let mut usr1 = signal(SignalKind::user_defined1())?;
+    ///     let mut usr2 = signal(SignalKind::user_defined2())?;
+    ///     // SAFETY: raise takes no pointers; the handler for SIGUSR2 is installed.
+    ///     assert_eq!(unsafe { libc::raise(libc::SIGUSR2) }, 0);
+    ///     let first = poll_fn(|cx| {
+    ///         if usr1.poll_recv(cx).is_ready() {
+    ///             return Poll::Ready(SignalKind::user_defined1());
+    ///         }
+    ///         usr2.poll_recv(cx).map(|_| SignalKind::user_defined2())
+    ///     })
+    ///     .await;
+    ///     assert_eq!(first, SignalKind::user_defined2());
+    ///     std::io::Result::Ok(())
+    /// })?;
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Option<()>> {
         loop {
             let now = self.kind.deliveries().load(Ordering::Acquire);

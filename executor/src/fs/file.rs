@@ -102,6 +102,28 @@ impl File {
     /// # Errors
     ///
     /// As `std::fs::File::open` (`NotFound`, `PermissionDenied`, ...).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use futures_lite::AsyncReadExt;
+    /// use std::io::ErrorKind;
+    /// use tickless::fs::File;
+    ///
+    /// let rt = tickless::Runtime::new()?;
+    /// rt.block_on(async {
+    ///     let name = format!("tickless-open-doc-{}", std::process::id());
+    ///     let path = std::env::temp_dir().join(name);
+    ///     let missing = File::open(&path).await.unwrap_err();
+    ///     assert_eq!(missing.kind(), ErrorKind::NotFound); // `open` never creates
+    ///     tickless::fs::write(&path, "hello").await?;
+    ///     let mut text = String::new();
+    ///     File::open(&path).await?.read_to_string(&mut text).await?;
+    ///     assert_eq!(text, "hello");
+    ///     tickless::fs::remove_file(&path).await
+    /// })?;
+    /// # std::io::Result::Ok(())
+    /// ```
     pub async fn open(path: impl AsRef<Path>) -> io::Result<File> {
         OpenOptions::new().read(true).open(path).await
     }
@@ -111,6 +133,26 @@ impl File {
     /// # Errors
     ///
     /// As `std::fs::File::create`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use futures_lite::AsyncWriteExt;
+    /// use tickless::fs::File;
+    ///
+    /// let rt = tickless::Runtime::new()?;
+    /// rt.block_on(async {
+    ///     let name = format!("tickless-create-doc-{}", std::process::id());
+    ///     let path = std::env::temp_dir().join(name);
+    ///     tickless::fs::write(&path, "old and longer").await?;
+    ///     let mut file = File::create(&path).await?; // emptied
+    ///     file.write_all(b"new").await?;
+    ///     file.flush().await?;
+    ///     assert_eq!(tickless::fs::read_to_string(&path).await?, "new");
+    ///     tickless::fs::remove_file(&path).await
+    /// })?;
+    /// # std::io::Result::Ok(())
+    /// ```
     pub async fn create(path: impl AsRef<Path>) -> io::Result<File> {
         OpenOptions::new()
             .write(true)
@@ -125,6 +167,28 @@ impl File {
     /// # Errors
     ///
     /// `AlreadyExists` if it exists; otherwise as `std::fs::File::create_new`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use futures_lite::AsyncWriteExt;
+    /// use std::io::ErrorKind;
+    /// use tickless::fs::File;
+    ///
+    /// let rt = tickless::Runtime::new()?;
+    /// rt.block_on(async {
+    ///     let name = format!("tickless-create-new-doc-{}", std::process::id());
+    ///     let path = std::env::temp_dir().join(name);
+    ///     let mut file = File::create_new(&path).await?;
+    ///     file.write_all(b"first").await?;
+    ///     file.flush().await?;
+    ///     let again = File::create_new(&path).await.unwrap_err();
+    ///     assert_eq!(again.kind(), ErrorKind::AlreadyExists); // the first file is untouched
+    ///     assert_eq!(tickless::fs::read_to_string(&path).await?, "first");
+    ///     tickless::fs::remove_file(&path).await
+    /// })?;
+    /// # std::io::Result::Ok(())
+    /// ```
     pub async fn create_new(path: impl AsRef<Path>) -> io::Result<File> {
         OpenOptions::new()
             .read(true)
@@ -135,11 +199,55 @@ impl File {
     }
 
     /// Options to open a file with, every one unset: [`OpenOptions::new`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use futures_lite::AsyncWriteExt;
+    /// use tickless::fs::File;
+    ///
+    /// let rt = tickless::Runtime::new()?;
+    /// rt.block_on(async {
+    ///     let name = format!("tickless-options-doc-{}", std::process::id());
+    ///     let path = std::env::temp_dir().join(name);
+    ///     for line in ["one\n", "two\n"] {
+    ///         let mut log = File::options().create(true).append(true).open(&path).await?;
+    ///         log.write_all(line.as_bytes()).await?;
+    ///         log.flush().await?;
+    ///     }
+    ///     assert_eq!(tickless::fs::read_to_string(&path).await?, "one\ntwo\n");
+    ///     tickless::fs::remove_file(&path).await
+    /// })?;
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn options() -> OpenOptions {
         OpenOptions::new()
     }
 
     /// An async file over an open std file, whose cursor it takes over. Touches nothing.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use futures_lite::AsyncReadExt;
+    /// use std::io::{Seek, SeekFrom};
+    /// use tickless::fs::File;
+    ///
+    /// let rt = tickless::Runtime::new()?;
+    /// rt.block_on(async {
+    ///     let name = format!("tickless-from-std-doc-{}", std::process::id());
+    ///     let path = std::env::temp_dir().join(name);
+    ///     tickless::fs::write(&path, "hello, world").await?;
+    ///     let mut std = std::fs::File::open(&path)?; // opened on this thread: a blocking call
+    ///     std.seek(SeekFrom::Start(7))?;
+    ///     let mut file = File::from_std(std);
+    ///     let mut rest = String::new();
+    ///     file.read_to_string(&mut rest).await?; // from where the std file's cursor was
+    ///     assert_eq!(rest, "world");
+    ///     tickless::fs::remove_file(&path).await
+    /// })?;
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn from_std(std: StdFile) -> File {
         File {
             std: Some(Arc::new(std)),
@@ -151,6 +259,31 @@ impl File {
     /// caller's reads, writes and seeks left it (the read-ahead given back on the pool).
     ///
     /// The error of a write reported done is lost here: flush first.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use futures_lite::{AsyncReadExt, AsyncWriteExt};
+    /// use std::io::{Read, Seek};
+    /// use tickless::fs::File;
+    ///
+    /// let rt = tickless::Runtime::new()?;
+    /// rt.block_on(async {
+    ///     let name = format!("tickless-into-std-doc-{}", std::process::id());
+    ///     let path = std::env::temp_dir().join(name);
+    ///     let mut file = File::create_new(&path).await?;
+    ///     file.write_all(b"hello, world").await?;
+    ///     file.flush().await?; // its error, if any: `into_std` cannot return it
+    ///     let mut std = file.into_std().await;
+    ///     assert_eq!(std.stream_position()?, 12); // where the writes left it
+    ///     std.rewind()?;
+    ///     let mut text = String::new();
+    ///     std.read_to_string(&mut text)?; // blocking calls from here on
+    ///     assert_eq!(text, "hello, world");
+    ///     tickless::fs::remove_file(&path).await
+    /// })?;
+    /// # std::io::Result::Ok(())
+    /// ```
     pub async fn into_std(mut self) -> StdFile {
         let std = self
             .std
@@ -173,6 +306,26 @@ impl File {
     /// # Errors
     ///
     /// As `std::fs::File::metadata`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use futures_lite::AsyncWriteExt;
+    /// use tickless::fs::File;
+    ///
+    /// let rt = tickless::Runtime::new()?;
+    /// rt.block_on(async {
+    ///     let name = format!("tickless-file-metadata-doc-{}", std::process::id());
+    ///     let path = std::env::temp_dir().join(name);
+    ///     let mut file = File::create(&path).await?;
+    ///     file.write_all(b"hello").await?; // handed to the pool, maybe not written yet
+    ///     let meta = file.metadata().await?; // after that write
+    ///     assert!(meta.is_file());
+    ///     assert_eq!(meta.len(), 5);
+    ///     tickless::fs::remove_file(&path).await
+    /// })?;
+    /// # std::io::Result::Ok(())
+    /// ```
     pub async fn metadata(&self) -> io::Result<Metadata> {
         self.run(
             false,
@@ -192,6 +345,27 @@ impl File {
     ///
     /// The error of an earlier write reported done; then as `std::fs::File::set_len`
     /// (`InvalidInput` if not open for writing).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use futures_lite::AsyncWriteExt;
+    /// use tickless::fs::File;
+    ///
+    /// let rt = tickless::Runtime::new()?;
+    /// rt.block_on(async {
+    ///     let name = format!("tickless-set-len-doc-{}", std::process::id());
+    ///     let path = std::env::temp_dir().join(name);
+    ///     let mut file = File::create(&path).await?;
+    ///     file.write_all(b"hello, world").await?;
+    ///     file.set_len(5).await?; // after the write, and with its error if it failed
+    ///     assert_eq!(tickless::fs::read(&path).await?, b"hello");
+    ///     file.set_len(7).await?; // longer: filled with zeros
+    ///     assert_eq!(tickless::fs::read(&path).await?, b"hello\0\0");
+    ///     tickless::fs::remove_file(&path).await
+    /// })?;
+    /// # std::io::Result::Ok(())
+    /// ```
     pub async fn set_len(&self, size: u64) -> io::Result<()> {
         let job = move |file: &StdFile, buf: &mut Buf| {
             Operation::Done(buf.give_back(file).and_then(|()| file.set_len(size)))
@@ -205,6 +379,26 @@ impl File {
     /// # Errors
     ///
     /// The error of an earlier write reported done; then as `std::fs::File::sync_all`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use futures_lite::AsyncWriteExt;
+    /// use tickless::fs::File;
+    ///
+    /// let rt = tickless::Runtime::new()?;
+    /// rt.block_on(async {
+    ///     let name = format!("tickless-sync-all-doc-{}", std::process::id());
+    ///     let path = std::env::temp_dir().join(name);
+    ///     let mut file = File::create(&path).await?;
+    ///     file.write_all(b"saved").await?;
+    ///     file.sync_all().await?; // written, and on the disk with the file's metadata
+    ///     drop(file);
+    ///     assert_eq!(tickless::fs::read_to_string(&path).await?, "saved");
+    ///     tickless::fs::remove_file(&path).await
+    /// })?;
+    /// # std::io::Result::Ok(())
+    /// ```
     pub async fn sync_all(&self) -> io::Result<()> {
         self.run(true, |file, _| Operation::Done(file.sync_all()), done)
             .await
@@ -216,6 +410,27 @@ impl File {
     /// # Errors
     ///
     /// The error of an earlier write reported done; then as `std::fs::File::sync_data`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use futures_lite::AsyncWriteExt;
+    /// use tickless::fs::File;
+    ///
+    /// let rt = tickless::Runtime::new()?;
+    /// rt.block_on(async {
+    ///     let name = format!("tickless-sync-data-doc-{}", std::process::id());
+    ///     let path = std::env::temp_dir().join(name);
+    ///     let mut journal = File::create(&path).await?;
+    ///     for record in [&b"one\n"[..], b"two\n"] {
+    ///         journal.write_all(record).await?;
+    ///         journal.sync_data().await?; // the record is on the disk
+    ///     }
+    ///     assert_eq!(tickless::fs::read_to_string(&path).await?, "one\ntwo\n");
+    ///     tickless::fs::remove_file(&path).await
+    /// })?;
+    /// # std::io::Result::Ok(())
+    /// ```
     pub async fn sync_data(&self) -> io::Result<()> {
         self.run(true, |file, _| Operation::Done(file.sync_data()), done)
             .await
@@ -226,6 +441,25 @@ impl File {
     /// # Errors
     ///
     /// As `std::fs::File::set_permissions`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::fs::Permissions;
+    /// use std::os::unix::fs::PermissionsExt;
+    /// use tickless::fs::File;
+    ///
+    /// let rt = tickless::Runtime::new()?;
+    /// rt.block_on(async {
+    ///     let name = format!("tickless-permissions-doc-{}", std::process::id());
+    ///     let path = std::env::temp_dir().join(name);
+    ///     let file = File::create(&path).await?;
+    ///     file.set_permissions(Permissions::from_mode(0o600)).await?; // the owner's alone
+    ///     assert_eq!(file.metadata().await?.permissions().mode() & 0o777, 0o600);
+    ///     tickless::fs::remove_file(&path).await
+    /// })?;
+    /// # std::io::Result::Ok(())
+    /// ```
     pub async fn set_permissions(&self, perm: Permissions) -> io::Result<()> {
         let job = move |file: &StdFile, _: &mut Buf| Operation::Done(file.set_permissions(perm));
         self.run(false, job, done).await
@@ -237,6 +471,28 @@ impl File {
     /// # Errors
     ///
     /// As `std::fs::File::try_clone` (`EMFILE`, ...).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use futures_lite::AsyncWriteExt;
+    /// use tickless::fs::File;
+    ///
+    /// let rt = tickless::Runtime::new()?;
+    /// rt.block_on(async {
+    ///     let name = format!("tickless-try-clone-doc-{}", std::process::id());
+    ///     let path = std::env::temp_dir().join(name);
+    ///     let mut file = File::create(&path).await?;
+    ///     let mut twin = file.try_clone().await?;
+    ///     file.write_all(b"hello").await?;
+    ///     file.flush().await?; // done before the twin writes: they share the cursor
+    ///     twin.write_all(b", world").await?; // after "hello", not over it
+    ///     twin.flush().await?;
+    ///     assert_eq!(tickless::fs::read_to_string(&path).await?, "hello, world");
+    ///     tickless::fs::remove_file(&path).await
+    /// })?;
+    /// # std::io::Result::Ok(())
+    /// ```
     pub async fn try_clone(&self) -> io::Result<File> {
         let file = self
             .run(

@@ -57,6 +57,19 @@ fn owned(path: impl AsRef<Path>) -> PathBuf {
 /// # Errors
 ///
 /// As `std::fs::read`.
+///
+/// # Examples
+///
+/// ```
+/// let rt = tickless::Runtime::new()?;
+/// rt.block_on(async {
+///     let path = std::env::temp_dir().join(format!("tickless-read-doc-{}", std::process::id()));
+///     tickless::fs::write(&path, [0u8, 1, 255]).await?;
+///     assert_eq!(tickless::fs::read(&path).await?, [0, 1, 255]); // any bytes
+///     tickless::fs::remove_file(&path).await
+/// })?;
+/// # std::io::Result::Ok(())
+/// ```
 pub async fn read(path: impl AsRef<Path>) -> io::Result<Vec<u8>> {
     let path = owned(path);
     blocking(move || std::fs::read(path)).await
@@ -67,6 +80,24 @@ pub async fn read(path: impl AsRef<Path>) -> io::Result<Vec<u8>> {
 /// # Errors
 ///
 /// As `std::fs::read_to_string` (`InvalidData` if it is not UTF-8).
+///
+/// # Examples
+///
+/// ```
+/// use std::io::ErrorKind;
+///
+/// let rt = tickless::Runtime::new()?;
+/// rt.block_on(async {
+///     let path = std::env::temp_dir().join(format!("tickless-text-doc-{}", std::process::id()));
+///     tickless::fs::write(&path, "héllo").await?;
+///     assert_eq!(tickless::fs::read_to_string(&path).await?, "héllo");
+///     tickless::fs::write(&path, [0xff, 0xfe]).await?; // not UTF-8
+///     let err = tickless::fs::read_to_string(&path).await.unwrap_err();
+///     assert_eq!(err.kind(), ErrorKind::InvalidData);
+///     tickless::fs::remove_file(&path).await
+/// })?;
+/// # std::io::Result::Ok(())
+/// ```
 pub async fn read_to_string(path: impl AsRef<Path>) -> io::Result<String> {
     let path = owned(path);
     blocking(move || std::fs::read_to_string(path)).await
@@ -77,6 +108,20 @@ pub async fn read_to_string(path: impl AsRef<Path>) -> io::Result<String> {
 /// # Errors
 ///
 /// As `std::fs::write`.
+///
+/// # Examples
+///
+/// ```
+/// let rt = tickless::Runtime::new()?;
+/// rt.block_on(async {
+///     let path = std::env::temp_dir().join(format!("tickless-write-doc-{}", std::process::id()));
+///     tickless::fs::write(&path, "a first, longer text").await?; // creates the file
+///     tickless::fs::write(&path, b"second").await?; // replaces all of it
+///     assert_eq!(tickless::fs::read_to_string(&path).await?, "second");
+///     tickless::fs::remove_file(&path).await
+/// })?;
+/// # std::io::Result::Ok(())
+/// ```
 pub async fn write(path: impl AsRef<Path>, contents: impl AsRef<[u8]>) -> io::Result<()> {
     let (path, contents) = (owned(path), contents.as_ref().to_owned());
     blocking(move || std::fs::write(path, contents)).await
@@ -87,6 +132,28 @@ pub async fn write(path: impl AsRef<Path>, contents: impl AsRef<[u8]>) -> io::Re
 /// # Errors
 ///
 /// As `std::fs::metadata`.
+///
+/// # Examples
+///
+/// ```
+/// use std::io::ErrorKind;
+///
+/// let rt = tickless::Runtime::new()?;
+/// rt.block_on(async {
+///     let dir = std::env::temp_dir();
+///     assert!(tickless::fs::metadata(&dir).await?.is_dir());
+///     let path = dir.join(format!("tickless-metadata-doc-{}", std::process::id()));
+///     tickless::fs::write(&path, "12345").await?;
+///     let meta = tickless::fs::metadata(&path).await?;
+///     assert!(meta.is_file());
+///     assert_eq!(meta.len(), 5);
+///     tickless::fs::remove_file(&path).await?;
+///     let gone = tickless::fs::metadata(&path).await.unwrap_err();
+///     assert_eq!(gone.kind(), ErrorKind::NotFound);
+///     std::io::Result::Ok(())
+/// })?;
+/// # std::io::Result::Ok(())
+/// ```
 pub async fn metadata(path: impl AsRef<Path>) -> io::Result<Metadata> {
     let path = owned(path);
     blocking(move || std::fs::metadata(path)).await
@@ -97,6 +164,23 @@ pub async fn metadata(path: impl AsRef<Path>) -> io::Result<Metadata> {
 /// # Errors
 ///
 /// As `std::fs::remove_file`.
+///
+/// # Examples
+///
+/// ```
+/// use std::io::ErrorKind;
+///
+/// let rt = tickless::Runtime::new()?;
+/// rt.block_on(async {
+///     let path = std::env::temp_dir().join(format!("tickless-remove-doc-{}", std::process::id()));
+///     tickless::fs::write(&path, "short-lived").await?;
+///     tickless::fs::remove_file(&path).await?;
+///     let again = tickless::fs::remove_file(&path).await.unwrap_err();
+///     assert_eq!(again.kind(), ErrorKind::NotFound); // it is gone
+///     std::io::Result::Ok(())
+/// })?;
+/// # std::io::Result::Ok(())
+/// ```
 pub async fn remove_file(path: impl AsRef<Path>) -> io::Result<()> {
     let path = owned(path);
     blocking(move || std::fs::remove_file(path)).await
@@ -107,6 +191,21 @@ pub async fn remove_file(path: impl AsRef<Path>) -> io::Result<()> {
 /// # Errors
 ///
 /// As `std::fs::create_dir_all`.
+///
+/// # Examples
+///
+/// ```
+/// let rt = tickless::Runtime::new()?;
+/// rt.block_on(async {
+///     let top = std::env::temp_dir().join(format!("tickless-dirs-doc-{}", std::process::id()));
+///     let deep = top.join("a").join("b");
+///     tickless::fs::create_dir_all(&deep).await?; // `top` and `a` too
+///     tickless::fs::create_dir_all(&deep).await?; // already there: not an error
+///     assert!(tickless::fs::metadata(&deep).await?.is_dir());
+///     std::fs::remove_dir_all(&top)
+/// })?;
+/// # std::io::Result::Ok(())
+/// ```
 pub async fn create_dir_all(path: impl AsRef<Path>) -> io::Result<()> {
     let path = owned(path);
     blocking(move || std::fs::create_dir_all(path)).await

@@ -110,6 +110,38 @@ impl OpenOptions {
     /// As `std::fs::OpenOptions::open`: `NotFound`, `PermissionDenied`, `AlreadyExists` (with
     /// `create_new`), `InvalidInput` for a contradictory set of options.
     ///
+    /// # Examples
+    ///
+    /// The options [`File::create`] sets, with the new file's permissions and a refusal to
+    /// follow a symbolic link:
+    ///
+    /// ```
+    /// use futures_lite::AsyncWriteExt;
+    /// use std::os::unix::fs::PermissionsExt;
+    /// use tickless::fs::OpenOptions;
+    ///
+    /// let rt = tickless::Runtime::new()?;
+    /// rt.block_on(async {
+    ///     let name = format!("tickless-open-options-doc-{}", std::process::id());
+    ///     let path = std::env::temp_dir().join(name);
+    ///     let mut file = OpenOptions::new()
+    ///         .write(true)
+    ///         .create(true) // made if missing,
+    ///         .truncate(true) // emptied if not
+    ///         .mode(0o600) // read and written by its owner alone, if made here
+    ///         .custom_flags(libc::O_NOFOLLOW) // `ELOOP` if `path` is a symbolic link
+    ///         .open(&path)
+    ///         .await?;
+    ///     file.write_all(b"secret").await?;
+    ///     file.flush().await?;
+    ///     assert_eq!(file.metadata().await?.permissions().mode() & 0o777, 0o600);
+    ///     let missing = OpenOptions::new().read(true).open(path.with_extension("no")).await;
+    ///     assert_eq!(missing.unwrap_err().kind(), std::io::ErrorKind::NotFound);
+    ///     tickless::fs::remove_file(&path).await
+    /// })?;
+    /// # std::io::Result::Ok(())
+    /// ```
+    ///
     /// # Panics
     ///
     /// Outside a tickless runtime.

@@ -12,6 +12,28 @@ use crate::hyper_rt::{TicklessExecutor, TicklessIo, TicklessTimer};
 use crate::net::TcpStream;
 
 /// hyper-util's legacy `Client` with tickless's [`Connector`]: what [`client`] makes.
+///
+/// # Examples
+///
+/// The type to name a client kept in a struct:
+///
+/// ```
+/// use bytes::Bytes;
+/// use http_body_util::Full;
+/// use tickless::http::Client;
+///
+/// #[derive(Clone)]
+/// struct Api {
+///     http: Client<Full<Bytes>>, // a pool of connections, shared by the clones
+///     base: http::Uri,
+/// }
+///
+/// let api = Api {
+///     http: tickless::http::client(),
+///     base: http::Uri::from_static("http://127.0.0.1:3000"),
+/// };
+/// let _per_task = api.clone();
+/// ```
 pub type Client<B> = hyper_util::client::legacy::Client<Connector, B>;
 
 /// An HTTP client on tickless: hyper-util's `Client` (a pool of keep-alive connections, HTTP/1.1
@@ -109,11 +131,53 @@ pub struct ClientStream(TicklessIo<TcpStream>);
 
 impl ClientStream {
     /// The stream.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tickless::http::Connector;
+    /// use tickless::net::TcpListener;
+    /// use tower::ServiceExt;
+    ///
+    /// let rt = tickless::Builder::new().cores(1).build()?;
+    /// rt.block_on(async {
+    ///     let listener = TcpListener::bind("127.0.0.1:0").await?;
+    ///     let addr = listener.local_addr()?;
+    ///     let stream = Connector.oneshot(format!("http://{addr}/").parse().unwrap()).await?;
+    ///     assert_eq!(stream.get_ref().peer_addr()?, addr);
+    ///     assert!(stream.get_ref().nodelay()?); // `Connector` sets it
+    ///     std::io::Result::Ok(())
+    /// })?;
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn get_ref(&self) -> &TcpStream {
         self.0.inner()
     }
 
     /// The stream, taken out.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use futures_lite::{AsyncReadExt, AsyncWriteExt};
+    /// use tickless::http::Connector;
+    /// use tickless::net::TcpListener;
+    /// use tower::ServiceExt;
+    ///
+    /// let rt = tickless::Builder::new().cores(1).build()?;
+    /// rt.block_on(async {
+    ///     let listener = TcpListener::bind("127.0.0.1:0").await?;
+    ///     let uri = format!("http://{}/", listener.local_addr()?).parse().unwrap();
+    ///     let mut stream = Connector.oneshot(uri).await?.into_inner(); // a `TcpStream`
+    ///     stream.write_all(b"hi").await?;
+    ///     let (mut served, _peer) = listener.accept().await?;
+    ///     let mut hi = [0u8; 2];
+    ///     served.read_exact(&mut hi).await?;
+    ///     assert_eq!(&hi, b"hi");
+    ///     std::io::Result::Ok(())
+    /// })?;
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn into_inner(self) -> TcpStream {
         self.0.into_inner()
     }

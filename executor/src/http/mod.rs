@@ -99,9 +99,24 @@ use crate::{Handle, Runtime};
 
 use body::Respond;
 pub use client::{client, Client, ClientStream, Connector};
-pub use upgrade::on_core;
+pub use upgrade::{on_core, OnCore};
 
 /// What tower and hyper box their errors as.
+///
+/// # Examples
+///
+/// ```
+/// use tickless::http::BoxError;
+///
+/// fn parse_port(s: &str) -> Result<u16, BoxError> {
+///     Ok(s.parse::<u16>()?) // any `Error + Send + Sync` converts with `?`
+/// }
+///
+/// assert_eq!(parse_port("80")?, 80);
+/// let err = parse_port("eighty").unwrap_err();
+/// assert!(err.is::<std::num::ParseIntError>());
+/// # Ok::<(), BoxError>(())
+/// ```
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// Serves `service` over HTTP on every core of `rt`, listening on `addr`: [`Http::serve`] with
@@ -228,6 +243,24 @@ impl Default for Http {
 
 impl Http {
     /// axum's defaults: no timeout on a request's head or on a request.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tickless::http::Http;
+    /// # use std::convert::Infallible;
+    /// # let hello = tower::service_fn(|_: http::Request<hyper::body::Incoming>| async {
+    /// #     let body = http_body_util::Full::<bytes::Bytes>::from("hello");
+    /// #     Ok::<_, Infallible>(http::Response::new(body))
+    /// # });
+    ///
+    /// let rt = tickless::Builder::new().cores(2).build()?;
+    /// // What `tickless::http::serve(&rt, addr, hello)` does:
+    /// let server = Http::new().serve(&rt, "127.0.0.1:0".parse().unwrap(), hello)?;
+    /// rt.block_on(server.shutdown(Duration::from_secs(5)))?;
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn new() -> Http {
         Http {
             header_read_timeout: None,
@@ -242,6 +275,35 @@ impl Http {
     /// of an idle connection). The timers are sleeps on the core's wheel: an insert and a
     /// cancel per connection and per request, no system call. Default: none, as `axum::serve`
     /// (hyper's own default, with a timer set, is 30 s).
+    ///
+    /// # Examples
+    ///
+    /// A client that connects and says nothing is disconnected (on paused time, so that no
+    /// real time passes):
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use futures_lite::AsyncReadExt;
+    /// use tickless::http::Http;
+    /// # use std::convert::Infallible;
+    /// # let hello = tower::service_fn(|_: http::Request<hyper::body::Incoming>| async {
+    /// #     let body = http_body_util::Full::<bytes::Bytes>::from("hello");
+    /// #     Ok::<_, Infallible>(http::Response::new(body))
+    /// # });
+    ///
+    /// let rt = tickless::Builder::new().cores(1).start_paused(true).build()?;
+    /// let server = Http::new()
+    ///     .header_read_timeout(Duration::from_secs(30))
+    ///     .serve(&rt, "127.0.0.1:0".parse().unwrap(), hello)?;
+    /// rt.block_on(async {
+    ///     let mut silent = tickless::net::TcpStream::connect(server.local_addr()).await?;
+    ///     let mut got = Vec::new();
+    ///     silent.read_to_end(&mut got).await?; // the server closed the connection
+    ///     assert!(got.is_empty());
+    ///     server.shutdown(Duration::from_secs(5)).await
+    /// })?;
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn header_read_timeout(&mut self, timeout: Duration) -> &mut Self {
         self.header_read_timeout = Some(timeout);
         self
@@ -251,6 +313,38 @@ impl Http {
     /// ready `timeout` after the request's head arrived, dropping the service's future: as
     /// [`tower::TimeoutLayer`](crate::tower::TimeoutLayer) placed around the whole service, for
     /// any body type. A response that is ready at its first poll costs no timer. Default: none.
+    ///
+    /// # Examples
+    ///
+    /// A handler that takes a minute, answered after 10 s (on paused time, so that no real
+    /// time passes):
+    ///
+    /// ```
+    /// use std::convert::Infallible;
+    /// use std::time::Duration;
+    ///
+    /// use bytes::Bytes;
+    /// use http::{Request, Response, StatusCode};
+    /// use http_body_util::{Empty, Full};
+    /// use tickless::http::Http;
+    ///
+    /// let rt = tickless::Builder::new().cores(1).start_paused(true).build()?;
+    /// let slow = tower::service_fn(|_req: Request<hyper::body::Incoming>| async {
+    ///     tickless::time::sleep(Duration::from_secs(60)).await;
+    ///     Ok::<_, Infallible>(Response::new(Full::<Bytes>::from("too late")))
+    /// });
+    /// let server = Http::new()
+    ///     .request_timeout(Duration::from_secs(10))
+    ///     .serve(&rt, "127.0.0.1:0".parse().unwrap(), slow)?;
+    /// let uri = format!("http://{}/", server.local_addr());
+    /// rt.block_on(async {
+    ///     let client = tickless::http::client::<Empty<Bytes>>();
+    ///     let res = client.get(uri.parse().unwrap()).await.unwrap();
+    ///     assert_eq!(res.status(), StatusCode::REQUEST_TIMEOUT);
+    ///     server.shutdown(Duration::from_secs(5)).await
+    /// })?;
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn request_timeout(&mut self, timeout: Duration) -> &mut Self {
         self.request_timeout = Some(timeout);
         self
@@ -258,6 +352,27 @@ impl Http {
 
     /// The settings of the accept loops ([`Serve`]'s: back-off after a failed accept,
     /// `TCP_NODELAY`, the accept-error hook); the address given to them is not used.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tickless::http::Http;
+    /// # use std::convert::Infallible;
+    /// # let hello = tower::service_fn(|_: http::Request<hyper::body::Incoming>| async {
+    /// #     let body = http_body_util::Full::<bytes::Bytes>::from("hello");
+    /// #     Ok::<_, Infallible>(http::Response::new(body))
+    /// # });
+    ///
+    /// let rt = tickless::Builder::new().cores(2).build()?;
+    /// let mut http = Http::new();
+    /// http.accept()
+    ///     .accept_backoff(Duration::from_millis(1), Duration::from_millis(100))
+    ///     .on_accept_error(|core, e| eprintln!("core {core}: accept: {e}"));
+    /// let server = http.serve(&rt, "127.0.0.1:0".parse().unwrap(), hello)?;
+    /// rt.block_on(server.shutdown(Duration::from_secs(5)))?;
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn accept(&mut self) -> &mut Serve {
         &mut self.serve
     }
@@ -268,6 +383,34 @@ impl Http {
     /// # Errors
     ///
     /// Binding the listeners failed; nothing was started then.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::convert::Infallible;
+    /// use std::time::Duration;
+    ///
+    /// use bytes::Bytes;
+    /// use http::{Request, Response};
+    /// use http_body_util::{BodyExt, Empty, Full};
+    /// use tickless::http::Http;
+    ///
+    /// let rt = tickless::Builder::new().cores(2).build()?;
+    /// let hello = tower::service_fn(|_req: Request<hyper::body::Incoming>| async {
+    ///     Ok::<_, Infallible>(Response::new(Full::<Bytes>::from("hello")))
+    /// });
+    /// let server = Http::new()
+    ///     .request_timeout(Duration::from_secs(10))
+    ///     .serve(&rt, "127.0.0.1:0".parse().unwrap(), hello)?;
+    /// let uri = format!("http://{}/", server.local_addr());
+    /// rt.block_on(async {
+    ///     let client = tickless::http::client::<Empty<Bytes>>();
+    ///     let res = client.get(uri.parse().unwrap()).await.unwrap();
+    ///     assert_eq!(res.into_body().collect().await.unwrap().to_bytes(), "hello");
+    ///     server.shutdown(Duration::from_secs(5)).await
+    /// })?;
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn serve<S, B>(&self, rt: &Runtime, addr: SocketAddr, service: S) -> io::Result<Server>
     where
         S: Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
@@ -287,6 +430,28 @@ impl Http {
     /// # Panics
     ///
     /// Outside a tickless runtime.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tickless::http::Http;
+    /// # use std::convert::Infallible;
+    /// # let hello = tower::service_fn(|_: http::Request<hyper::body::Incoming>| async {
+    /// #     let body = http_body_util::Full::<bytes::Bytes>::from("hello");
+    /// #     Ok::<_, Infallible>(http::Response::new(body))
+    /// # });
+    ///
+    /// let rt = tickless::Builder::new().cores(2).build()?;
+    /// rt.block_on(async {
+    ///     let run = Http::new()
+    ///         .header_read_timeout(Duration::from_secs(30))
+    ///         .run("127.0.0.1:0", hello);
+    ///     println!("serving on {}", run.local_addr()?);
+    ///     run.with_graceful_shutdown(async {}).await // a signal that has already come
+    /// })?;
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn run<A, S, B>(&self, addr: A, service: S) -> Run<S>
     where
         A: ToSocketAddrs,
@@ -406,6 +571,29 @@ type Signal = Pin<Box<dyn Future<Output = ()>>>;
 /// `.await` starts serving and completes with `Ok(())` when the shutdown begun by the
 /// [signal](Self::with_graceful_shutdown) has finished, or with the error that binding the
 /// listeners gave.
+///
+/// # Examples
+///
+/// An address that another socket holds (without `SO_REUSEPORT`): the error comes out of
+/// the future.
+///
+/// ```
+/// use std::io::ErrorKind;
+/// # use std::convert::Infallible;
+/// # let hello = tower::service_fn(|_: http::Request<hyper::body::Incoming>| async {
+/// #     let body = http_body_util::Full::<bytes::Bytes>::from("hello");
+/// #     Ok::<_, Infallible>(http::Response::new(body))
+/// # });
+///
+/// let taken = std::net::TcpListener::bind("127.0.0.1:0")?;
+/// let rt = tickless::Builder::new().cores(2).build()?;
+/// rt.block_on(async {
+///     let run = tickless::http::run(taken.local_addr().unwrap(), hello);
+///     assert_eq!(run.local_addr().unwrap_err().kind(), ErrorKind::AddrInUse);
+///     assert_eq!(run.await.unwrap_err().kind(), ErrorKind::AddrInUse);
+/// });
+/// # std::io::Result::Ok(())
+/// ```
 #[must_use = "nothing is served until it is awaited"]
 pub struct Run<S> {
     /// The settings.
@@ -426,6 +614,24 @@ impl<S> Run<S> {
     /// # Errors
     ///
     /// Binding them failed (the same error `.await` returns).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::convert::Infallible;
+    /// # let hello = tower::service_fn(|_: http::Request<hyper::body::Incoming>| async {
+    /// #     let body = http_body_util::Full::<bytes::Bytes>::from("hello");
+    /// #     Ok::<_, Infallible>(http::Response::new(body))
+    /// # });
+    /// let rt = tickless::Builder::new().cores(2).build()?;
+    /// rt.block_on(async {
+    ///     let run = tickless::http::run("127.0.0.1:0", hello);
+    ///     let addr = run.local_addr()?; // bound already, before `.await`
+    ///     assert_ne!(addr.port(), 0);
+    ///     run.with_graceful_shutdown(async {}).await
+    /// })?;
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         match &self.bound {
             Ok((bound, _)) => Ok(bound.addr),
@@ -437,6 +643,34 @@ impl<S> Run<S> {
     /// requests in flight finish, idle connections close; the future then completes. As
     /// axum's `Serve::with_graceful_shutdown`, whose signal `signal::ctrl_c` makes here
     /// (`async { tickless::signal::ctrl_c().await.unwrap() }`). The signal need not be `Send`.
+    ///
+    /// # Examples
+    ///
+    /// Shut down once two requests have been answered:
+    ///
+    /// ```
+    /// use bytes::Bytes;
+    /// use http_body_util::Empty;
+    /// # use std::convert::Infallible;
+    /// # let hello = tower::service_fn(|_: http::Request<hyper::body::Incoming>| async {
+    /// #     let body = http_body_util::Full::<bytes::Bytes>::from("hello");
+    /// #     Ok::<_, Infallible>(http::Response::new(body))
+    /// # });
+    ///
+    /// let rt = tickless::Builder::new().cores(2).build()?;
+    /// rt.block_on(async {
+    ///     let run = tickless::http::run("127.0.0.1:0", hello);
+    ///     let uri: http::Uri = format!("http://{}/", run.local_addr()?).parse().unwrap();
+    ///     let requests = tickless::spawn(async move {
+    ///         let client = tickless::http::client::<Empty<Bytes>>();
+    ///         for _ in 0..2 {
+    ///             assert!(client.get(uri.clone()).await.unwrap().status().is_success());
+    ///         }
+    ///     });
+    ///     run.with_graceful_shutdown(async { requests.await.unwrap() }).await
+    /// })?;
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn with_graceful_shutdown<F>(mut self, signal: F) -> Self
     where
         F: Future<Output = ()> + 'static,
@@ -447,6 +681,26 @@ impl<S> Run<S> {
 
     /// Bounds the graceful shutdown: connections still open `grace` after the signal are
     /// aborted (their futures dropped, their sockets closed). Default: no bound, as axum.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// # use std::convert::Infallible;
+    /// # let hello = tower::service_fn(|_: http::Request<hyper::body::Incoming>| async {
+    /// #     let body = http_body_util::Full::<bytes::Bytes>::from("hello");
+    /// #     Ok::<_, Infallible>(http::Response::new(body))
+    /// # });
+    ///
+    /// let rt = tickless::Builder::new().cores(2).build()?;
+    /// rt.block_on(async {
+    ///     tickless::http::run("127.0.0.1:0", hello)
+    ///         .grace_period(Duration::from_secs(10)) // then connections still open are cut
+    ///         .with_graceful_shutdown(async {})
+    ///         .await
+    /// })?;
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn grace_period(mut self, grace: Duration) -> Self {
         self.grace = Some(grace);
         self

@@ -51,6 +51,32 @@ where
 
 /// The future [`on_core`]'s callback returns: the task on the core, awaited. A panic in the
 /// task is the task's (caught on the core, as any task's); this future then completes.
+///
+/// # Examples
+///
+/// A callback wrapped on core 0, then called and awaited on core 1, as axum calls it on a
+/// tokio thread: it runs on core 0.
+///
+/// ```
+/// use std::rc::Rc;
+/// use std::sync::mpsc;
+///
+/// let rt = tickless::Builder::new().cores(2).build()?;
+/// let (ran, where_it_ran) = mpsc::channel();
+/// rt.block_on(async {
+///     let callback = tickless::http::on_core(move |n: u32| async move {
+///         let local = Rc::new(n); // the future need not be `Send`
+///         ran.send((tickless::core_id(), *local)).unwrap();
+///     });
+///     let elsewhere = rt.handle(1).spawn(async move {
+///         let on_core = callback(7); // an `OnCore`
+///         on_core.await // completes when the task on core 0 has
+///     });
+///     elsewhere.await.unwrap();
+/// });
+/// assert_eq!(where_it_ran.recv().unwrap(), (0, 7));
+/// # std::io::Result::Ok(())
+/// ```
 #[derive(Debug)]
 #[must_use = "futures do nothing unless awaited"]
 pub struct OnCore(crate::JoinHandle<()>);

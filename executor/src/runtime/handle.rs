@@ -38,6 +38,19 @@ impl Handle {
     /// # Panics
     ///
     /// Outside a tickless runtime.
+    ///
+    /// # Examples
+    ///
+    /// A task of core 1 takes its core's handle and hands it out, to spawn onto core 1 later:
+    ///
+    /// ```
+    /// let rt = tickless::Builder::new().cores(2).build()?;
+    /// let task = rt.handle(1).spawn(async { tickless::Handle::current() });
+    /// let core_1 = task.join().unwrap(); // `Send`: fine on this thread
+    /// assert_eq!(core_1.core(), 1);
+    /// assert_eq!(core_1.spawn(async { tickless::core_id() }).join().unwrap(), 1);
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn current() -> Handle {
         with_current(|core| Handle::new(core.shared().clone(), core.blocking().clone()))
             .expect(NO_RUNTIME)
@@ -45,6 +58,16 @@ impl Handle {
 
     /// Runs `f` on the runtime's blocking pool; its result wakes a task on this core, which
     /// the returned handle resolves from. See [`spawn_blocking`](crate::task::spawn_blocking).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = tickless::Builder::new().cores(2).build()?;
+    /// // Runs on a thread of the blocking pool, not on core 1 itself.
+    /// let sum = rt.handle(1).spawn_blocking(|| (1..=10u32).sum::<u32>());
+    /// assert_eq!(sum.join().unwrap(), 55);
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn spawn_blocking<F, R>(&self, f: F) -> JoinHandle<R>
     where
         F: FnOnce() -> R + Send + 'static,
@@ -77,12 +100,36 @@ impl Handle {
     }
 
     /// The core's index.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = tickless::Builder::new().cores(2).build()?;
+    /// assert_eq!(rt.handle(1).core(), 1);
+    /// assert_eq!(rt.block_on(async { tickless::Handle::current().core() }), 0);
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn core(&self) -> usize {
         self.shared.id.index
     }
 
     /// Spawns a `Send` future onto the core. From another thread it goes through the core's
     /// inbox, which wakes the core only if it sleeps (once for a burst).
+    ///
+    /// # Examples
+    ///
+    /// From a thread outside the runtime:
+    ///
+    /// ```
+    /// let rt = tickless::Builder::new().cores(2).build()?;
+    /// let core_1 = rt.handle(1);
+    /// let thread = std::thread::spawn(move || {
+    ///     let task = core_1.spawn(async { tickless::core_id() });
+    ///     task.join().unwrap() // a thread outside the runtime may block on the handle
+    /// });
+    /// assert_eq!(thread.join().unwrap(), 1);
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn spawn<F>(&self, future: F) -> JoinHandle<F::Output>
     where
         F: Future + Send + 'static,
@@ -141,6 +188,22 @@ impl Handle {
     }
 
     /// Whether the core has published that it sleeps (for monitoring and tests).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let rt = tickless::Builder::new().cores(2).build()?;
+    /// let core_1 = rt.handle(1);
+    /// // Core 1 has nothing to run: it soon sleeps, and says so.
+    /// while !core_1.is_parked() {
+    ///     std::thread::sleep(Duration::from_millis(1));
+    /// }
+    /// // A spawn wakes it.
+    /// assert_eq!(core_1.spawn(async { 7 }).join().unwrap(), 7);
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn is_parked(&self) -> bool {
         self.shared.is_parked()
     }
@@ -148,6 +211,27 @@ impl Handle {
     /// Spawns a `Send` future that becomes runnable on the core at `deadline`. This is a timer
     /// handed to the core: it wakes the core only if the core sleeps past `deadline`. Aborting
     /// its handle before then cancels the timer and drops the future at the core's next turn.
+    ///
+    /// # Examples
+    ///
+    /// On paused time, so that no real time passes:
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tickless::time::Instant;
+    ///
+    /// let rt = tickless::Builder::new().cores(1).start_paused(true).build()?;
+    /// rt.block_on(async {
+    ///     let core = tickless::Handle::current();
+    ///     let deadline = Instant::now() + Duration::from_secs(30);
+    ///     let late = core.spawn_at(deadline, async { Instant::now() });
+    ///     assert!(late.await.unwrap() >= deadline); // it did not start before
+    ///     let never = core.spawn_at(deadline + Duration::from_secs(30), async {});
+    ///     never.abort(); // cancels its timer
+    ///     assert!(never.await.unwrap_err().is_cancelled());
+    /// });
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn spawn_at<F>(&self, deadline: crate::time::Instant, future: F) -> JoinHandle<F::Output>
     where
         F: Future + Send + 'static,

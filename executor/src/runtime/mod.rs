@@ -109,6 +109,25 @@ pub struct Runtime {
 }
 
 /// A core that died of a panic, as [`Runtime::shutdown`] reports it.
+///
+/// A core dies only of a panic in the runtime itself or in the system under it (see
+/// [A core that dies](Runtime#a-core-that-dies)); a task's panic never kills its core.
+///
+/// # Examples
+///
+/// Reporting the cores that died, if any:
+///
+/// ```
+/// use std::time::Duration;
+///
+/// let rt = tickless::Builder::new().cores(2).build()?;
+/// if let Err(e) = rt.shutdown(Duration::from_secs(5)) {
+///     for dead in &e.panicked {
+///         eprintln!("core {} died: {}", dead.core, dead.message);
+///     }
+/// }
+/// # std::io::Result::Ok(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CorePanic {
     /// The core's index.
@@ -120,6 +139,29 @@ pub struct CorePanic {
 /// The error of [`Runtime::shutdown`] (and what dropping a runtime prints): cores still inside
 /// a task when the timeout passed, cores whose thread had died of a panic, and blocking jobs
 /// still running at the timeout. Its `Display` says each of them.
+///
+/// # Examples
+///
+/// A blocking job that is still running when the timeout passes:
+///
+/// ```
+/// use std::sync::mpsc;
+/// use std::time::Duration;
+///
+/// let rt = tickless::Builder::new().cores(2).build()?;
+/// let (started, has_started) = mpsc::channel();
+/// let (release, released) = mpsc::channel::<()>();
+/// let _job = rt.handle(1).spawn_blocking(move || {
+///     started.send(()).unwrap();
+///     let _ = released.recv(); // waits until told
+/// });
+/// has_started.recv().unwrap();
+/// let err = rt.shutdown(Duration::from_millis(100)).unwrap_err();
+/// assert_eq!(err.blocking, 1); // left running, detached
+/// println!("{err}");
+/// release.send(()).unwrap(); // the job's thread ends now
+/// # std::io::Result::Ok(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ShutdownError {
     /// Indexes of the cores that did not stop in time; their threads were left running.
@@ -175,6 +217,15 @@ impl Runtime {
     /// # Errors
     ///
     /// As [`Builder::build`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = tickless::Runtime::new()?; // one core per CPU the process may run on
+    /// let answer = rt.block_on(async { tickless::spawn(async { 6 * 7 }).await });
+    /// assert_eq!(answer.unwrap(), 42);
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn new() -> io::Result<Runtime> {
         Builder::new().build()
     }
@@ -232,6 +283,15 @@ impl Runtime {
     }
 
     /// The number of cores.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = tickless::Builder::new().cores(3).build()?;
+    /// assert_eq!(rt.cores(), 3);
+    /// assert_eq!(rt.stats().cores.len(), rt.cores());
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn cores(&self) -> usize {
         self.shared.len()
     }
@@ -241,6 +301,27 @@ impl Runtime {
     /// # Panics
     ///
     /// If there is no such core.
+    ///
+    /// # Examples
+    ///
+    /// A task on every core:
+    ///
+    /// ```
+    /// let rt = tickless::Builder::new().cores(2).build()?;
+    /// let tasks: Vec<_> = (0..rt.cores())
+    ///     .map(|core| rt.handle(core).spawn(async { tickless::core_id() }))
+    ///     .collect();
+    /// // Core 0 runs its tasks inside `block_on`; core 1 runs its own on its thread.
+    /// let ran_on = rt.block_on(async {
+    ///     let mut ran_on = Vec::new();
+    ///     for task in tasks {
+    ///         ran_on.push(task.await.unwrap());
+    ///     }
+    ///     ran_on
+    /// });
+    /// assert_eq!(ran_on, [0, 1]);
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn handle(&self, core: usize) -> Handle {
         let shared = self.shared.get(core).unwrap_or_else(|| {
             panic!(
@@ -254,6 +335,17 @@ impl Runtime {
     /// Counters per core and in total. Core 0's are exact, and so are every core's remote-wake
     /// counters; the others' are as of each core's last idle transition (exact while it
     /// sleeps).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = tickless::Builder::new().cores(2).build()?;
+    /// let before = rt.stats().cores[0];
+    /// rt.block_on(async { tickless::spawn(async {}).await.unwrap() });
+    /// let spent = rt.stats().cores[0] - before; // what happened in between
+    /// assert!(spent.polls >= 2); // the task's and the `block_on` future's
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn stats(&self) -> Stats {
         let cores = self
             .shared
@@ -274,6 +366,19 @@ impl Runtime {
     /// [A core that dies](Self#a-core-that-dies)), and the blocking jobs still running at the
     /// timeout (detached; blocking jobs not yet started are dropped, as tokio's are). A
     /// blocking job's closure that panics when dropped is caught there, never here.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let rt = tickless::Builder::new().cores(2).build()?;
+    /// let forever = rt.handle(1).spawn(std::future::pending::<()>());
+    /// rt.shutdown(Duration::from_secs(5))?;
+    /// // The task's future was dropped on its core: its handle says it was cancelled.
+    /// assert!(forever.join().unwrap_err().is_cancelled());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn shutdown(mut self, timeout: Duration) -> Result<(), ShutdownError> {
         self.stop(timeout)
     }

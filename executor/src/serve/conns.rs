@@ -171,6 +171,32 @@ impl<F: Future<Output = ()>> Future for Tracked<F> {
 ///
 /// It belongs to the core that accepted the connection (`!Send`); the stream is `Send` but is
 /// driven by that core as well.
+///
+/// # Examples
+///
+/// A server that tells each client who it is and which core served it:
+///
+/// ```
+/// use std::time::Duration;
+/// use futures_lite::{AsyncReadExt, AsyncWriteExt};
+/// use tickless::net::TcpStream;
+///
+/// let rt = tickless::Builder::new().cores(2).build()?;
+/// let addr = "127.0.0.1:0".parse().unwrap();
+/// let server = tickless::net::serve_per_core(&rt, addr, |mut stream, conn| async move {
+///     let line = format!("{} on core {}", conn.peer_addr(), conn.core());
+///     let _ = stream.write_all(line.as_bytes()).await;
+/// })?;
+/// rt.block_on(async {
+///     let mut client = TcpStream::connect(server.local_addr()).await?;
+///     let mut line = String::new();
+///     client.read_to_string(&mut line).await?;
+///     println!("{line}"); // "127.0.0.1:41234 on core 1", say
+///     server.shutdown(Duration::from_secs(5)).await?;
+///     std::io::Result::Ok(())
+/// })?;
+/// # std::io::Result::Ok(())
+/// ```
 pub struct ConnInfo {
     /// The peer's address, as `accept` gave it.
     peer: SocketAddr,
@@ -182,17 +208,99 @@ pub struct ConnInfo {
 
 impl ConnInfo {
     /// The peer's address.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use futures_lite::{AsyncReadExt, AsyncWriteExt};
+    /// use tickless::net::TcpStream;
+    ///
+    /// let rt = tickless::Builder::new().cores(2).build()?;
+    /// let addr = "127.0.0.1:0".parse().unwrap();
+    /// let server = tickless::net::serve_per_core(&rt, addr, |mut stream, conn| async move {
+    ///     let _ = stream.write_all(conn.peer_addr().to_string().as_bytes()).await;
+    /// })?;
+    /// rt.block_on(async {
+    ///     let mut client = TcpStream::connect(server.local_addr()).await?;
+    ///     let mut seen = String::new();
+    ///     client.read_to_string(&mut seen).await?;
+    ///     assert_eq!(seen, client.local_addr()?.to_string()); // the server saw this client
+    ///     server.shutdown(Duration::from_secs(5)).await?;
+    ///     std::io::Result::Ok(())
+    /// })?;
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn peer_addr(&self) -> SocketAddr {
         self.peer
     }
 
     /// The index of the core that accepted the connection, where its task runs.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use futures_lite::{AsyncReadExt, AsyncWriteExt};
+    /// use tickless::net::TcpStream;
+    ///
+    /// let rt = tickless::Builder::new().cores(2).build()?;
+    /// let addr = "127.0.0.1:0".parse().unwrap();
+    /// let server = tickless::net::serve_per_core(&rt, addr, |mut stream, conn| async move {
+    ///     assert_eq!(conn.core(), tickless::core_id()); // the handler runs there
+    ///     let _ = stream.write_all(&[conn.core() as u8]).await;
+    /// })?;
+    /// rt.block_on(async {
+    ///     let mut client = TcpStream::connect(server.local_addr()).await?;
+    ///     let mut core = [0u8];
+    ///     client.read_exact(&mut core).await?;
+    ///     assert!(core[0] < 2); // whichever core the kernel gave the connection to
+    ///     server.shutdown(Duration::from_secs(5)).await?;
+    ///     std::io::Result::Ok(())
+    /// })?;
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn core(&self) -> usize {
         self.core
     }
 
     /// Whether [`Server::shutdown`](super::Server::shutdown) has begun: the server no longer
     /// accepts, and waits for this connection to end until the grace period is over.
+    ///
+    /// # Examples
+    ///
+    /// A handler that works in steps and stops between two once the server shuts down:
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use futures_lite::{future, AsyncReadExt, AsyncWriteExt};
+    /// use tickless::net::TcpStream;
+    ///
+    /// let rt = tickless::Builder::new().cores(2).build()?;
+    /// let addr = "127.0.0.1:0".parse().unwrap();
+    /// let server = tickless::net::serve_per_core(&rt, addr, |mut stream, conn| async move {
+    ///     while !conn.is_shutting_down() {
+    ///         if stream.write_all(b"step\n").await.is_err() {
+    ///             return;
+    ///         }
+    ///         tickless::time::sleep(Duration::from_millis(10)).await;
+    ///     }
+    ///     let _ = stream.write_all(b"bye\n").await;
+    /// })?;
+    /// rt.block_on(async {
+    ///     let mut client = TcpStream::connect(server.local_addr()).await?;
+    ///     let mut first = [0u8; 5];
+    ///     client.read_exact(&mut first).await?; // the handler is running
+    ///     let mut rest = String::new();
+    ///     let stop = server.shutdown(Duration::from_secs(5));
+    ///     let (report, read) = future::zip(stop, client.read_to_string(&mut rest)).await;
+    ///     read?;
+    ///     assert!(rest.ends_with("bye\n"));
+    ///     assert_eq!(report?.drained, 1); // it ended by itself, in time
+    ///     std::io::Result::Ok(())
+    /// })?;
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn is_shutting_down(&self) -> bool {
         self.conns.draining.get()
     }
@@ -307,6 +415,38 @@ impl fmt::Debug for ConnInfo {
 }
 
 /// The future of [`ConnInfo::shutdown_requested`].
+///
+/// # Examples
+///
+/// An idle connection that says goodbye when the server stops, instead of being aborted at
+/// the end of the grace period:
+///
+/// ```
+/// use std::time::Duration;
+/// use futures_lite::{future, AsyncReadExt, AsyncWriteExt};
+/// use tickless::net::TcpStream;
+///
+/// let rt = tickless::Builder::new().cores(2).build()?;
+/// let addr = "127.0.0.1:0".parse().unwrap();
+/// let server = tickless::net::serve_per_core(&rt, addr, |mut stream, conn| async move {
+///     let _ = stream.write_all(b"hello\n").await;
+///     conn.shutdown_requested().await;
+///     let _ = stream.write_all(b"bye\n").await;
+/// })?;
+/// rt.block_on(async {
+///     let mut client = TcpStream::connect(server.local_addr()).await?;
+///     let mut hello = [0u8; 6];
+///     client.read_exact(&mut hello).await?;
+///     let mut rest = String::new();
+///     let stop = server.shutdown(Duration::from_secs(60));
+///     let (report, read) = future::zip(stop, client.read_to_string(&mut rest)).await;
+///     read?;
+///     assert_eq!(rest, "bye\n");
+///     assert_eq!(report?.drained, 1);
+///     std::io::Result::Ok(())
+/// })?;
+/// # std::io::Result::Ok(())
+/// ```
 #[must_use = "futures do nothing unless awaited"]
 pub struct ShutdownRequested {
     /// The core's connection set.

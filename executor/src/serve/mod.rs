@@ -107,6 +107,20 @@ impl Serve {
 
     /// Serving `addr` with the defaults: back-off from 10 ms doubling up to 1 s, `TCP_NODELAY`
     /// on, accept errors printed to stderr (once per run of failures).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tickless::net::Serve;
+    ///
+    /// let rt = tickless::Builder::new().cores(2).build()?;
+    /// let serve = Serve::new("127.0.0.1:0".parse().unwrap());
+    /// let server = serve.start(&rt, |_stream, _conn| async {})?;
+    /// assert_ne!(server.local_addr().port(), 0); // port 0: one port picked for every core
+    /// rt.block_on(server.shutdown(Duration::from_secs(5)))?;
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn new(addr: SocketAddr) -> Serve {
         Serve {
             addr,
@@ -124,6 +138,21 @@ impl Serve {
     /// # Panics
     ///
     /// If `first` is zero (a zero back-off would spin), or `max` is less than `first`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tickless::net::Serve;
+    ///
+    /// let rt = tickless::Builder::new().cores(2).build()?;
+    /// let server = Serve::new("127.0.0.1:0".parse().unwrap())
+    ///     .accept_backoff(Duration::from_millis(1), Duration::from_millis(100))
+    ///     .start(&rt, |_stream, _conn| async {})?;
+    /// assert_eq!(server.stats().total.backoffs, 0); // no `accept` has failed
+    /// rt.block_on(server.shutdown(Duration::from_secs(5)))?;
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn accept_backoff(&mut self, first: Duration, max: Duration) -> &mut Self {
         assert!(!first.is_zero(), "a zero accept back-off would spin");
         assert!(max >= first, "the largest back-off is less than the first");
@@ -134,6 +163,33 @@ impl Serve {
 
     /// Whether accepted streams get `TCP_NODELAY` (Nagle's algorithm off). Default `true`: what
     /// request-response protocols want.
+    ///
+    /// # Examples
+    ///
+    /// Nagle's algorithm left on, for a server that streams bulk data:
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use futures_lite::{AsyncReadExt, AsyncWriteExt};
+    /// use tickless::net::{Serve, TcpStream};
+    ///
+    /// let rt = tickless::Builder::new().cores(2).build()?;
+    /// let server = Serve::new("127.0.0.1:0".parse().unwrap())
+    ///     .nodelay(false)
+    ///     .start(&rt, |mut stream, _conn| async move {
+    ///         let nodelay = stream.nodelay().unwrap_or(true);
+    ///         let _ = stream.write_all(&[nodelay as u8]).await;
+    ///     })?;
+    /// rt.block_on(async {
+    ///     let mut client = TcpStream::connect(server.local_addr()).await?;
+    ///     let mut nodelay = [1u8];
+    ///     client.read_exact(&mut nodelay).await?;
+    ///     assert_eq!(nodelay, [0]); // the accepted stream had it off
+    ///     server.shutdown(Duration::from_secs(5)).await?;
+    ///     std::io::Result::Ok(())
+    /// })?;
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn nodelay(&mut self, nodelay: bool) -> &mut Self {
         self.nodelay = nodelay;
         self
@@ -143,6 +199,30 @@ impl Serve {
     /// `accept` of a run of failures (not at each retry). Connection-level errors
     /// (`ECONNABORTED` and the like) are not reported; [`Server::stats`] counts everything.
     /// Default: a line on stderr.
+    ///
+    /// # Examples
+    ///
+    /// Counting the reports (and logging them) instead of printing them:
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicU64, Ordering};
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    /// use tickless::net::Serve;
+    ///
+    /// let rt = tickless::Builder::new().cores(2).build()?;
+    /// let reports = Arc::new(AtomicU64::new(0));
+    /// let counted = Arc::clone(&reports);
+    /// let server = Serve::new("127.0.0.1:0".parse().unwrap())
+    ///     .on_accept_error(move |core, e| {
+    ///         counted.fetch_add(1, Ordering::Relaxed);
+    ///         eprintln!("core {core}: accept failed: {e}");
+    ///     })
+    ///     .start(&rt, |_stream, _conn| async {})?;
+    /// rt.block_on(server.shutdown(Duration::from_secs(5)))?;
+    /// assert_eq!(reports.load(Ordering::Relaxed), 0); // no `accept` failed here
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn on_accept_error(
         &mut self,
         hook: impl Fn(usize, &io::Error) + Send + Sync + 'static,
@@ -161,6 +241,29 @@ impl Serve {
     ///
     /// Binding a listener failed (`AddrInUse`, `EACCES` for a privileged port, `EMFILE`);
     /// nothing was started then.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use futures_lite::{AsyncReadExt, AsyncWriteExt};
+    /// use tickless::net::{Serve, TcpStream};
+    ///
+    /// let rt = tickless::Builder::new().cores(2).build()?;
+    /// let serve = Serve::new("127.0.0.1:0".parse().unwrap());
+    /// let server = serve.start(&rt, |mut stream, _conn| async move {
+    ///     let _ = stream.write_all(b"hello").await;
+    /// })?;
+    /// rt.block_on(async {
+    ///     let mut client = TcpStream::connect(server.local_addr()).await?;
+    ///     let mut hello = String::new();
+    ///     client.read_to_string(&mut hello).await?;
+    ///     assert_eq!(hello, "hello");
+    ///     server.shutdown(Duration::from_secs(5)).await?;
+    ///     std::io::Result::Ok(())
+    /// })?;
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn start<H, F>(&self, rt: &Runtime, handler: H) -> io::Result<Server>
     where
         H: Fn(TcpStream, ConnInfo) -> F + Clone + Send + 'static,
@@ -310,6 +413,33 @@ pub(crate) struct CoreReport {
 }
 
 /// How a [`Server::shutdown`] went.
+///
+/// # Examples
+///
+/// A handler that ignores the shutdown is aborted at the end of the grace period (on paused
+/// time here, so that no real time passes):
+///
+/// ```
+/// use std::time::Duration;
+/// use futures_lite::{AsyncReadExt, AsyncWriteExt};
+/// use tickless::net::{ShutdownReport, TcpStream};
+///
+/// let rt = tickless::Builder::new().cores(1).start_paused(true).build()?;
+/// let addr = "127.0.0.1:0".parse().unwrap();
+/// let server = tickless::net::serve_per_core(&rt, addr, |mut stream, _conn| async move {
+///     let _ = stream.write_all(b"hi").await;
+///     std::future::pending::<()>().await; // never ends by itself
+/// })?;
+/// rt.block_on(async {
+///     let mut client = TcpStream::connect(server.local_addr()).await?;
+///     client.read_exact(&mut [0u8; 2]).await?;
+///     let report = server.shutdown(Duration::from_secs(30)).await?;
+///     assert_eq!(report, ShutdownReport { drained: 0, aborted: 1 });
+///     assert_eq!(report.to_string(), "0 connections finished, 1 aborted at the deadline");
+///     std::io::Result::Ok(())
+/// })?;
+/// # std::io::Result::Ok(())
+/// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ShutdownReport {
     /// Connections open when the shutdown began that ended by themselves within the grace
@@ -335,6 +465,34 @@ impl fmt::Display for ShutdownReport {
 ///
 /// Dropping it leaves the server running until the runtime is dropped (as dropping a
 /// [`JoinHandle`] detaches its task); [`shutdown`](Self::shutdown) stops it gracefully.
+///
+/// # Examples
+///
+/// An echo server on every core, and a client:
+///
+/// ```
+/// use std::time::Duration;
+/// use futures_lite::{io::copy, AsyncReadExt, AsyncWriteExt};
+/// use tickless::net::TcpStream;
+///
+/// let rt = tickless::Builder::new().cores(2).build()?;
+/// let addr = "127.0.0.1:0".parse().unwrap();
+/// let server = tickless::net::serve_per_core(&rt, addr, |stream, _conn| async move {
+///     let (reader, mut writer) = stream.into_split();
+///     let _ = copy(reader, &mut writer).await;
+/// })?;
+/// rt.block_on(async {
+///     let mut client = TcpStream::connect(server.local_addr()).await?;
+///     client.write_all(b"ping").await?;
+///     let mut reply = [0u8; 4];
+///     client.read_exact(&mut reply).await?;
+///     assert_eq!(&reply, b"ping");
+///     drop(client); // the echo ends at its end of file
+///     server.shutdown(Duration::from_secs(5)).await?;
+///     std::io::Result::Ok(())
+/// })?;
+/// # std::io::Result::Ok(())
+/// ```
 pub struct Server {
     /// The address every core listens on.
     addr: SocketAddr,
@@ -348,11 +506,54 @@ pub struct Server {
 
 impl Server {
     /// The address the listeners are bound to (with the port the kernel picked for port 0).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::net::Ipv4Addr;
+    /// use std::time::Duration;
+    ///
+    /// let rt = tickless::Builder::new().cores(2).build()?;
+    /// let addr = "127.0.0.1:0".parse().unwrap();
+    /// let server = tickless::net::serve_per_core(&rt, addr, |_stream, _conn| async {})?;
+    /// let bound = server.local_addr();
+    /// assert_eq!(bound.ip(), Ipv4Addr::LOCALHOST);
+    /// assert_ne!(bound.port(), 0); // the port the kernel picked, shared by every core
+    /// rt.block_on(async {
+    ///     tickless::net::TcpStream::connect(bound).await?;
+    ///     server.shutdown(Duration::from_secs(5)).await
+    /// })?;
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
     }
 
     /// Counters per core and in total: connections accepted and open, accept errors, back-offs.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use futures_lite::{AsyncReadExt, AsyncWriteExt};
+    /// use tickless::net::TcpStream;
+    ///
+    /// let rt = tickless::Builder::new().cores(1).build()?;
+    /// let addr = "127.0.0.1:0".parse().unwrap();
+    /// let server = tickless::net::serve_per_core(&rt, addr, |mut stream, _conn| async move {
+    ///     let _ = stream.write_all(b"hi").await;
+    /// })?;
+    /// rt.block_on(async {
+    ///     let mut client = TcpStream::connect(server.local_addr()).await?;
+    ///     client.read_exact(&mut [0u8; 2]).await?; // accepted and served
+    ///     let stats = server.stats();
+    ///     assert_eq!(stats.total.accepted, 1);
+    ///     assert_eq!(stats.total.accept_errors, 0);
+    ///     server.shutdown(Duration::from_secs(5)).await?;
+    ///     std::io::Result::Ok(())
+    /// })?;
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn stats(&self) -> ServeStats {
         ServeStats::from_cores(self.counters.iter().map(|c| c.load()).collect())
     }
@@ -369,6 +570,33 @@ impl Server {
     /// # Errors
     ///
     /// A core's loop could not start (registering its listener failed) or panicked.
+    ///
+    /// # Examples
+    ///
+    /// A handler that ends when asked to, so that the shutdown need not wait for it:
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use futures_lite::{AsyncReadExt, AsyncWriteExt};
+    /// use tickless::net::{ShutdownReport, TcpStream};
+    ///
+    /// let rt = tickless::Builder::new().cores(2).build()?;
+    /// let addr = "127.0.0.1:0".parse().unwrap();
+    /// let server = tickless::net::serve_per_core(&rt, addr, |mut stream, conn| async move {
+    ///     let _ = stream.write_all(b"hi").await;
+    ///     conn.shutdown_requested().await;
+    /// })?;
+    /// let bound = server.local_addr();
+    /// rt.block_on(async {
+    ///     let mut client = TcpStream::connect(bound).await?;
+    ///     client.read_exact(&mut [0u8; 2]).await?;
+    ///     let report = server.shutdown(Duration::from_secs(10)).await?;
+    ///     assert_eq!(report, ShutdownReport { drained: 1, aborted: 0 });
+    ///     assert!(TcpStream::connect(bound).await.is_err()); // no one listens any more
+    ///     std::io::Result::Ok(())
+    /// })?;
+    /// # std::io::Result::Ok(())
+    /// ```
     pub async fn shutdown(self, grace: Duration) -> io::Result<ShutdownReport> {
         let now = crate::time::Instant::now();
         let deadline = now

@@ -6,6 +6,30 @@ use crate::sync::{AtomicU64, Ordering};
 
 /// One core's serving counters (or their sum over cores); from
 /// [`Server::stats`](super::Server::stats). Tests assert on these, never on time.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use futures_lite::{AsyncReadExt, AsyncWriteExt};
+/// use tickless::net::{ServeCounters, TcpStream};
+///
+/// let rt = tickless::Builder::new().cores(1).build()?;
+/// let addr = "127.0.0.1:0".parse().unwrap();
+/// let server = tickless::net::serve_per_core(&rt, addr, |mut stream, conn| async move {
+///     let _ = stream.write_all(b"hi").await;
+///     conn.shutdown_requested().await; // open until the server stops
+/// })?;
+/// rt.block_on(async {
+///     let mut client = TcpStream::connect(server.local_addr()).await?;
+///     client.read_exact(&mut [0u8; 2]).await?;
+///     let now: ServeCounters = server.stats().total;
+///     assert_eq!((now.accepted, now.open, now.accept_errors), (1, 1, 0));
+///     server.shutdown(Duration::from_secs(5)).await?;
+///     std::io::Result::Ok(())
+/// })?;
+/// # std::io::Result::Ok(())
+/// ```
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct ServeCounters {
     /// Connections accepted.
@@ -47,6 +71,22 @@ impl AddAssign for ServeCounters {
 }
 
 /// The serving counters of every core, and their total.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+///
+/// let rt = tickless::Builder::new().cores(2).build()?;
+/// let addr = "127.0.0.1:0".parse().unwrap();
+/// let server = tickless::net::serve_per_core(&rt, addr, |_stream, _conn| async {})?;
+/// let stats = server.stats();
+/// assert_eq!(stats.cores.len(), rt.cores()); // by core index
+/// let accepted: u64 = stats.cores.iter().map(|core| core.accepted).sum();
+/// assert_eq!(accepted, stats.total.accepted);
+/// rt.block_on(server.shutdown(Duration::from_secs(5)))?;
+/// # std::io::Result::Ok(())
+/// ```
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct ServeStats {
     /// Per core, by index.

@@ -7,6 +7,25 @@ use crate::sync::{lock, Mutex};
 
 /// Why a task gave no output: it was cancelled (aborted, its runtime shut down, or its core
 /// died), or it panicked (in a poll, or in its destructor when the core dropped it).
+///
+/// # Examples
+///
+/// ```
+/// let rt = tickless::Runtime::new()?;
+/// rt.block_on(async {
+///     let stuck = tickless::spawn(std::future::pending::<()>());
+///     stuck.abort();
+///     let err = stuck.await.unwrap_err();
+///     assert!(err.is_cancelled() && !err.is_panic());
+///
+///     let boom = tickless::spawn(async { panic!("boom") }); // the core lives on
+///     let err = boom.await.unwrap_err();
+///     assert!(err.is_panic() && !err.is_cancelled());
+///     let payload = err.into_panic(); // for `std::panic::resume_unwind`
+///     assert_eq!(payload.downcast_ref::<&str>(), Some(&"boom"));
+/// });
+/// # std::io::Result::Ok(())
+/// ```
 pub struct JoinError {
     /// Cancelled or panicked.
     repr: Repr,
@@ -37,11 +56,15 @@ impl JoinError {
     }
 
     /// The task was aborted, or its runtime shut down (or its core died) before it finished.
+    ///
+    /// See the example on [`JoinError`].
     pub fn is_cancelled(&self) -> bool {
         matches!(self.repr, Repr::Cancelled)
     }
 
     /// The task panicked.
+    ///
+    /// See the example on [`JoinError`].
     pub fn is_panic(&self) -> bool {
         matches!(self.repr, Repr::Panic(_))
     }
@@ -51,6 +74,21 @@ impl JoinError {
     /// # Panics
     ///
     /// If the task did not panic (see [`is_panic`](Self::is_panic)).
+    ///
+    /// # Examples
+    ///
+    /// Passing a task's panic on to the awaiting task:
+    ///
+    /// ```should_panic
+    /// let rt = tickless::Runtime::new()?;
+    /// rt.block_on(async {
+    ///     let task = tickless::spawn(async { panic!("boom") });
+    ///     if let Err(err) = task.await {
+    ///         std::panic::resume_unwind(err.into_panic()); // panics here, with "boom"
+    ///     }
+    /// });
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn into_panic(self) -> Box<dyn Any + Send + 'static> {
         match self.repr {
             Repr::Panic(p) => p.into_inner().unwrap_or_else(|e| e.into_inner()),

@@ -70,6 +70,27 @@ impl<T> JoinHandle<T> {
     /// if the task is a [`spawn_at`](crate::Handle::spawn_at) one still waiting for its
     /// deadline (its timer is cancelled), and awaiting the handle gives a cancelled
     /// [`JoinError`]. No effect on a finished task.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let rt = tickless::Builder::new().cores(1).build()?;
+    /// rt.block_on(async {
+    ///     let slow = tickless::spawn(tickless::time::sleep(Duration::from_secs(60)));
+    ///     slow.abort();
+    ///     assert!(slow.await.unwrap_err().is_cancelled());
+    ///
+    ///     let quick = tickless::spawn(async { 7 });
+    ///     while !quick.is_finished() {
+    ///         tickless::yield_now().await;
+    ///     }
+    ///     quick.abort(); // too late: no effect
+    ///     assert_eq!(quick.await.unwrap(), 7);
+    /// });
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn abort(&self) {
         if self.is_finished() {
             return;
@@ -84,6 +105,22 @@ impl<T> JoinHandle<T> {
     }
 
     /// Whether the task has finished (completed, panicked or been cancelled).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = tickless::Builder::new().cores(1).build()?;
+    /// rt.block_on(async {
+    ///     let stuck = tickless::spawn(std::future::pending::<()>());
+    ///     let task = tickless::spawn(async { 6 * 7 });
+    ///     while !task.is_finished() {
+    ///         tickless::yield_now().await; // let it run
+    ///     }
+    ///     assert_eq!(task.await.unwrap(), 42); // ready at once
+    ///     assert!(!stuck.is_finished());
+    /// });
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn is_finished(&self) -> bool {
         self.slot.is_finished()
     }
@@ -96,6 +133,22 @@ impl<T> JoinHandle<T> {
     /// `block_on`, or, for core 0, from the thread that built the runtime outside `block_on`
     /// (core 0 runs only inside `block_on`). Either way the core would wait for itself
     /// forever: `.await` the handle (in `block_on`, for core 0) instead.
+    ///
+    /// A task of core 0 joined from another thread finishes only while core 0's thread runs
+    /// `block_on`: with none running, `join` waits until one does.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = tickless::Builder::new().cores(2).build()?;
+    /// let task = rt.handle(1).spawn(async { tickless::core_id() }); // core 1 runs it
+    /// let waiter = std::thread::spawn(move || task.join()); // a thread of no core
+    /// assert_eq!(waiter.join().unwrap().unwrap(), 1);
+    ///
+    /// let task = rt.handle(1).spawn(async { 6 * 7 });
+    /// assert_eq!(task.join().unwrap(), 42); // from core 0's thread, outside `block_on`
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn join(self) -> Result<T, JoinError> {
         let own = with_current(|core| core.id() == self.core).unwrap_or(false)
             || registry::find(self.core).is_some_and(|shared| shared.is_core_thread());

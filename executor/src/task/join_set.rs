@@ -93,6 +93,8 @@ impl<T> Default for JoinSet<T> {
 
 impl<T> JoinSet<T> {
     /// An empty set.
+    ///
+    /// See the example on [`JoinSet`].
     pub fn new() -> JoinSet<T> {
         JoinSet {
             tasks: Slab::new(),
@@ -101,11 +103,45 @@ impl<T> JoinSet<T> {
     }
 
     /// The number of tasks in the set (finished ones not yet joined included).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tickless::task::JoinSet;
+    ///
+    /// let rt = tickless::Runtime::new()?;
+    /// rt.block_on(async {
+    ///     let mut set = JoinSet::new();
+    ///     set.spawn(async { 1 });
+    ///     set.spawn(async { 2 });
+    ///     assert_eq!(set.len(), 2); // finished or not, until joined
+    ///     set.join_next().await;
+    ///     assert_eq!(set.len(), 1);
+    /// });
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn len(&self) -> usize {
         self.tasks.len()
     }
 
     /// Whether the set holds no task.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tickless::task::JoinSet;
+    ///
+    /// let rt = tickless::Runtime::new()?;
+    /// rt.block_on(async {
+    ///     let mut set = JoinSet::new();
+    ///     assert!(set.is_empty());
+    ///     set.spawn(async { 1 });
+    ///     assert!(!set.is_empty());
+    ///     assert_eq!(set.join_next().await.unwrap().unwrap(), 1);
+    ///     assert!(set.is_empty());
+    /// });
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.tasks.is_empty()
     }
@@ -128,6 +164,27 @@ impl<T> JoinSet<T> {
     /// # Panics
     ///
     /// Outside a tickless runtime.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::rc::Rc;
+    /// use tickless::task::JoinSet;
+    ///
+    /// let rt = tickless::Runtime::new()?;
+    /// rt.block_on(async {
+    ///     let mut set = JoinSet::new();
+    ///     let base = Rc::new(10); // not `Send`: the tasks stay on this core
+    ///     for i in 0..3 {
+    ///         let base = base.clone();
+    ///         set.spawn_local(async move { *base + i });
+    ///     }
+    ///     let mut outputs = set.join_all().await;
+    ///     outputs.sort();
+    ///     assert_eq!(outputs, [10, 11, 12]);
+    /// });
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn spawn_local<F>(&mut self, future: F)
     where
         F: Future<Output = T> + 'static,
@@ -138,11 +195,36 @@ impl<T> JoinSet<T> {
 
     /// Waits for the next task to finish and returns its result; `None` when the set is empty.
     /// Cancel-safe: a result is never lost by dropping the future this returns.
+    ///
+    /// See the example on [`JoinSet`].
     pub async fn join_next(&mut self) -> Option<Result<T, JoinError>> {
         poll_fn(|cx| self.poll_join_next(cx)).await
     }
 
     /// The result of a task that has finished, if one has; never waits.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tickless::task::JoinSet;
+    ///
+    /// let rt = tickless::Builder::new().cores(1).build()?;
+    /// rt.block_on(async {
+    ///     let mut set = JoinSet::new();
+    ///     assert!(set.try_join_next().is_none()); // empty
+    ///     set.spawn(async { 1 });
+    ///     set.spawn(std::future::pending());
+    ///     let done = loop {
+    ///         if let Some(done) = set.try_join_next() {
+    ///             break done;
+    ///         }
+    ///         tickless::yield_now().await; // let the tasks run
+    ///     };
+    ///     assert_eq!(done.unwrap(), 1);
+    ///     assert!(set.try_join_next().is_none()); // the other one never finishes
+    /// });
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn try_join_next(&mut self) -> Option<Result<T, JoinError>> {
         let waker = Waker::noop();
         match self.poll_join_next(&mut Context::from_waker(waker)) {
@@ -152,6 +234,23 @@ impl<T> JoinSet<T> {
     }
 
     /// Polls for the next finished task: `Ready(None)` when the set is empty.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::future::poll_fn;
+    /// use tickless::task::JoinSet;
+    ///
+    /// let rt = tickless::Runtime::new()?;
+    /// rt.block_on(async {
+    ///     let mut set = JoinSet::new();
+    ///     set.spawn(async { 7 });
+    ///     let done = poll_fn(|cx| set.poll_join_next(cx)).await; // what `join_next` does
+    ///     assert_eq!(done.unwrap().unwrap(), 7);
+    ///     assert!(poll_fn(|cx| set.poll_join_next(cx)).await.is_none()); // empty: `Ready(None)`
+    /// });
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn poll_join_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<T, JoinError>>> {
         loop {
             let next = {
@@ -186,6 +285,24 @@ impl<T> JoinSet<T> {
     /// # Panics
     ///
     /// If a task panicked (the panic is resumed here) or was cancelled.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tickless::task::JoinSet;
+    ///
+    /// let rt = tickless::Runtime::new()?;
+    /// rt.block_on(async {
+    ///     let mut set = JoinSet::new();
+    ///     for i in 1..=3 {
+    ///         set.spawn(async move { i * 10 });
+    ///     }
+    ///     let mut outputs = set.join_all().await; // in the order the tasks finished
+    ///     outputs.sort();
+    ///     assert_eq!(outputs, [10, 20, 30]);
+    /// });
+    /// # std::io::Result::Ok(())
+    /// ```
     pub async fn join_all(mut self) -> Vec<T> {
         let mut out = Vec::with_capacity(self.len());
         while let Some(result) = self.join_next().await {
@@ -199,6 +316,26 @@ impl<T> JoinSet<T> {
     }
 
     /// Aborts every task in the set (they stay in it until joined, with a cancelled result).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tickless::task::JoinSet;
+    ///
+    /// let rt = tickless::Runtime::new()?;
+    /// rt.block_on(async {
+    ///     let mut set = JoinSet::new();
+    ///     for _ in 0..3 {
+    ///         set.spawn(std::future::pending::<()>());
+    ///     }
+    ///     set.abort_all();
+    ///     assert_eq!(set.len(), 3); // still there, until joined
+    ///     while let Some(result) = set.join_next().await {
+    ///         assert!(result.unwrap_err().is_cancelled());
+    ///     }
+    /// });
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn abort_all(&mut self) {
         for (_, (handle, _)) in &self.tasks {
             handle.abort();
@@ -206,12 +343,56 @@ impl<T> JoinSet<T> {
     }
 
     /// Aborts every task and waits until each has finished.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tickless::task::JoinSet;
+    ///
+    /// let rt = tickless::Runtime::new()?;
+    /// rt.block_on(async {
+    ///     let mut set = JoinSet::new();
+    ///     set.spawn(std::future::pending::<()>());
+    ///     set.spawn(async {});
+    ///     set.shutdown().await; // their results are dropped
+    ///     assert!(set.is_empty());
+    ///     set.spawn(async {}); // the set can be used again
+    /// });
+    /// # std::io::Result::Ok(())
+    /// ```
     pub async fn shutdown(&mut self) {
         self.abort_all();
         while self.join_next().await.is_some() {}
     }
 
     /// Empties the set without aborting its tasks: they run on, detached.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    /// use tickless::task::JoinSet;
+    /// use tickless::time::sleep;
+    ///
+    /// let rt = tickless::Builder::new().start_paused(true).build()?;
+    /// rt.block_on(async {
+    ///     let ran = Arc::new(AtomicBool::new(false));
+    ///     let mut set = JoinSet::new();
+    ///     let flag = ran.clone();
+    ///     set.spawn(async move {
+    ///         sleep(Duration::from_secs(1)).await;
+    ///         flag.store(true, Ordering::SeqCst);
+    ///     });
+    ///     set.detach_all();
+    ///     assert!(set.is_empty());
+    ///     drop(set); // aborts nothing: the task is no longer in it
+    ///     sleep(Duration::from_secs(2)).await;
+    ///     assert!(ran.load(Ordering::SeqCst));
+    /// });
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn detach_all(&mut self) {
         self.tasks.clear();
         lock(&self.ready.state).0.clear();
@@ -224,6 +405,8 @@ impl<T: Send + 'static> JoinSet<T> {
     /// # Panics
     ///
     /// Outside a tickless runtime.
+    ///
+    /// See the example on [`JoinSet`].
     pub fn spawn<F>(&mut self, future: F)
     where
         F: Future<Output = T> + Send + 'static,
@@ -232,6 +415,27 @@ impl<T: Send + 'static> JoinSet<T> {
     }
 
     /// Spawns a `Send` future onto the core of `handle` into the set, from any thread.
+    ///
+    /// # Examples
+    ///
+    /// One task on each core:
+    ///
+    /// ```
+    /// use tickless::task::JoinSet;
+    ///
+    /// let rt = tickless::Builder::new().cores(2).build()?;
+    /// let handles: Vec<_> = (0..rt.cores()).map(|core| rt.handle(core)).collect();
+    /// rt.block_on(async {
+    ///     let mut set = JoinSet::new();
+    ///     for handle in &handles {
+    ///         set.spawn_on(async { tickless::core_id() }, handle);
+    ///     }
+    ///     let mut cores = set.join_all().await;
+    ///     cores.sort();
+    ///     assert_eq!(cores, [0, 1]);
+    /// });
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn spawn_on<F>(&mut self, future: F, handle: &Handle)
     where
         F: Future<Output = T> + Send + 'static,

@@ -15,6 +15,30 @@ use crate::worker::clock::Epoch;
 /// That spans about 292 years either side of the epoch: an instant beyond converts from `std` as
 /// the end of the range, and adding past it panics, as `std`'s overflow does (`checked_add`
 /// returns `None`).
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use tickless::time::{sleep, Instant};
+///
+/// let rt = tickless::Builder::new().start_paused(true).build()?;
+/// rt.block_on(async {
+///     let start = Instant::now();
+///     sleep(Duration::from_secs(5)).slack(Duration::ZERO).await; // paused: no real wait
+///     let now = Instant::now();
+///     assert_eq!(start.elapsed(), Duration::from_secs(5));
+///     assert_eq!(now.duration_since(start), Duration::from_secs(5));
+///     assert_eq!(start.duration_since(now), Duration::ZERO); // `now` is later: zero, no panic
+///     assert_eq!(start.checked_duration_since(now), None);
+///     assert_eq!(start.checked_add(Duration::from_secs(5)), Some(now));
+///     assert_eq!(now.checked_sub(Duration::from_secs(5)), Some(start));
+///     assert_eq!(now.checked_add(Duration::MAX), None); // out of range
+///     let std: std::time::Instant = now.into_std(); // for APIs that take std's
+///     assert_eq!(Instant::from_std(std), now);
+/// });
+/// # std::io::Result::Ok(())
+/// ```
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Instant(i64);
 

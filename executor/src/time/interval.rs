@@ -10,6 +10,36 @@ use crate::time::{sleep_until, Instant, Sleep};
 const MISSED_AFTER: Duration = Duration::from_millis(5);
 
 /// What an [`Interval`] does when a tick was missed (came more than 5 ms late, as tokio).
+///
+/// # Examples
+///
+/// Ticks every 10 s, with no tick taken between 0 and 35 s (a stalled loop):
+///
+/// ```
+/// use std::time::Duration;
+/// use tickless::time::{advance, interval, Instant, MissedTickBehavior};
+///
+/// let rt = tickless::Builder::new().start_paused(true).build()?;
+/// rt.block_on(async {
+///     let secs = Duration::from_secs;
+///     for (behavior, then) in [
+///         (MissedTickBehavior::Burst, [20, 30, 40]), // at once, until caught up
+///         (MissedTickBehavior::Delay, [45, 55, 65]), // a period after the late tick
+///         (MissedTickBehavior::Skip, [40, 50, 60]), // on the period's multiples
+///     ] {
+///         let start = Instant::now();
+///         let mut every = interval(secs(10));
+///         every.set_missed_tick_behavior(behavior);
+///         every.tick().await; // at once
+///         advance(secs(35)).await;
+///         assert_eq!(every.tick().await, start + secs(10)); // late, at 35 s
+///         for at in then {
+///             assert_eq!(every.tick().await, start + secs(at));
+///         }
+///     }
+/// });
+/// # std::io::Result::Ok(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum MissedTickBehavior {
     /// Fire the missed ticks at once, one per call, until caught up (tokio's default).
@@ -51,6 +81,23 @@ pub fn interval(period: Duration) -> Interval {
 /// # Panics
 ///
 /// If `period` is zero.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use tickless::time::{interval_at, Instant};
+///
+/// let rt = tickless::Builder::new().start_paused(true).build()?;
+/// rt.block_on(async {
+///     let start = Instant::now() + Duration::from_secs(5);
+///     let mut every = interval_at(start, Duration::from_secs(1));
+///     assert_eq!(every.tick().await, start); // the first tick waits for `start`
+///     assert_eq!(every.tick().await, start + Duration::from_secs(1));
+///     assert!(Instant::now() >= start + Duration::from_secs(1));
+/// });
+/// # std::io::Result::Ok(())
+/// ```
 pub fn interval_at(start: Instant, period: Duration) -> Interval {
     assert!(!period.is_zero(), "`period` must be non-zero.");
     Interval {
@@ -61,6 +108,28 @@ pub fn interval_at(start: Instant, period: Duration) -> Interval {
 }
 
 /// The stream of ticks of [`interval`].
+///
+/// # Examples
+///
+/// A periodic job, on paused time (no real minutes pass):
+///
+/// ```
+/// use std::time::Duration;
+/// use tickless::time::{interval, Instant};
+///
+/// let rt = tickless::Builder::new().start_paused(true).build()?;
+/// rt.block_on(async {
+///     let start = Instant::now();
+///     let mut every = interval(Duration::from_secs(60));
+///     let mut runs = Vec::new();
+///     while runs.len() < 3 {
+///         let at = every.tick().await; // when the tick was due
+///         runs.push(at.duration_since(start).as_secs()); // the job
+///     }
+///     assert_eq!(runs, [0, 60, 120]);
+/// });
+/// # std::io::Result::Ok(())
+/// ```
 #[derive(Debug)]
 pub struct Interval {
     /// Sleeps until the next tick.
@@ -73,11 +142,46 @@ pub struct Interval {
 
 impl Interval {
     /// Waits for the next tick and returns its scheduled instant.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tickless::time::{interval, Instant};
+    ///
+    /// let rt = tickless::Builder::new().start_paused(true).build()?;
+    /// rt.block_on(async {
+    ///     let start = Instant::now();
+    ///     let mut every = interval(Duration::from_secs(1));
+    ///     assert_eq!(every.tick().await, start); // the first at once
+    ///     assert_eq!(every.tick().await, start + Duration::from_secs(1));
+    ///     assert!(Instant::now() >= start + Duration::from_secs(1)); // never early
+    /// });
+    /// # std::io::Result::Ok(())
+    /// ```
     pub async fn tick(&mut self) -> Instant {
         poll_fn(|cx| self.poll_tick(cx)).await
     }
 
     /// Polls for the next tick.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::future::poll_fn;
+    /// use std::time::Duration;
+    /// use tickless::time::{interval, Instant};
+    ///
+    /// let rt = tickless::Builder::new().start_paused(true).build()?;
+    /// rt.block_on(async {
+    ///     let start = Instant::now();
+    ///     let mut every = interval(Duration::from_secs(1));
+    ///     every.tick().await;
+    ///     let next = poll_fn(|cx| every.poll_tick(cx)).await; // what `tick` does
+    ///     assert_eq!(next, start + Duration::from_secs(1));
+    /// });
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn poll_tick(&mut self, cx: &mut Context<'_>) -> Poll<Instant> {
         if self.sleep.poll_sleep(cx).is_pending() {
             return Poll::Pending;
@@ -103,6 +207,24 @@ impl Interval {
     }
 
     /// Makes the next tick one period from now.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tickless::time::{interval, sleep, Instant};
+    ///
+    /// let rt = tickless::Builder::new().start_paused(true).build()?;
+    /// rt.block_on(async {
+    ///     let start = Instant::now();
+    ///     let mut every = interval(Duration::from_secs(10));
+    ///     every.tick().await; // at once
+    ///     sleep(Duration::from_secs(4)).slack(Duration::ZERO).await;
+    ///     every.reset(); // from now, not from the last tick
+    ///     assert_eq!(every.tick().await, start + Duration::from_secs(14));
+    /// });
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn reset(&mut self) {
         self.reset_at(Instant::now().far_add(self.period));
     }
@@ -132,16 +254,48 @@ impl Interval {
     }
 
     /// The missed-tick behaviour.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tickless::time::{interval, MissedTickBehavior};
+    ///
+    /// let rt = tickless::Runtime::new()?;
+    /// rt.block_on(async {
+    ///     let mut every = interval(Duration::from_secs(1));
+    ///     assert_eq!(every.missed_tick_behavior(), MissedTickBehavior::Burst); // the default
+    ///     every.set_missed_tick_behavior(MissedTickBehavior::Skip);
+    ///     assert_eq!(every.missed_tick_behavior(), MissedTickBehavior::Skip);
+    /// });
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn missed_tick_behavior(&self) -> MissedTickBehavior {
         self.missed
     }
 
     /// Sets the missed-tick behaviour.
+    ///
+    /// See the example on [`MissedTickBehavior`].
     pub fn set_missed_tick_behavior(&mut self, behavior: MissedTickBehavior) {
         self.missed = behavior;
     }
 
     /// The period.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tickless::time::interval;
+    ///
+    /// let rt = tickless::Runtime::new()?;
+    /// rt.block_on(async {
+    ///     let every = interval(Duration::from_millis(250));
+    ///     assert_eq!(every.period(), Duration::from_millis(250));
+    /// });
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn period(&self) -> Duration {
         self.period
     }

@@ -96,6 +96,26 @@ pub fn pause() {
 /// # Panics
 ///
 /// Outside a runtime, or if the core's clock is not paused.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use tickless::time::{advance, pause, resume, sleep, Instant};
+///
+/// let rt = tickless::Runtime::new()?;
+/// rt.block_on(async {
+///     pause();
+///     let start = Instant::now();
+///     advance(Duration::from_secs(60)).await;
+///     resume(); // the clock runs on from 60 s after `start`
+///     assert!(start.elapsed() >= Duration::from_secs(60));
+///     let real = Instant::now();
+///     sleep(Duration::from_micros(100)).await; // a real sleep again
+///     assert!(real.elapsed() >= Duration::from_micros(100));
+/// });
+/// # std::io::Result::Ok(())
+/// ```
 pub fn resume() {
     let resumed = with_current(|core| core.timers().resume()).expect(NO_RUNTIME);
     assert!(resumed, "`time::resume`: time is not paused");

@@ -158,6 +158,25 @@ impl Sleep {
     /// next registration. A slack above
     /// [`MAX_SLACK`](crate::runtime::MAX_SLACK) (one hour) is that much: a sleep that may be
     /// late without bound is [`deferrable`](Self::deferrable).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tickless::time::{sleep, Instant};
+    ///
+    /// let rt = tickless::Builder::new().start_paused(true).build()?;
+    /// rt.block_on(async {
+    ///     let start = Instant::now();
+    ///     sleep(Duration::from_secs(1)).slack(Duration::ZERO).await; // exact
+    ///     assert_eq!(start.elapsed(), Duration::from_secs(1));
+    ///     let start = Instant::now();
+    ///     sleep(Duration::from_secs(1)).slack(Duration::from_millis(50)).await;
+    ///     let late = start.elapsed() - Duration::from_secs(1);
+    ///     assert!(late <= Duration::from_millis(50)); // within its slack
+    /// });
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn slack(mut self, slack: Duration) -> Sleep {
         self.slack = Some(Slack::Bounded(slack.min(MAX_SLACK)));
         self
@@ -165,6 +184,25 @@ impl Sleep {
 
     /// Makes the sleep deferrable: it never wakes the core by itself, and completes at the
     /// first wakeup after its deadline, however late.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tickless::time::{sleep, Instant};
+    ///
+    /// let rt = tickless::Builder::new().start_paused(true).build()?;
+    /// rt.block_on(async {
+    ///     let start = Instant::now();
+    ///     let housekeeping = tickless::spawn(async move {
+    ///         sleep(Duration::from_secs(1)).deferrable().await; // due at 1 s...
+    ///         start.elapsed()
+    ///     });
+    ///     sleep(Duration::from_secs(5)).slack(Duration::ZERO).await; // the core wakes at 5 s
+    ///     assert_eq!(housekeeping.await.unwrap(), Duration::from_secs(5)); // ...run then
+    /// });
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn deferrable(mut self) -> Sleep {
         self.slack = Some(Slack::Unbounded);
         self
@@ -172,16 +210,64 @@ impl Sleep {
 
     /// The deadline. (The sleep keeps it in the cores' nanoseconds since the process's epoch,
     /// so an instant given before the epoch, long past, reads as the epoch.)
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tickless::time::{sleep, sleep_until, Instant};
+    ///
+    /// let rt = tickless::Builder::new().start_paused(true).build()?;
+    /// rt.block_on(async {
+    ///     let at = Instant::now() + Duration::from_secs(3);
+    ///     assert_eq!(sleep_until(at).deadline(), at);
+    ///     assert_eq!(sleep(Duration::from_secs(3)).deadline(), at); // paused: `now` stands still
+    /// });
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn deadline(&self) -> Instant {
         Instant::from_ns(self.deadline)
     }
 
     /// Whether it has completed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tickless::time::sleep;
+    ///
+    /// let rt = tickless::Runtime::new()?;
+    /// rt.block_on(async {
+    ///     let mut nap = sleep(Duration::from_micros(100));
+    ///     assert!(!nap.is_elapsed());
+    ///     (&mut nap).await; // `Sleep` is `Unpin`: awaited by reference, kept
+    ///     assert!(nap.is_elapsed());
+    /// });
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn is_elapsed(&self) -> bool {
         self.done
     }
 
     /// Moves the deadline, keeping the registration (no allocation, no re-registration).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tickless::time::{sleep, Instant};
+    ///
+    /// let rt = tickless::Builder::new().start_paused(true).build()?;
+    /// rt.block_on(async {
+    ///     let start = Instant::now();
+    ///     let mut nap = sleep(Duration::from_secs(10)).slack(Duration::ZERO);
+    ///     nap.reset(start + Duration::from_secs(2)); // sooner
+    ///     nap.await;
+    ///     assert_eq!(start.elapsed(), Duration::from_secs(2));
+    /// });
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn reset(&mut self, deadline: Instant) {
         let deadline = deadline.ns();
         self.deadline = deadline;

@@ -10,6 +10,24 @@ use crate::time::sleep::sleep_for;
 use crate::time::{sleep_until, Instant, Sleep};
 
 /// The error of a [`Timeout`] whose deadline passed first.
+///
+/// # Examples
+///
+/// ```
+/// use std::future::pending;
+/// use std::io::ErrorKind;
+/// use std::time::Duration;
+/// use tickless::time::{timeout, Elapsed};
+///
+/// let rt = tickless::Builder::new().start_paused(true).build()?;
+/// rt.block_on(async {
+///     let err: Elapsed = timeout(Duration::from_secs(1), pending::<()>()).await.unwrap_err();
+///     assert_eq!(err.to_string(), "deadline has elapsed");
+///     let err = std::io::Error::from(err); // what `?` does in an `io::Result` function
+///     assert_eq!(err.kind(), ErrorKind::TimedOut);
+/// });
+/// # std::io::Result::Ok(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Elapsed(());
 
@@ -63,6 +81,25 @@ pub fn timeout<F: IntoFuture>(duration: Duration, future: F) -> Timeout<F::IntoF
 }
 
 /// Runs `future` until `deadline`; see [`timeout`].
+///
+/// # Examples
+///
+/// One deadline for several steps:
+///
+/// ```
+/// use std::time::Duration;
+/// use tickless::time::{sleep, timeout_at, Instant};
+///
+/// let rt = tickless::Builder::new().start_paused(true).build()?;
+/// rt.block_on(async {
+///     let deadline = Instant::now() + Duration::from_secs(1);
+///     assert_eq!(timeout_at(deadline, async { 7 }).await, Ok(7));
+///     let slow = sleep(Duration::from_secs(60));
+///     assert!(timeout_at(deadline, slow).await.is_err());
+///     assert!(Instant::now() >= deadline);
+/// });
+/// # std::io::Result::Ok(())
+/// ```
 pub fn timeout_at<F: IntoFuture>(deadline: Instant, future: F) -> Timeout<F::IntoFuture> {
     Timeout {
         future: future.into_future(),
@@ -72,6 +109,24 @@ pub fn timeout_at<F: IntoFuture>(deadline: Instant, future: F) -> Timeout<F::Int
 
 pin_project_lite::pin_project! {
     /// The future of [`timeout`] and [`timeout_at`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tickless::time::{timeout, Timeout};
+    /// use tickless::JoinHandle;
+    ///
+    /// /// A task's handle, with the deadline its result is due by.
+    /// struct Due(Timeout<JoinHandle<u32>>);
+    ///
+    /// let rt = tickless::Runtime::new()?;
+    /// rt.block_on(async {
+    ///     let due = Due(timeout(Duration::from_secs(1), tickless::spawn(async { 7 })));
+    ///     assert_eq!(due.0.await.unwrap().unwrap(), 7); // in time, and no panic
+    /// });
+    /// # std::io::Result::Ok(())
+    /// ```
     #[derive(Debug)]
     #[must_use = "futures do nothing unless awaited"]
     pub struct Timeout<F> {
@@ -83,11 +138,64 @@ pin_project_lite::pin_project! {
 
 impl<F> Timeout<F> {
     /// The inner future.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tickless::time::{sleep, timeout, Instant};
+    ///
+    /// let rt = tickless::Builder::new().start_paused(true).build()?;
+    /// rt.block_on(async {
+    ///     let guarded = timeout(Duration::from_secs(1), sleep(Duration::from_secs(60)));
+    ///     let nap = guarded.get_ref(); // the `Sleep`
+    ///     assert_eq!(nap.deadline(), Instant::now() + Duration::from_secs(60));
+    /// });
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn get_ref(&self) -> &F {
         &self.future
     }
 
+    /// The inner future, mutably, as tokio's `Timeout::get_mut` (the deadline is kept).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tickless::time::timeout;
+    ///
+    /// let rt = tickless::Builder::new().start_paused(true).build()?;
+    /// rt.block_on(async {
+    ///     let mut guarded = timeout(Duration::from_secs(1), tickless::spawn(async { 7 }));
+    ///     guarded.get_mut().abort(); // the task, reached through the timeout
+    ///     assert!(guarded.await.unwrap().unwrap_err().is_cancelled());
+    /// });
+    /// # std::io::Result::Ok(())
+    /// ```
+    pub fn get_mut(&mut self) -> &mut F {
+        &mut self.future
+    }
+
     /// The inner future, dropping the deadline.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tickless::time::{sleep, timeout};
+    ///
+    /// let rt = tickless::Builder::new().start_paused(true).build()?;
+    /// rt.block_on(async {
+    ///     let task = tickless::spawn(sleep(Duration::from_secs(60)));
+    ///     let mut guarded = timeout(Duration::from_secs(1), task);
+    ///     assert!((&mut guarded).await.is_err()); // not done within a second
+    ///     let task = guarded.into_inner(); // dropping the handle would leave the task running
+    ///     task.abort();
+    ///     assert!(task.await.unwrap_err().is_cancelled());
+    /// });
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn into_inner(self) -> F {
         self.future
     }

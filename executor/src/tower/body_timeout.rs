@@ -67,6 +67,33 @@ pub struct RequestBodyTimeoutLayer {
 
 impl RequestBodyTimeoutLayer {
     /// A layer whose request bodies fail when a frame takes longer than `timeout` to come.
+    ///
+    /// # Examples
+    ///
+    /// A body that is all there passes through, at no cost:
+    ///
+    /// ```
+    /// use std::convert::Infallible;
+    /// use std::time::Duration;
+    ///
+    /// use bytes::Bytes;
+    /// use http::{Request, Response};
+    /// use http_body_util::{BodyExt, Full};
+    /// use tickless::tower::{RequestBodyTimeoutLayer, TimeoutBody};
+    /// use tower::{service_fn, Layer, ServiceExt};
+    ///
+    /// let rt = tickless::Builder::new().start_paused(true).build()?;
+    /// rt.block_on(async {
+    ///     let size = service_fn(|req: Request<TimeoutBody<Full<Bytes>>>| async move {
+    ///         let body = req.into_body().collect().await.unwrap().to_bytes();
+    ///         Ok::<_, Infallible>(Response::new(body.len()))
+    ///     });
+    ///     let svc = RequestBodyTimeoutLayer::new(Duration::from_secs(10)).layer(size);
+    ///     let res = svc.oneshot(Request::new(Full::from("hello"))).await.unwrap();
+    ///     assert_eq!(*res.body(), 5);
+    /// });
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn new(timeout: Duration) -> Self {
         RequestBodyTimeoutLayer { timeout }
     }
@@ -116,6 +143,38 @@ pub struct RequestBodyTimeout<S> {
 
 impl<S> RequestBodyTimeout<S> {
     /// `inner`, its request bodies failing when a frame takes longer than `timeout` to come.
+    ///
+    /// # Examples
+    ///
+    /// A body whose first frame never comes fails after 10 s (on paused time, so that no real
+    /// time passes):
+    ///
+    /// ```
+    /// use std::convert::Infallible;
+    /// use std::time::Duration;
+    ///
+    /// use bytes::Bytes;
+    /// use http::{Request, Response};
+    /// use http_body::Frame;
+    /// use http_body_util::{BodyExt, StreamBody};
+    /// use tickless::tower::{RequestBodyTimeout, TimeoutBody, TimeoutError};
+    /// use tower::{service_fn, ServiceExt};
+    ///
+    /// type Never = StreamBody<futures_lite::stream::Pending<Result<Frame<Bytes>, Infallible>>>;
+    ///
+    /// let rt = tickless::Builder::new().start_paused(true).build()?;
+    /// rt.block_on(async {
+    ///     let upload = service_fn(|req: Request<TimeoutBody<Never>>| async move {
+    ///         let err = req.into_body().collect().await.unwrap_err();
+    ///         Ok::<_, Infallible>(Response::new(err.is::<TimeoutError>()))
+    ///     });
+    ///     let svc = RequestBodyTimeout::new(upload, Duration::from_secs(10));
+    ///     let never = StreamBody::new(futures_lite::stream::pending());
+    ///     let timed_out = svc.oneshot(Request::new(never)).await.unwrap();
+    ///     assert!(*timed_out.body());
+    /// });
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn new(service: S, timeout: Duration) -> Self {
         RequestBodyTimeout {
             inner: service,
@@ -124,6 +183,33 @@ impl<S> RequestBodyTimeout<S> {
     }
 
     /// A [`RequestBodyTimeoutLayer`].
+    ///
+    /// `S` plays no part here, but the call must name one (`RequestBodyTimeout::<()>::layer`),
+    /// as with tower-http's; [`RequestBodyTimeoutLayer::new`] is the same layer without that.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::convert::Infallible;
+    /// use std::time::Duration;
+    ///
+    /// use bytes::Bytes;
+    /// use http::{Request, Response};
+    /// use http_body_util::Full;
+    /// use tickless::tower::{RequestBodyTimeout, TimeoutBody};
+    /// use tower::{ServiceBuilder, ServiceExt};
+    ///
+    /// let rt = tickless::Builder::new().start_paused(true).build()?;
+    /// rt.block_on(async {
+    ///     let svc = ServiceBuilder::new()
+    ///         .layer(RequestBodyTimeout::<()>::layer(Duration::from_secs(10)))
+    ///         .service_fn(|_: Request<TimeoutBody<Full<Bytes>>>| async {
+    ///             Ok::<_, Infallible>(Response::new(()))
+    ///         });
+    ///     svc.oneshot(Request::new(Full::from("hello"))).await.unwrap();
+    /// });
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn layer(timeout: Duration) -> RequestBodyTimeoutLayer {
         RequestBodyTimeoutLayer::new(timeout)
     }
@@ -200,6 +286,31 @@ pin_project_lite::pin_project! {
 
 impl<B> TimeoutBody<B> {
     /// `body`, each of whose frames must come within `timeout` of being asked for.
+    ///
+    /// # Examples
+    ///
+    /// A frame that comes a minute late, with a 10 s timeout (on paused time, so that no real
+    /// minute passes):
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// use bytes::Bytes;
+    /// use http_body::Frame;
+    /// use http_body_util::{BodyExt, StreamBody};
+    /// use tickless::tower::{TimeoutBody, TimeoutError};
+    ///
+    /// let rt = tickless::Builder::new().start_paused(true).build()?;
+    /// rt.block_on(async {
+    ///     let late = futures_lite::stream::once_future(async {
+    ///         tickless::time::sleep(Duration::from_secs(60)).await;
+    ///         Ok::<_, std::io::Error>(Frame::data(Bytes::from("late")))
+    ///     });
+    ///     let body = TimeoutBody::new(Duration::from_secs(10), StreamBody::new(Box::pin(late)));
+    ///     assert!(body.collect().await.unwrap_err().is::<TimeoutError>());
+    /// });
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn new(timeout: Duration, body: B) -> Self {
         TimeoutBody {
             timeout,

@@ -97,16 +97,39 @@
 macro_rules! inner_service_accessors {
     () => {
         /// The inner service.
+        ///
+        /// # Examples
+        ///
+        /// The three accessors, on tower-http's [`Timeout`](crate::tower::Timeout); they are
+        /// the same on [`RequestBodyTimeout`](crate::tower::RequestBodyTimeout) and on
+        /// tower's [`timeout::Timeout`](crate::tower::timeout::Timeout).
+        ///
+        /// ```
+        /// use std::time::Duration;
+        /// use tickless::tower::Timeout;
+        ///
+        /// #[derive(Debug, PartialEq)]
+        /// struct Hello {
+        ///     calls: u32, // an inner service with state (its `Service` impl left out)
+        /// }
+        ///
+        /// let mut svc = Timeout::new(Hello { calls: 0 }, Duration::from_secs(10));
+        /// svc.get_mut().calls += 1;
+        /// assert_eq!(svc.get_ref().calls, 1);
+        /// let inner: Hello = svc.into_inner(); // the timeout is gone
+        /// assert_eq!(inner, Hello { calls: 1 });
+        /// ```
         pub fn get_ref(&self) -> &S {
             &self.inner
         }
 
-        /// The inner service, mutably.
+        /// The inner service, mutably. See the example on [`get_ref`](Self::get_ref).
         pub fn get_mut(&mut self) -> &mut S {
             &mut self.inner
         }
 
-        /// The inner service, dropping the timeout.
+        /// The inner service, dropping the timeout. See the example on
+        /// [`get_ref`](Self::get_ref).
         pub fn into_inner(self) -> S {
             self.inner
         }

@@ -53,6 +53,26 @@ use crate::time;
 
 /// The error of a [`Timeout`] service: the service's own error, or [`error::Elapsed`], boxed
 /// (tower's `BoxError`).
+///
+/// # Examples
+///
+/// Telling a timeout from the service's own errors, as a `HandleErrorLayer` function does:
+///
+/// ```
+/// use http::StatusCode;
+/// use tickless::tower::timeout::{error::Elapsed, BoxError};
+///
+/// fn status_of(err: &BoxError) -> StatusCode {
+///     if err.is::<Elapsed>() {
+///         StatusCode::REQUEST_TIMEOUT
+///     } else {
+///         StatusCode::INTERNAL_SERVER_ERROR
+///     }
+/// }
+///
+/// assert_eq!(status_of(&Elapsed::new().into()), StatusCode::REQUEST_TIMEOUT);
+/// assert_eq!(status_of(&"database down".into()), StatusCode::INTERNAL_SERVER_ERROR);
+/// ```
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// The error a request that timed out fails with.
@@ -61,6 +81,18 @@ pub mod error {
 
     /// The timeout elapsed before the service's response was ready: tower's
     /// `timeout::error::Elapsed`.
+    ///
+    /// # Examples
+    ///
+    /// It comes boxed; `downcast_ref` or `is` finds it:
+    ///
+    /// ```
+    /// use tickless::tower::timeout::{error::Elapsed, BoxError};
+    ///
+    /// let err: BoxError = Elapsed::new().into();
+    /// assert_eq!(err.downcast_ref::<Elapsed>(), Some(&Elapsed::new()));
+    /// assert_eq!(err.to_string(), "request timed out");
+    /// ```
     #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
     pub struct Elapsed(());
 
@@ -81,6 +113,24 @@ pub mod error {
 }
 
 /// Applies [`Timeout`] to a service.
+///
+/// # Examples
+///
+/// ```
+/// use std::convert::Infallible;
+/// use std::time::Duration;
+///
+/// use tickless::tower::timeout::TimeoutLayer;
+/// use tower::{service_fn, Layer, ServiceExt};
+///
+/// let rt = tickless::Builder::new().start_paused(true).build()?;
+/// rt.block_on(async {
+///     let double = service_fn(|x: u32| async move { Ok::<_, Infallible>(x * 2) });
+///     let svc = TimeoutLayer::new(Duration::from_secs(5)).layer(double);
+///     assert_eq!(svc.oneshot(21).await.unwrap(), 42); // in time
+/// });
+/// # std::io::Result::Ok(())
+/// ```
 #[derive(Debug, Clone, Copy)]
 pub struct TimeoutLayer {
     timeout: Duration,
@@ -102,6 +152,26 @@ impl<S> Layer<S> for TimeoutLayer {
 }
 
 /// A service whose responses fail with [`error::Elapsed`] when not ready within a duration.
+///
+/// # Examples
+///
+/// The service's own errors come through, boxed:
+///
+/// ```
+/// use std::time::Duration;
+///
+/// use tickless::tower::timeout::{error::Elapsed, Timeout};
+/// use tower::{service_fn, ServiceExt};
+///
+/// let rt = tickless::Builder::new().start_paused(true).build()?;
+/// rt.block_on(async {
+///     let failing = service_fn(|_: ()| async { Err::<(), _>(std::io::Error::other("down")) });
+///     let svc = Timeout::new(failing, Duration::from_secs(5));
+///     let err = svc.oneshot(()).await.unwrap_err();
+///     assert!(err.is::<std::io::Error>() && !err.is::<Elapsed>());
+/// });
+/// # std::io::Result::Ok(())
+/// ```
 #[derive(Debug, Clone, Copy)]
 pub struct Timeout<S> {
     inner: S,
@@ -141,6 +211,31 @@ where
 pin_project_lite::pin_project! {
     /// The response future of [`Timeout`]: `Send`, and panicking outside a runtime, as
     /// tower-http's variant's [`ResponseFuture`](crate::tower::ResponseFuture) is and does.
+    ///
+    /// # Examples
+    ///
+    /// Called by hand and run as a task of its own (`spawn` wants a `Send` future):
+    ///
+    /// ```
+    /// use std::convert::Infallible;
+    /// use std::time::Duration;
+    ///
+    /// use tickless::tower::timeout::{error::Elapsed, ResponseFuture, Timeout};
+    /// use tower::{service_fn, Service, ServiceExt};
+    ///
+    /// let rt = tickless::Builder::new().start_paused(true).build()?;
+    /// rt.block_on(async {
+    ///     let slow = service_fn(|_: ()| async {
+    ///         tickless::time::sleep(Duration::from_secs(2)).await;
+    ///         Ok::<_, Infallible>("too late")
+    ///     });
+    ///     let mut svc = Timeout::new(slow, Duration::from_secs(1));
+    ///     let fut: ResponseFuture<_> = svc.ready().await.unwrap().call(());
+    ///     let err = tickless::spawn(fut).await.unwrap().unwrap_err();
+    ///     assert!(err.is::<Elapsed>());
+    /// });
+    /// # std::io::Result::Ok(())
+    /// ```
     #[derive(Debug)]
     #[must_use = "futures do nothing unless awaited"]
     pub struct ResponseFuture<F> {

@@ -61,11 +61,66 @@ impl TimeoutLayer {
     ///
     /// (tower-http 0.6.7 deprecated its `new` for [`with_status_code`](Self::with_status_code),
     /// so that the status is spelled out; both are here, and this one is not deprecated.)
+    ///
+    /// # Examples
+    ///
+    /// On paused time, so that no real minute passes:
+    ///
+    /// ```
+    /// use std::convert::Infallible;
+    /// use std::time::Duration;
+    ///
+    /// use bytes::Bytes;
+    /// use http::{Request, Response, StatusCode};
+    /// use http_body_util::Empty;
+    /// use tickless::tower::TimeoutLayer;
+    /// use tower::{service_fn, Layer, ServiceExt};
+    ///
+    /// let rt = tickless::Builder::new().start_paused(true).build()?;
+    /// rt.block_on(async {
+    ///     let slow = service_fn(|_: Request<()>| async {
+    ///         tickless::time::sleep(Duration::from_secs(60)).await;
+    ///         Ok::<_, Infallible>(Response::new(Empty::<Bytes>::new()))
+    ///     });
+    ///     let svc = TimeoutLayer::new(Duration::from_secs(10)).layer(slow);
+    ///     let res = svc.oneshot(Request::new(())).await.unwrap();
+    ///     assert_eq!(res.status(), StatusCode::REQUEST_TIMEOUT);
+    /// });
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn new(timeout: Duration) -> Self {
         Self::with_status_code(StatusCode::REQUEST_TIMEOUT, timeout)
     }
 
     /// A layer whose requests time out after `timeout` with `status_code`.
+    ///
+    /// # Examples
+    ///
+    /// On paused time, so that no real minute passes:
+    ///
+    /// ```
+    /// use std::convert::Infallible;
+    /// use std::time::Duration;
+    ///
+    /// use bytes::Bytes;
+    /// use http::{Request, Response, StatusCode};
+    /// use http_body_util::Empty;
+    /// use tickless::tower::TimeoutLayer;
+    /// use tower::{service_fn, Layer, ServiceExt};
+    ///
+    /// let rt = tickless::Builder::new().start_paused(true).build()?;
+    /// rt.block_on(async {
+    ///     let slow = service_fn(|_: Request<()>| async {
+    ///         tickless::time::sleep(Duration::from_secs(60)).await;
+    ///         Ok::<_, Infallible>(Response::new(Empty::<Bytes>::new()))
+    ///     });
+    ///     let ten_s = Duration::from_secs(10);
+    ///     let layer = TimeoutLayer::with_status_code(StatusCode::SERVICE_UNAVAILABLE, ten_s);
+    ///     let res = layer.layer(slow).oneshot(Request::new(())).await.unwrap();
+    ///     assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE);
+    /// });
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn with_status_code(status_code: StatusCode, timeout: Duration) -> Self {
         TimeoutLayer {
             timeout,
@@ -120,11 +175,66 @@ pub struct Timeout<S> {
 
 impl<S> Timeout<S> {
     /// `inner` with requests that time out after `timeout` with `408 Request Timeout`.
+    ///
+    /// # Examples
+    ///
+    /// On paused time, so that no real minute passes:
+    ///
+    /// ```
+    /// use std::convert::Infallible;
+    /// use std::time::Duration;
+    ///
+    /// use bytes::Bytes;
+    /// use http::{Request, Response, StatusCode};
+    /// use http_body_util::Empty;
+    /// use tickless::tower::Timeout;
+    /// use tower::{service_fn, ServiceExt};
+    ///
+    /// let rt = tickless::Builder::new().start_paused(true).build()?;
+    /// rt.block_on(async {
+    ///     let slow = service_fn(|_: Request<()>| async {
+    ///         tickless::time::sleep(Duration::from_secs(60)).await;
+    ///         Ok::<_, Infallible>(Response::new(Empty::<Bytes>::new()))
+    ///     });
+    ///     let svc = Timeout::new(slow, Duration::from_secs(10));
+    ///     let res = svc.oneshot(Request::new(())).await.unwrap();
+    ///     assert_eq!(res.status(), StatusCode::REQUEST_TIMEOUT);
+    /// });
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn new(inner: S, timeout: Duration) -> Self {
         Self::with_status_code(inner, StatusCode::REQUEST_TIMEOUT, timeout)
     }
 
     /// `inner` with requests that time out after `timeout` with `status_code`.
+    ///
+    /// # Examples
+    ///
+    /// On paused time, so that no real minute passes:
+    ///
+    /// ```
+    /// use std::convert::Infallible;
+    /// use std::time::Duration;
+    ///
+    /// use bytes::Bytes;
+    /// use http::{Request, Response, StatusCode};
+    /// use http_body_util::Empty;
+    /// use tickless::tower::Timeout;
+    /// use tower::{service_fn, ServiceExt};
+    ///
+    /// let rt = tickless::Builder::new().start_paused(true).build()?;
+    /// rt.block_on(async {
+    ///     let slow = service_fn(|_: Request<()>| async {
+    ///         tickless::time::sleep(Duration::from_secs(60)).await;
+    ///         Ok::<_, Infallible>(Response::new(Empty::<Bytes>::new()))
+    ///     });
+    ///     let ten_s = Duration::from_secs(10);
+    ///     let svc = Timeout::with_status_code(slow, StatusCode::GATEWAY_TIMEOUT, ten_s);
+    ///     let res = svc.oneshot(Request::new(())).await.unwrap();
+    ///     assert_eq!(res.status(), StatusCode::GATEWAY_TIMEOUT);
+    /// });
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn with_status_code(inner: S, status_code: StatusCode, timeout: Duration) -> Self {
         Timeout {
             inner,
@@ -134,11 +244,75 @@ impl<S> Timeout<S> {
     }
 
     /// A [`TimeoutLayer`] with `408 Request Timeout`.
+    ///
+    /// `S` plays no part here, but the call must name one (`Timeout::<()>::layer`), as with
+    /// tower-http's; [`TimeoutLayer::new`] is the same layer without that.
+    ///
+    /// # Examples
+    ///
+    /// On paused time, so that no real minute passes:
+    ///
+    /// ```
+    /// use std::convert::Infallible;
+    /// use std::time::Duration;
+    ///
+    /// use bytes::Bytes;
+    /// use http::{Request, Response, StatusCode};
+    /// use http_body_util::Empty;
+    /// use tickless::tower::Timeout;
+    /// use tower::{service_fn, ServiceBuilder, ServiceExt};
+    ///
+    /// let rt = tickless::Builder::new().start_paused(true).build()?;
+    /// rt.block_on(async {
+    ///     let slow = service_fn(|_: Request<()>| async {
+    ///         tickless::time::sleep(Duration::from_secs(60)).await;
+    ///         Ok::<_, Infallible>(Response::new(Empty::<Bytes>::new()))
+    ///     });
+    ///     let svc = ServiceBuilder::new()
+    ///         .layer(Timeout::<()>::layer(Duration::from_secs(10)))
+    ///         .service(slow);
+    ///     let res = svc.oneshot(Request::new(())).await.unwrap();
+    ///     assert_eq!(res.status(), StatusCode::REQUEST_TIMEOUT);
+    /// });
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn layer(timeout: Duration) -> TimeoutLayer {
         TimeoutLayer::new(timeout)
     }
 
     /// A [`TimeoutLayer`] with `status_code`.
+    ///
+    /// `S` plays no part here, but the call must name one (`Timeout::<()>::...`), as with
+    /// tower-http's; [`TimeoutLayer::with_status_code`] is the same layer without that.
+    ///
+    /// # Examples
+    ///
+    /// On paused time, so that no real minute passes:
+    ///
+    /// ```
+    /// use std::convert::Infallible;
+    /// use std::time::Duration;
+    ///
+    /// use bytes::Bytes;
+    /// use http::{Request, Response, StatusCode};
+    /// use http_body_util::Empty;
+    /// use tickless::tower::Timeout;
+    /// use tower::{service_fn, ServiceBuilder, ServiceExt};
+    ///
+    /// let rt = tickless::Builder::new().start_paused(true).build()?;
+    /// rt.block_on(async {
+    ///     let slow = service_fn(|_: Request<()>| async {
+    ///         tickless::time::sleep(Duration::from_secs(60)).await;
+    ///         Ok::<_, Infallible>(Response::new(Empty::<Bytes>::new()))
+    ///     });
+    ///     let ten_s = Duration::from_secs(10);
+    ///     let layer = Timeout::<()>::layer_with_status_code(StatusCode::GATEWAY_TIMEOUT, ten_s);
+    ///     let svc = ServiceBuilder::new().layer(layer).service(slow);
+    ///     let res = svc.oneshot(Request::new(())).await.unwrap();
+    ///     assert_eq!(res.status(), StatusCode::GATEWAY_TIMEOUT);
+    /// });
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn layer_with_status_code(status_code: StatusCode, timeout: Duration) -> TimeoutLayer {
         TimeoutLayer::with_status_code(status_code, timeout)
     }
