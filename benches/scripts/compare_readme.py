@@ -48,6 +48,8 @@ FRONTIER_POINTS = [
     ("tickless_prop4", "1/4"),
     ("tickless_knee8ms", "len²/8ms"),
     ("tickless_nolead", "no lead"),
+    ("tickless_nogov", "governor off"),
+    ("tickless_spin50us", "spin 50 µs"),
     ("tickless", "default"),
 ]
 FRONTIER_PEERS = ["tokio", "smol", "monoio_legacy", "monoio_uring"]

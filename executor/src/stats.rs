@@ -12,6 +12,26 @@ use crate::sync::{AtomicU64, Ordering};
 macro_rules! counters {
     ($( $(#[doc = $doc:expr])+ $name:ident, )+) => {
         /// One core's counters (or their sum over cores). Tests assert on these, never on time.
+        ///
+        /// # Examples
+        ///
+        /// What one sleep cost, as the difference of two snapshots (on paused time, so that
+        /// no real time passes):
+        ///
+        /// ```
+        /// use std::time::Duration;
+        ///
+        /// let rt = tickless::Builder::new().cores(1).start_paused(true).build()?;
+        /// let before = rt.stats().cores[0];
+        /// rt.block_on(tickless::time::sleep(Duration::from_secs(1)));
+        /// let spent = rt.stats().cores[0] - before;
+        /// assert!(spent.timer_inserts >= 1 && spent.timer_fires >= 1);
+        /// assert_eq!(spent.task_panics, 0);
+        /// for (name, count) in spent.fields() {
+        ///     println!("{name}: {count}");
+        /// }
+        /// # std::io::Result::Ok(())
+        /// ```
         #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
         pub struct CoreStats {
             $( $(#[doc = $doc])+ pub $name: u64, )+
@@ -72,6 +92,18 @@ counters! {
     timer_early,
     /// Idle transitions spent spinning to a timer after an early expiry (part of `spins`).
     lead_spins,
+    /// Spins the idle governor started (part of `spins`; see
+    /// [`Builder::idle_governor`](crate::Builder::idle_governor)).
+    governor_spins,
+    /// Of those, spins that caught work (I/O, a hand-over, a due timer) before their window
+    /// ended; the others ended in a park.
+    governor_caught,
+    /// Time spent in the governor's spins that caught nothing (each its whole window), in
+    /// microseconds (rounded down): the CPU the governor spent for nothing. Spins that caught work replaced a park and a wakeup, and are not timed.
+    governor_spun_us,
+    /// The governor's spin window at the core's last idle transition, in nanoseconds (zero:
+    /// it parks at once). A gauge, not a count (read it per core).
+    governor_window_ns,
     /// The wakeup lead the core has learned, in nanoseconds: how far ahead of the end of the
     /// earliest window it programs its clock event device. A gauge, not a count (a sum over
     /// cores means little; read it per core).
@@ -130,6 +162,19 @@ impl Sub for CoreStats {
 }
 
 /// The counters of every core, and their total; from [`Runtime::stats`](crate::Runtime::stats).
+///
+/// # Examples
+///
+/// ```
+/// let rt = tickless::Builder::new().cores(2).build()?;
+/// rt.block_on(async { tickless::task::spawn_blocking(|| ()).await.unwrap() });
+/// let stats = rt.stats();
+/// assert_eq!(stats.cores.len(), 2); // by core index
+/// let polls: u64 = stats.cores.iter().map(|core| core.polls).sum();
+/// assert_eq!(polls, stats.total.polls);
+/// println!("{} blocking threads, {} idle", stats.blocking_threads, stats.blocking_idle_threads);
+/// # std::io::Result::Ok(())
+/// ```
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Stats {
     /// Per core, by index.

@@ -23,6 +23,14 @@ pub fn allowed_cpus() -> io::Result<Vec<usize>> {
         .collect())
 }
 
+/// The CPU the calling thread runs on now (`sched_getcpu`, a vDSO call: no system call);
+/// `None` if the kernel cannot say. The thread may have moved by the time it is read.
+pub fn current_cpu() -> Option<usize> {
+    // SAFETY: `sched_getcpu` takes no arguments and only returns a number (or -1).
+    let cpu = unsafe { libc::sched_getcpu() };
+    usize::try_from(cpu).ok()
+}
+
 /// Pins the calling thread to `cpu`.
 ///
 /// # Errors

@@ -1,4 +1,40 @@
 //! One core's timers: the wheel, the device and the re-arm policy between them.
+//!
+//! # The device's state, as the queue keeps it
+//!
+//! The device (a timerfd, or an epoll wait's timeout) remembers nothing the queue can read
+//! back: the queue alone knows what it armed. Seven fields of [`TimerQueue`] say what it
+//! believes, and every method below keeps them to these rules.
+//!
+//! | field | means | set | cleared |
+//! |---|---|---|---|
+//! | `armed` | the tick the device must have fired by (the end of the earliest window at the last arming); `None`: disarmed | `program` | `device_fired` (the arming is spent), `device_lost` |
+//! | `armed_lead` | how far ahead of `armed` the device was programmed, ns (the lead at that arming) | `program` | (rewritten by the next `program`) |
+//! | `leading` | whether `program` subtracts the learned lead (off on paused time) | `set_leading` | `set_leading` |
+//! | `dirty` | something happened that the policy may re-arm for: the next `on_idle` looks | an insert earlier than `armed`, a cancel (`OnIdle`), a reset, an expiry, `device_fired`, `device_lost` | `on_idle` |
+//! | `unarmed` | a timer may be due that the device will not announce (inserted before `armed` since the last flush, or the arming is spent): a core that stays busy must read the clock | with `dirty`, except on a cancel | `on_idle` (after it, the device fires no later than the earliest timer, whatever the policy) |
+//! | `early` | the last expiry came by the lead ahead of `armed` and found nothing due: the driver waits the rest out awake | `device_fired` | `take_early`, an `advance` that finds something due |
+//! | `detached` | timers inserted while `armed` was no later than the end of their windows, kept out of the wheel's lists | `insert_prepared` | `attach_detached`, before anything reads the wheel for expiry or arming |
+//!
+//! The states a core's driver sees, and their transitions:
+//!
+//! ```text
+//!             insert earlier than armed (Lazy/OnIdle): dirty + unarmed
+//!   ARMED ───────────────────────────────────────────────────────► ARMED, STALE
+//!   (armed = Some, clean)                                          (dirty: on_idle re-arms
+//!     ▲  │  device fires, something due: armed = None,             if the policy says so)
+//!     │  │  dirty + unarmed, timers ready ────────► SPENT ◄─────────────┘ device fires
+//!     │  │                                          (armed = None, dirty + unarmed:
+//!     │  │  device fires by the lead, nothing due   the next on_idle arms afresh)
+//!     │  └─────────────────────────────────────► EARLY (armed = None, early:
+//!     │                                          the driver spins to the deadline)
+//!     └──────────────────── on_idle: program(earliest) ◄── SPENT, EARLY, STALE
+//! ```
+//!
+//! `Lazy` leaves an arming that is earlier than the earliest timer in place (STALE stays
+//! armed): it fires once, finds nothing due, and counts as spurious. `Eager` never leaves
+//! STALE: every change re-programs at once. Detached timers need `armed` no later than their
+//! window's end, which holds until the device fires (SPENT), when `advance` attaches them.
 
 use std::time::Duration;
 

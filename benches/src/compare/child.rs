@@ -126,8 +126,15 @@ fn run(args: &[String]) -> io::Result<Vec<String>> {
             // Traced runs of two lengths are subtracted: the same warm-up in both.
             plan.warmup = 10;
         }
+        let cpu_before = crate::sys::process_cpu()?;
         let run = c.pingpong(&plan)?;
+        let cpu = crate::sys::process_cpu()?.saturating_sub(cpu_before);
         let mut line = pingpong_line(&run, plan.rtts);
+        // The process's CPU (every thread, warm-up and setup included) per timed round trip.
+        line += &format!(
+            " cpu_us_per_rtt={}",
+            fmt_num(cpu.as_secs_f64() * 1e6 / f64::from(plan.rtts))
+        );
         if mode == Mode::Timeout && rtts.is_none() {
             line += &paired(&c, plan.rtts)?;
         }

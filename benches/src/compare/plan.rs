@@ -83,9 +83,11 @@ impl Workload {
                 "tickless_onidle",
                 "tickless_lazy",
                 "tickless_epoll",
+                "tickless_nogov",
             ],
             Workload::PingpongCross => &[
                 "tickless",
+                "tickless_nogov",
                 "tickless_spin50us",
                 RUNTIMES[0],
                 RUNTIMES[1],
@@ -110,6 +112,7 @@ impl Workload {
             ],
             Workload::Idle => &[
                 "tickless",
+                "tickless_nogov",
                 RUNTIMES[0],
                 RUNTIMES[1],
                 RUNTIMES[2],
@@ -125,6 +128,8 @@ impl Workload {
                 "tickless_prop16",
                 "tickless_prop64",
                 "tickless_knee8ms",
+                "tickless_nogov",
+                "tickless_spin50us",
                 RUNTIMES[0],
                 RUNTIMES[1],
                 RUNTIMES[2],

@@ -376,6 +376,8 @@ impl Results {
             ("lazy", "lazy"),
             ("epoll", "lazy, epoll device"),
             ("epoll_onidle", "onidle, epoll device"),
+            ("nogov", "lazy, idle governor off"),
+            ("spin50us", "lazy, fixed 50 µs spin"),
         ] {
             let rt = format!("tickless_{p}");
             if !self.entries.iter().any(|e| e.runtime == rt) {
@@ -393,7 +395,7 @@ impl Results {
 }
 
 /// The timer_churn frontier's rows: tickless at each default slack, then every peer.
-pub const FRONTIER: [(&str, &str); 14] = [
+pub const FRONTIER: [(&str, &str); 16] = [
     ("tickless_slack0", "tickless, no slack"),
     ("tickless_slack10us", "tickless, 10 µs slack"),
     ("tickless_slack100us", "tickless, 100 µs slack"),
@@ -416,6 +418,14 @@ pub const FRONTIER: [(&str, &str); 14] = [
         "tickless, default (length²/2 ms up to 1,024 µs)",
     ),
     ("tickless_nolead", "tickless, default slack, no wakeup lead"),
+    (
+        "tickless_nogov",
+        "tickless, default slack, idle governor off",
+    ),
+    (
+        "tickless_spin50us",
+        "tickless, default slack, fixed 50 µs spin",
+    ),
     ("tokio", "tokio"),
     ("smol", "smol"),
     ("monoio_legacy", "monoio_legacy"),

@@ -172,6 +172,25 @@ pub fn evaluate(r: &Results) -> Vec<Target> {
             x,
         ),
         at_least(
+            "pingpong_cross: tickless (idle governor) / threads >= 10".into(),
+            ratio(
+                rtt("pingpong_cross", "tickless"),
+                rtt("pingpong_cross", "threads"),
+            ),
+            10.0,
+            x,
+        ),
+        at_most(
+            "pingpong_cross: tickless CPU per round trip / governor off <= 1".into(),
+            ratio(
+                m("pingpong_cross", "tickless", "", "cpu_us_per_rtt"),
+                m("pingpong_cross", "tickless_nogov", "", "cpu_us_per_rtt"),
+            ),
+            1.0,
+            false,
+            x,
+        ),
+        at_least(
             "pingpong_cross: tickless_spin50us / threads >= 2".into(),
             ratio(
                 rtt("pingpong_cross", "tickless_spin50us"),

@@ -71,6 +71,13 @@ pub const ALL: &[(&str, Contender)] = &[
             ..tickless::Config::DEFAULT
         }),
     ),
+    (
+        "tickless_nogov",
+        Contender::Tickless(tickless::Config {
+            governor: Some(false),
+            ..tickless::Config::DEFAULT
+        }),
+    ),
     ("tickless_slack1ms", fixed_slack(SLACK)),
     // The frontier of timer_churn: fixed default slacks, and shares other than the default's.
     ("tickless_slack0", fixed_slack(Duration::ZERO)),

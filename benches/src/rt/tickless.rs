@@ -23,8 +23,10 @@ use crate::workload::{cpus, on_fresh_thread};
 pub struct Config {
     /// Re-arm policy; `None`: the default.
     pub policy: Option<RearmPolicy>,
-    /// `spin_before_park`; `None`: the default (no spinning).
+    /// `spin_before_park`; `None`: the default (no fixed window: the idle governor decides).
     pub spin: Option<Duration>,
+    /// `idle_governor`; `None`: the default (on).
+    pub governor: Option<bool>,
     /// The default slack; `None`: the builder's default (a share of each timer's length).
     pub slack: Option<Slack>,
     /// The clock event device; `None`: the builder's default.
@@ -49,6 +51,7 @@ impl Config {
     pub const DEFAULT: Config = Config {
         policy: None,
         spin: None,
+        governor: None,
         slack: None,
         device: None,
         lead_max: None,
@@ -62,6 +65,9 @@ impl Config {
         }
         if let Some(s) = self.spin {
             b.spin_before_park(s);
+        }
+        if let Some(g) = self.governor {
+            b.idle_governor(g);
         }
         if let Some(d) = self.device {
             b.clock_device(d);

@@ -95,6 +95,8 @@ impl Builder {
                 },
                 paused: false,
                 spin: Duration::ZERO,
+                governor: true,
+                pinned: false,
                 always_wake: false,
                 device: ClockDevice::TimerFd,
                 placement: Placement::Spread,
@@ -281,12 +283,52 @@ impl Builder {
         self
     }
 
-    /// The idle governor: on going idle, poll I/O without blocking for up to `window` before
-    /// parking; when the core's next timer is closer than `window`, spin until it instead of
-    /// arming the timerfd and parking. Default zero (park at once). Spinning trades CPU for
-    /// latency: worth it for cross-core ping-pong, not for idle servers.
+    /// A fixed spin window in place of the idle governor's learned one: on going idle, poll
+    /// I/O without blocking for up to `window` before parking; when the core's next timer is
+    /// closer than `window`, spin until it instead of arming the timerfd and parking. Default
+    /// zero: the governor decides (see [`idle_governor`](Self::idle_governor)). A fixed window
+    /// burns CPU whenever nothing comes within it, and on threads that are not pinned it can
+    /// delay the wakeup it waits for; prefer the governor unless measurements say otherwise.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let rt = tickless::Builder::new()
+    ///     .cores(2)
+    ///     .pin(true)
+    ///     .spin_before_park(Duration::from_micros(50))
+    ///     .build()?;
+    /// let answer = rt.handle(1).spawn(async { 42 });
+    /// assert_eq!(rt.block_on(answer).unwrap(), 42);
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn spin_before_park(&mut self, window: Duration) -> &mut Self {
         self.core.spin = window;
+        self
+    }
+
+    /// Whether the idle governor runs (default `true`): each core learns from its own idle
+    /// transitions whether a short spin before parking catches its next wakeup (a cross-core
+    /// message, I/O, a timer), and spins only then, for a window of 10 µs doubling up to 50 µs
+    /// on pinned threads. An idle core never spins; a core whose spins catch nothing, or whose
+    /// wakeups come late, stops. The rules, and the measurements behind their constants, are
+    /// in the `worker/governor.rs` module's documentation; `CoreStats::governor_spins`,
+    /// `governor_caught`, `governor_spun_us` and `governor_window_ns` count what it decided.
+    /// `false`: park at once, always (unless [`spin_before_park`](Self::spin_before_park) sets
+    /// a fixed window).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = tickless::Builder::new().cores(1).idle_governor(false).build()?;
+    /// rt.block_on(tickless::time::sleep(std::time::Duration::from_micros(100)));
+    /// assert_eq!(rt.stats().total.governor_spins, 0);
+    /// # std::io::Result::Ok(())
+    /// ```
+    pub fn idle_governor(&mut self, on: bool) -> &mut Self {
+        self.core.governor = on;
         self
     }
 
@@ -422,7 +464,8 @@ impl Builder {
             }
         }
         let runtime = CoreId::new_runtime();
-        let config = self.core;
+        let mut config = self.core;
+        config.pinned = self.pin;
         // Core 0 is the calling thread: pin it for the runtime's life, and give it its old
         // affinity back when the runtime is dropped.
         let restore_affinity = match cpus[0] {

@@ -16,8 +16,13 @@ pub(crate) struct CoreConfig {
     pub(crate) default_slack: DefaultSlack,
     /// Paused time.
     pub(crate) paused: bool,
-    /// Idle spin window (zero: park at once).
+    /// A fixed idle spin window (`Builder::spin_before_park`; zero: none, the governor decides).
     pub(crate) spin: Duration,
+    /// Whether the idle governor learns a spin window (`Builder::idle_governor`).
+    pub(crate) governor: bool,
+    /// Whether the core's thread is pinned to its CPU (`Builder::pin`), which the governor
+    /// takes into account.
+    pub(crate) pinned: bool,
     /// Wake a sleeping core on every hand-over (the experiment's baseline).
     pub(crate) always_wake: bool,
     /// What the core sleeps on until its next timer.

@@ -9,6 +9,18 @@ use crate::worker::clock::Clock;
 
 /// What a core sleeps on until its next timer: see
 /// [`Builder::clock_device`](crate::Builder::clock_device).
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use tickless::{Builder, ClockDevice};
+///
+/// assert_eq!(ClockDevice::default(), ClockDevice::TimerFd);
+/// let rt = Builder::new().cores(1).clock_device(ClockDevice::Epoll).build()?;
+/// rt.block_on(tickless::time::sleep(Duration::from_micros(100))); // no timerfd to program
+/// # std::io::Result::Ok(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ClockDevice {
     /// A timerfd per core, programmed with `timerfd_settime` (a system call each time the

@@ -1,13 +1,16 @@
-//! Going idle: the sleep sequence, the idle governor (spin instead of parking when the next
-//! timer is close) and paused time's jump to the next timer.
+//! Going idle: the sleep sequence, the spins before parking (to a timer the device woke the
+//! core ahead of; the idle governor's learned window, `governor.rs`, or a fixed one) and paused
+//! time's jump to the next timer.
 
 use std::sync::Arc;
 use std::task::{Wake, Waker};
 use std::time::Duration;
 
+use super::governor::{Governor, Outcome};
 use super::run::Driver;
 use super::shared::Shared;
 use super::{bump, Core};
+use std::cell::Cell;
 
 /// How an idle transition ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,10 +63,82 @@ impl Core {
                 return;
             }
         }
-        if self.spin_ns > 0 && self.spin() {
-            return;
+        if let Some(governor) = &self.governor {
+            return self.governed_idle(governor);
+        }
+        if self.spin_ns > 0 {
+            // Arm the device first, as a park would: timers registered while it spins see it
+            // armed (a request timeout then waits detached, and its cancel costs nothing).
+            self.timers.on_idle();
+            if self.spin(self.timers.clock().now(), self.spin_ns) {
+                return;
+            }
         }
         sleep(self);
+    }
+
+    /// Goes idle as the governor says: spin for its window (bounded by the next timer), then
+    /// park if the spin caught nothing; and tell it how that went (see `governor.rs`). A spin
+    /// that catches work at its first poll reads no clock; one that expires reads it (and, on
+    /// a thread that is not pinned, the CPU); a park reads it twice.
+    fn governed_idle(&self, governor: &Cell<Governor>) {
+        let clock = self.timers.clock();
+        let mut g = governor.get();
+        let window = g.window();
+        let mut spin_cpu = None;
+        if window > 0 {
+            bump(&self.counters.governor_spins);
+            // Arm the device first, as a park would (see `go_idle`).
+            self.timers.on_idle();
+            let at_once = self.poll_io(Some(Duration::ZERO)) || self.has_work();
+            if at_once {
+                // A spin all the same (`spin_until` counts the others).
+                bump(&self.counters.spins);
+            }
+            if at_once || self.spin(clock.now(), window) {
+                bump(&self.counters.governor_caught);
+                g.learn(Outcome::Caught);
+                return governor.set(g);
+            }
+            let spun = &self.counters.governor_spun_ns;
+            spun.set(spun.get().saturating_add(window));
+            // Pinned, no other core can be woken onto this CPU: no need to know which it is.
+            if !g.pinned() {
+                spin_cpu = tickless_io::internal::cpu::current_cpu();
+            }
+        }
+        // The spin, if any, is counted in the idle time as its window.
+        let start = clock
+            .now()
+            .saturating_sub(if window > 0 { window } else { 0 });
+        if sleep(self) == Slept::Woke {
+            let idle = clock.now().saturating_sub(start);
+            self.shared
+                .set_cpu(tickless_io::internal::cpu::current_cpu());
+            g.learn(if window > 0 {
+                Outcome::Expired {
+                    idle,
+                    crowded: spin_cpu.is_none_or(|cpu| self.another_core_on(cpu)),
+                }
+            } else {
+                Outcome::Parked { slept: idle }
+            });
+            governor.set(g);
+        }
+    }
+
+    /// Whether another core of the runtime last woke on `cpu`.
+    fn another_core_on(&self, cpu: usize) -> bool {
+        self.peers.all().is_some_and(|cores| {
+            cores
+                .iter()
+                .any(|c| c.id.index != self.shared.id.index && c.cpu() == Some(cpu))
+        })
+    }
+
+    /// The governor's current window, ns (zero without a governor).
+    pub(crate) fn governor_window(&self) -> u64 {
+        self.governor.as_ref().map_or(0, |g| g.get().window())
     }
 
     /// The clock event device, programmed `lead` ahead of the end of the earliest window,
@@ -91,18 +166,17 @@ impl Core {
         self.timers.next_deadline().map_or(end, |d| d.min(end))
     }
 
-    /// The idle governor: polls I/O without blocking for up to the spin window, or until the
-    /// next timer if that is sooner (computed from every timer the core holds: the handed-over
-    /// ones were taken just before). Returns `true` if the core found work (or a timer became
-    /// due) and should not park.
-    fn spin(&self) -> bool {
-        let start = self.timers.clock().now();
+    /// A spin before parking, from `start` (a clock reading): polls I/O without blocking for
+    /// up to `window` ns, or until the next timer if that is sooner (computed from every timer
+    /// the core holds: the handed-over ones were taken just before). Returns `true` if the core
+    /// found work (or a timer became due) and should not park.
+    fn spin(&self, start: u64, window: u64) -> bool {
         let next = self.timers.next_expiration();
         match next {
-            Some(end) if end.saturating_sub(start) < self.spin_ns => {
+            Some(end) if end.saturating_sub(start) < window => {
                 self.spin_until(end, Some(self.first_deadline(end)), true)
             }
-            _ => self.spin_until(start.saturating_add(self.spin_ns), None, true),
+            _ => self.spin_until(start.saturating_add(window), None, true),
         }
     }
 

@@ -17,6 +17,7 @@ pub(crate) mod block_on;
 pub(crate) mod clock;
 pub(crate) mod config;
 pub mod device;
+pub(crate) mod governor;
 pub(crate) mod id;
 pub(crate) mod idle;
 pub(crate) mod placement;
@@ -43,6 +44,7 @@ use crate::stats::CoreStats;
 use clock::{nanos, Clock};
 use config::CoreConfig;
 use device::ClockDevice;
+use governor::Governor;
 use id::{CoreId, CoreKey};
 use placement::{Peers, Placement};
 use shared::{Runnable, Shared};
@@ -60,6 +62,12 @@ struct Counters {
     spins: Cell<u64>,
     /// Of those, spins to a timer the clock event device woke the core ahead of.
     lead_spins: Cell<u64>,
+    /// Of those, spins the idle governor started.
+    governor_spins: Cell<u64>,
+    /// Of the governor's spins, those that caught work.
+    governor_caught: Cell<u64>,
+    /// Time the governor's spins took, ns.
+    governor_spun_ns: Cell<u64>,
     /// Idle transitions.
     idles: Cell<u64>,
     /// Task polls that panicked.
@@ -96,8 +104,10 @@ pub(crate) struct Core {
     /// dropped: the live futures shutdown must drop here, and how it reaches the ones nobody
     /// will wake.
     tasks: RefCell<Slab<Waker>>,
-    /// Idle spin window in nanoseconds.
+    /// A fixed idle spin window in nanoseconds (`Builder::spin_before_park`); zero: none.
     spin_ns: u64,
+    /// The idle governor, when it runs (no fixed window, `Builder::idle_governor(true)`).
+    governor: Option<Cell<Governor>>,
     /// The runtime's blocking pool.
     blocking: Arc<BlockingPool>,
     /// Counters.
@@ -170,6 +180,8 @@ impl Core {
             reactor,
             tasks: RefCell::new(Slab::new()),
             spin_ns: nanos(config.spin),
+            governor: (config.governor && config.spin.is_zero())
+                .then(|| Cell::new(Governor::new(config.pinned))),
             blocking,
             counters: Counters::default(),
             ops_buf: RefCell::new(Vec::new()),
@@ -319,6 +331,10 @@ impl Core {
             device_spurious: t.spurious,
             timer_early: t.early,
             lead_spins: c.lead_spins.get(),
+            governor_spins: c.governor_spins.get(),
+            governor_caught: c.governor_caught.get(),
+            governor_spun_us: c.governor_spun_ns.get() / 1_000,
+            governor_window_ns: self.governor_window(),
             wakeup_lead_ns: self.timers.lead(),
             remote_wakes_sent: t.remote_wakes_sent,
             remote_wakes_avoided: t.remote_wakes_avoided,

@@ -29,6 +29,19 @@ use crate::sync::{AtomicUsize, Ordering};
 use crate::worker::shared::Shared;
 
 /// How `tickless::spawn` places new tasks ([`Builder::placement`](crate::Builder::placement)).
+///
+/// # Examples
+///
+/// ```
+/// use tickless::runtime::{Builder, Placement};
+///
+/// assert_eq!(Placement::default(), Placement::Spread);
+/// let rt = Builder::new().cores(2).placement(Placement::Local).build()?;
+/// // With `Local`, a task stays on the core that spawned it, even right after an accept.
+/// let core = rt.block_on(async { tickless::spawn(async { tickless::core_id() }).await });
+/// assert_eq!(core.unwrap(), 0);
+/// # std::io::Result::Ok(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Placement {
     /// A task spawned right after an accept goes to the less loaded of the spawning core and
@@ -51,7 +64,6 @@ impl Peers {
     }
 
     /// Every core, by index; `None` while the runtime is still starting.
-    #[cfg(feature = "http")]
     pub(crate) fn all(&self) -> Option<&[Arc<Shared>]> {
         self.0.get().map(|cores| &cores[..])
     }

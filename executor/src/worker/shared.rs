@@ -7,7 +7,7 @@ use tickless_io::internal::Unparker;
 use tickless_timer::internal::{Inbox, Op, Wake as WakeDecision};
 
 use crate::stats::{CoreStats, Published};
-use crate::sync::{lock, AtomicBool, Mutex, Ordering};
+use crate::sync::{lock, AtomicBool, AtomicUsize, Mutex, Ordering};
 use crate::worker::id::CoreId;
 use crate::worker::placement::Load;
 use crate::worker::timers::Due;
@@ -56,6 +56,9 @@ pub struct Shared<U = Unparker> {
     stop: AtomicBool,
     /// Tasks spawned onto the core and not yet finished, for placement.
     pub(crate) load: Load,
+    /// The CPU the core's thread ran on when it last woke from a park (`usize::MAX`: not yet
+    /// known), for the idle governor of the other cores.
+    cpu: AtomicUsize,
     /// The core's counters as of its last idle transition, for other threads.
     published: Published,
     /// Why the core's thread ended by a panic (the panic's message), if it did.
@@ -77,6 +80,7 @@ impl<U: Unpark> Shared<U> {
             unparker: Mutex::new(Some(unparker)),
             stop: AtomicBool::new(false),
             load: Load::default(),
+            cpu: AtomicUsize::new(usize::MAX),
             published: Published::default(),
             death: Mutex::new(None),
             thread: std::thread::current().id(),
@@ -177,6 +181,19 @@ impl<U: Unpark> Shared<U> {
     /// Core side, at the end of shutdown: no kick will write the eventfd after this returns.
     pub fn close_unparker(&self) -> Option<U> {
         lock(&self.unparker).take()
+    }
+
+    /// Records the CPU the core's thread woke on (core side, after a park).
+    #[inline]
+    pub(crate) fn set_cpu(&self, cpu: Option<usize>) {
+        // A hint for other cores' governors, ordering nothing.
+        self.cpu.store(cpu.unwrap_or(usize::MAX), Ordering::Relaxed);
+    }
+
+    /// The CPU the core's thread last woke on, if known.
+    #[inline]
+    pub(crate) fn cpu(&self) -> Option<usize> {
+        Some(self.cpu.load(Ordering::Relaxed)).filter(|&c| c != usize::MAX)
     }
 
     /// Whether the core has published that it sleeps.

@@ -1,0 +1,99 @@
+//! The idle governor's decisions, by its counters: it never spins on an idle runtime, it learns
+//! to spin where its wakeups come at once (a same-core ping-pong, whose next message is already
+//! in the pipe when the core goes idle), and the settings that turn it off or replace it do.
+//! What it buys in time is measured by `compare` and the `pingpong` example, not here.
+
+use std::io;
+use std::time::Duration;
+
+use futures_lite::{AsyncReadExt, AsyncWriteExt};
+use tickless::io::pipe;
+use tickless::{Builder, CoreStats, Runtime};
+
+/// `n` round trips of a 4-byte counter between two tasks of core 0 over two pipes. Returns the
+/// runtime's total counters.
+fn pingpong(rt: &Runtime, n: u32) -> io::Result<CoreStats> {
+    rt.block_on(async move {
+        let (mut to_b, mut from_a) = pipe()?;
+        let (mut to_a, mut from_b) = pipe()?;
+        let b = tickless::spawn_local(async move {
+            let mut buf = [0u8; 4];
+            for _ in 0..n {
+                from_a.read_exact(&mut buf).await?;
+                to_a.write_all(&buf).await?;
+            }
+            io::Result::Ok(())
+        });
+        let mut buf = [0u8; 4];
+        for i in 0..n {
+            to_b.write_all(&i.to_le_bytes()).await?;
+            from_b.read_exact(&mut buf).await?;
+        }
+        b.await.expect("task b")?;
+        io::Result::Ok(())
+    })?;
+    Ok(rt.stats().total)
+}
+
+const MESSAGES: u32 = 2_000;
+
+#[test]
+fn a_same_core_ping_pong_teaches_the_governor_to_spin_and_its_spins_catch_every_message(
+) -> io::Result<()> {
+    let rt = Builder::new().cores(1).build()?;
+    let s = pingpong(&rt, MESSAGES)?;
+    // Each idle transition finds the next message already written: after two short parks the
+    // governor spins, and the spin's first poll catches it. A park in between (the machine
+    // stalled the thread for more than the cap) restarts the learning, so not every one.
+    assert!(
+        s.governor_caught > u64::from(MESSAGES),
+        "spins caught {} of about {} idle transitions: {s:?}",
+        s.governor_caught,
+        2 * MESSAGES
+    );
+    assert!(s.parks < u64::from(MESSAGES) / 2, "{s:?}");
+    assert!(s.governor_caught <= s.governor_spins, "{s:?}");
+    Ok(())
+}
+
+#[test]
+fn with_the_governor_off_every_idle_transition_parks() -> io::Result<()> {
+    let rt = Builder::new().cores(1).idle_governor(false).build()?;
+    let s = pingpong(&rt, MESSAGES)?;
+    assert_eq!((s.governor_spins, s.governor_caught, s.spins), (0, 0, 0));
+    assert!(s.parks >= u64::from(MESSAGES), "{s:?}");
+    Ok(())
+}
+
+#[test]
+fn a_fixed_spin_window_replaces_the_governor() -> io::Result<()> {
+    let rt = Builder::new()
+        .cores(1)
+        .spin_before_park(Duration::from_micros(20))
+        .build()?;
+    let s = pingpong(&rt, MESSAGES)?;
+    assert_eq!((s.governor_spins, s.governor_window_ns), (0, 0), "{s:?}");
+    assert!(s.spins > 0, "{s:?}");
+    Ok(())
+}
+
+#[test]
+fn an_idle_runtime_never_spins() -> io::Result<()> {
+    // Core 0 sleeps 20 ms three times; core 1 has nothing to do at all. Every idle transition
+    // is long: neither core ever starts a window.
+    let rt = Builder::new().cores(2).build()?;
+    rt.block_on(async {
+        for _ in 0..3 {
+            tickless::time::sleep(Duration::from_millis(20)).await;
+        }
+    });
+    let stats = rt.stats();
+    for core in &stats.cores {
+        assert_eq!(
+            (core.governor_spins, core.governor_window_ns),
+            (0, 0),
+            "{core:?}"
+        );
+    }
+    Ok(())
+}
