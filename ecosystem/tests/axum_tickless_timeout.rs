@@ -125,3 +125,35 @@ fn tickless_request_body_timeout_ends_a_stalled_upload_and_not_a_whole_one() -> 
     })?;
     Ok(())
 }
+
+#[test]
+fn any_body_timeout_layer_answers_408_outside_tower_http_s_trace_layer() -> io::Result<()> {
+    use tickless::tower::AnyBodyTimeoutLayer;
+    use tower_http::trace::TraceLayer;
+
+    // `TraceLayer`'s response body has no `Default`: tower-http's `TimeoutLayer` (and
+    // tickless's `TimeoutLayer`, which keeps its signature) does not compile outside it.
+    let rt = Builder::new().cores(1).start_paused(true).build()?;
+    let counts = Arc::new(HandlerCounts::default());
+    let app = Router::new()
+        .route("/slow", get(slow))
+        .route("/fast", get(fast))
+        .with_state(Arc::clone(&counts))
+        .layer(TraceLayer::new_for_http())
+        .layer(AnyBodyTimeoutLayer::new(TIMEOUT)); // outermost
+    let server = tickless::http::serve(&rt, localhost(), app)?;
+    let addr = server.local_addr();
+    rt.block_on(async {
+        let mut client = http1_client(addr).await?;
+        for _ in 0..ROUNDS {
+            let (status, body) = http_get(&mut client, "/slow").await?;
+            assert_eq!((status, body.as_str()), (StatusCode::REQUEST_TIMEOUT, ""));
+            let (status, body) = http_get(&mut client, "/fast").await?;
+            assert_eq!((status, body.as_str()), (StatusCode::OK, "fast"));
+        }
+        drop(client);
+        server.shutdown(Duration::from_secs(10)).await
+    })?;
+    counts.assert_rounds(ROUNDS);
+    Ok(())
+}

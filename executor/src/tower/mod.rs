@@ -43,6 +43,9 @@
 //!   them for `with_status_code`, which is here too).
 //! - [`TimeoutBody`] passes the inner body's `size_hint` and `is_end_stream` on.
 //! - tower-http's `ResponseBodyTimeoutLayer` has no counterpart here.
+//! - [`AnyBodyTimeoutLayer`] has no counterpart there: the 408 of [`TimeoutLayer`] for a
+//!   service whose response body has no `Default` (outside `TraceLayer`, say), its responses'
+//!   bodies in [`OrEmpty`].
 //!
 //! # Examples
 //!
@@ -138,7 +141,9 @@ macro_rules! inner_service_accessors {
 
 mod body_timeout;
 pub mod timeout;
+mod timeout_any;
 mod timeout_http;
 
 pub use body_timeout::{RequestBodyTimeout, RequestBodyTimeoutLayer, TimeoutBody, TimeoutError};
+pub use timeout_any::{AnyBodyResponseFuture, AnyBodyTimeout, AnyBodyTimeoutLayer, OrEmpty};
 pub use timeout_http::{ResponseFuture, Timeout, TimeoutLayer};
