@@ -1,7 +1,7 @@
 //! "Hello, world!" over HTTP/1.1 and HTTP/2 (prior knowledge) with hyper, one listener per core.
 //!
 //! ```text
-//! cargo run --release -p tickless --example hello_http -- [PORT] [--cores N] [--pin] [--tokio-io]
+//! cargo run --release -p tickless --example hello_http -- [PORT] [--cores N] [--pin] [--tokio-io] [--no-governor]
 //! curl http://127.0.0.1:3000/
 //! curl --http2-prior-knowledge http://127.0.0.1:3000/
 //! ```
@@ -23,7 +23,7 @@
 //!
 //! `--cores N` runs N cores (default: one per CPU), `--pin` pins each to its CPU, and
 //! `--tokio-io` hands hyper the streams through hyper-util's `TokioIo` (the `tokio-io`
-//! feature) instead of `TicklessIo`.
+//! feature) instead of `TicklessIo`; `--no-governor` turns the idle governor off.
 
 use std::convert::Infallible;
 use std::future::{poll_fn, Future};
@@ -126,6 +126,8 @@ struct Args {
     pin: bool,
     /// Hand hyper the streams through hyper-util's `TokioIo` instead of `TicklessIo`.
     tokio_io: bool,
+    /// The idle governor (`--no-governor` turns it off).
+    governor: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -133,6 +135,7 @@ fn parse_args() -> Result<Args, String> {
     let mut cores = None;
     let mut pin = false;
     let mut tokio_io = false;
+    let mut governor = true;
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
         match arg.as_str() {
@@ -142,6 +145,7 @@ fn parse_args() -> Result<Args, String> {
             }
             "--pin" => pin = true,
             "--tokio-io" => tokio_io = true,
+            "--no-governor" => governor = false,
             "-h" | "--help" => return Err(USAGE.into()),
             other if !other.starts_with('-') => port = Some(other.to_string()),
             other => return Err(format!("unknown argument {other:?} (try --help)")),
@@ -156,15 +160,16 @@ fn parse_args() -> Result<Args, String> {
         cores,
         pin,
         tokio_io,
+        governor,
     })
 }
 
-const USAGE: &str = "usage: hello_http [PORT] [--cores N] [--pin] [--tokio-io]";
+const USAGE: &str = "usage: hello_http [PORT] [--cores N] [--pin] [--tokio-io] [--no-governor]";
 
 fn main() -> io::Result<()> {
     let args = parse_args().map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
     let mut builder = Builder::new();
-    builder.pin(args.pin);
+    builder.pin(args.pin).idle_governor(args.governor);
     if let Some(n) = args.cores {
         builder.cores(n);
     }
