@@ -234,7 +234,8 @@ pub fn signal(kind: SignalKind) -> io::Result<Signal> {
 /// A stream of deliveries of one signal, from [`signal`]; it belongs to the core that made it.
 ///
 /// Like the I/O types it is `Send`, so it may be held in a `Send` future, but it must be
-/// polled on its core: anywhere else [`recv`](Self::recv) panics, saying so.
+/// polled on its core: anywhere else [`recv`](Self::recv) panics, saying so. See the
+/// examples on [`signal`] and [`recv`](Self::recv).
 pub struct Signal {
     /// Which signal.
     kind: SignalKind,

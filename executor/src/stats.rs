@@ -39,6 +39,7 @@ macro_rules! counters {
 
         impl CoreStats {
             /// Every counter with its name, in declaration order (for reports and benchmarks).
+            /// See the example on [`CoreStats`].
             pub fn fields(&self) -> [(&'static str, u64); COUNTERS] {
                 [$( (stringify!($name), self.$name), )+]
             }

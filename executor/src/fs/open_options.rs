@@ -45,6 +45,8 @@ pub struct OpenOptions {
 
 impl OpenOptions {
     /// Options with every flag unset.
+    ///
+    /// See the example on [`OpenOptions`].
     pub fn new() -> OpenOptions {
         OpenOptions {
             std: std::fs::OpenOptions::new(),
@@ -52,30 +54,40 @@ impl OpenOptions {
     }
 
     /// Open for reading.
+    ///
+    /// See the example on [`OpenOptions`].
     pub fn read(&mut self, read: bool) -> &mut OpenOptions {
         self.std.read(read);
         self
     }
 
     /// Open for writing (at the cursor, which starts at 0).
+    ///
+    /// See the example on [`OpenOptions`].
     pub fn write(&mut self, write: bool) -> &mut OpenOptions {
         self.std.write(write);
         self
     }
 
     /// Open for appending: every write goes to the end of the file (implies writing).
+    ///
+    /// See the example on [`OpenOptions`].
     pub fn append(&mut self, append: bool) -> &mut OpenOptions {
         self.std.append(append);
         self
     }
 
     /// Truncate an existing file to length 0 when opening it (needs writing).
+    ///
+    /// See the example on [`OpenOptions`].
     pub fn truncate(&mut self, truncate: bool) -> &mut OpenOptions {
         self.std.truncate(truncate);
         self
     }
 
     /// Create the file if it does not exist (needs writing or appending).
+    ///
+    /// See the example on [`OpenOptions`].
     pub fn create(&mut self, create: bool) -> &mut OpenOptions {
         self.std.create(create);
         self
@@ -84,6 +96,8 @@ impl OpenOptions {
     /// Create the file, failing with `AlreadyExists` if it exists (needs writing or
     /// appending; `create` and `truncate` are then ignored). The check and the creation are one
     /// atomic step.
+    ///
+    /// See the example on [`OpenOptions`].
     pub fn create_new(&mut self, create_new: bool) -> &mut OpenOptions {
         self.std.create_new(create_new);
         self
@@ -91,6 +105,8 @@ impl OpenOptions {
 
     /// The permission bits of a file this creates (before the umask), `0o666` by default;
     /// `std::os::unix::fs::OpenOptionsExt::mode`.
+    ///
+    /// See the example on [`OpenOptions`].
     pub fn mode(&mut self, mode: u32) -> &mut OpenOptions {
         self.std.mode(mode);
         self
@@ -98,6 +114,8 @@ impl OpenOptions {
 
     /// Extra `open(2)` flags (`libc::O_NOFOLLOW`, ...);
     /// `std::os::unix::fs::OpenOptionsExt::custom_flags`.
+    ///
+    /// See the example on [`OpenOptions`].
     pub fn custom_flags(&mut self, flags: i32) -> &mut OpenOptions {
         self.std.custom_flags(flags);
         self

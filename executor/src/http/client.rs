@@ -125,7 +125,8 @@ impl tower_service::Service<http::Uri> for Connector {
 
 /// A tickless [`TcpStream`] as hyper's client wants it: hyper's `Read`/`Write` (through
 /// [`TicklessIo`]) and hyper-util's `Connection`, which its `Client` and tonic's `Channel`
-/// require of what a connector returns. Made by [`Connector`].
+/// require of what a connector returns. Made by [`Connector`]; see the example on
+/// [`get_ref`](Self::get_ref).
 #[derive(Debug)]
 pub struct ClientStream(TicklessIo<TcpStream>);
 

@@ -80,6 +80,14 @@ impl Builder {
     /// (see [`default_slack_growing`](Self::default_slack_growing)), a learned wakeup lead of
     /// at most 100 µs (see [`wakeup_lead_max`](Self::wakeup_lead_max)), no idle spinning, real
     /// time.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = tickless::Builder::new().build()?; // the defaults: a core per CPU
+    /// assert!(rt.cores() >= 1);
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn new() -> Builder {
         Builder {
             cores: None,
@@ -113,6 +121,15 @@ impl Builder {
     /// # Panics
     ///
     /// If `n` is zero.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = tickless::Builder::new().cores(2).build()?;
+    /// assert_eq!(rt.cores(), 2);
+    /// assert_eq!(rt.handle(1).spawn(async { tickless::core_id() }).join().unwrap(), 1);
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn cores(&mut self, n: usize) -> &mut Self {
         assert!(n > 0, "a runtime needs at least one core");
         self.cores = Some(n);
@@ -122,6 +139,14 @@ impl Builder {
     /// Pins core `i`'s thread to the `i`-th CPU the process may run on (core 0: the thread
     /// that builds the runtime, which gets its old affinity back when the runtime is dropped).
     /// Default `false`. [`build`](Self::build) fails, naming the CPU, if pinning is impossible.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = tickless::Builder::new().cores(1).pin(true).build()?; // core 0: this thread, pinned
+    /// rt.block_on(async { assert_eq!(tickless::core_id(), 0) });
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn pin(&mut self, pin: bool) -> &mut Self {
         self.pin = pin;
         self
@@ -145,6 +170,17 @@ impl Builder {
     }
 
     /// When the timerfd is re-programmed; see [`RearmPolicy`]. Default `Lazy`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tickless::{Builder, RearmPolicy};
+    ///
+    /// let rt = Builder::new().cores(1).timer_policy(RearmPolicy::Eager).build()?;
+    /// rt.block_on(tickless::time::sleep(std::time::Duration::from_micros(10)));
+    /// assert!(rt.stats().total.timerfd_rearms >= 1);
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn timer_policy(&mut self, policy: RearmPolicy) -> &mut Self {
         self.core.timer.policy = policy;
         self
@@ -172,6 +208,24 @@ impl Builder {
 
     /// The timer wheel's tick: deadlines round up to it. Default 1 µs. Between 1 ns and
     /// [`MAX_TIMER_RESOLUTION`] (1 s); [`build`](Self::build) rejects anything else.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tickless::time::{sleep, Instant};
+    ///
+    /// let rt = tickless::Builder::new()
+    ///     .timer_resolution(Duration::from_millis(1)) // a coarse wheel, as tokio's
+    ///     .start_paused(true)
+    ///     .build()?;
+    /// rt.block_on(async {
+    ///     let start = Instant::now();
+    ///     sleep(Duration::from_micros(1500)).slack(Duration::ZERO).await;
+    ///     assert_eq!(start.elapsed(), Duration::from_millis(2)); // rounded up to the tick
+    /// });
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn timer_resolution(&mut self, resolution: Duration) -> &mut Self {
         self.core.timer.resolution = resolution;
         self
@@ -182,6 +236,24 @@ impl Builder {
     /// [`default_slack_growing`](Self::default_slack_growing)). `Duration::ZERO`
     /// makes every such timer exact. Slack lets a core serve many timers with one wakeup. At
     /// most [`MAX_SLACK`] (one hour); [`build`](Self::build) rejects more.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tickless::time::{sleep, Instant};
+    ///
+    /// let rt = tickless::Builder::new()
+    ///     .default_slack(Duration::ZERO) // every timer exact
+    ///     .start_paused(true)
+    ///     .build()?;
+    /// rt.block_on(async {
+    ///     let start = Instant::now();
+    ///     sleep(Duration::from_secs(1)).await;
+    ///     assert_eq!(start.elapsed(), Duration::from_secs(1));
+    /// });
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn default_slack(&mut self, slack: Duration) -> &mut Self {
         self.core.default_slack = DefaultSlack::Fixed(if slack.is_zero() {
             Slack::None
@@ -218,6 +290,24 @@ impl Builder {
     /// # Panics
     ///
     /// If `knee` is zero.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tickless::time::{sleep, Instant};
+    ///
+    /// let rt = tickless::Builder::new()
+    ///     .default_slack_growing(Duration::from_millis(2), Duration::from_micros(1024)) // the default
+    ///     .start_paused(true)
+    ///     .build()?;
+    /// rt.block_on(async {
+    ///     let start = Instant::now();
+    ///     sleep(Duration::from_secs(1)).await; // a long timer: the whole cap, 1,024 µs
+    ///     assert_eq!(start.elapsed(), Duration::from_secs(1) + Duration::from_micros(1024));
+    /// });
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn default_slack_growing(&mut self, knee: Duration, max: Duration) -> &mut Self {
         assert!(!knee.is_zero(), "a slack knee of zero");
         self.core.default_slack = DefaultSlack::Growing {
@@ -236,6 +326,24 @@ impl Builder {
     /// # Panics
     ///
     /// If `divisor` is zero.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tickless::time::{sleep, Instant};
+    ///
+    /// let rt = tickless::Builder::new()
+    ///     .default_slack_proportional(16, Duration::from_micros(1024)) // 1/16 of the length
+    ///     .start_paused(true)
+    ///     .build()?;
+    /// rt.block_on(async {
+    ///     let start = Instant::now();
+    ///     sleep(Duration::from_millis(1)).await; // 62.5 µs of slack, rounded down to 1,024 / 2^5
+    ///     assert_eq!(start.elapsed(), Duration::from_micros(1032));
+    /// });
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn default_slack_proportional(&mut self, divisor: u32, max: Duration) -> &mut Self {
         assert!(divisor > 0, "a slack divisor of zero");
         self.core.default_slack = DefaultSlack::Proportional {
@@ -336,6 +444,14 @@ impl Builder {
     /// whatever its deadline, instead of only when the hand-over shortens the core's sleep. This
     /// is the baseline the sleep-word rule saves wakeups against (see the `nohz_kick` example).
     /// Default `false`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = tickless::Builder::new().cores(2).always_wake_remote(true).build()?;
+    /// assert_eq!(rt.handle(1).spawn(async { 1 }).join().unwrap(), 1);
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn always_wake_remote(&mut self, always: bool) -> &mut Self {
         self.core.always_wake = always;
         self
@@ -346,6 +462,21 @@ impl Builder {
     /// waits, no I/O is ready and the blocking pool has no work in flight (see
     /// [`time::pause`](crate::time::pause)). Timers then fire in deadline order with no real
     /// sleeping. Each core has its own paused clock.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tickless::time::{sleep, Instant};
+    ///
+    /// let rt = tickless::Builder::new().start_paused(true).build()?;
+    /// rt.block_on(async {
+    ///     let start = Instant::now();
+    ///     sleep(Duration::from_secs(3600)).slack(Duration::ZERO).await; // no real hour passes
+    ///     assert_eq!(start.elapsed(), Duration::from_secs(3600));
+    /// });
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn start_paused(&mut self, paused: bool) -> &mut Self {
         self.core.paused = paused;
         self
@@ -358,6 +489,22 @@ impl Builder {
     /// # Panics
     ///
     /// If `n` is zero.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = tickless::Builder::new().max_blocking_threads(4).build()?;
+    /// let sum = rt.block_on(async {
+    ///     let jobs: Vec<_> = (0..8).map(|i| tickless::task::spawn_blocking(move || i)).collect();
+    ///     let mut sum = 0;
+    ///     for job in jobs {
+    ///         sum += job.await.unwrap(); // at most 4 run at once; the rest wait their turn
+    ///     }
+    ///     sum
+    /// });
+    /// assert_eq!(sum, 28);
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn max_blocking_threads(&mut self, n: usize) -> &mut Self {
         assert!(n > 0, "the blocking pool needs at least one thread");
         self.max_blocking_threads = n;
@@ -366,6 +513,17 @@ impl Builder {
 
     /// How long an idle blocking thread waits for work before it exits. Default 10 s, as
     /// tokio's.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let rt = tickless::Builder::new().thread_keep_alive(Duration::from_secs(1)).build()?;
+    /// let n = rt.block_on(async { tickless::task::spawn_blocking(|| 7).await });
+    /// assert_eq!(n.unwrap(), 7);
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn thread_keep_alive(&mut self, keep_alive: Duration) -> &mut Self {
         self.blocking_keep_alive = keep_alive;
         self
@@ -445,6 +603,20 @@ impl Builder {
     /// [`MAX_SLACK`], a wakeup lead cap above [`MAX_WAKEUP_LEAD`]); creating a core's epoll
     /// instance, timerfd or eventfd failed (typically `EMFILE`); a thread could not be spawned; or pinning was asked for and is impossible
     /// (the error names the CPU).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let rt = tickless::Builder::new().cores(1).build()?;
+    /// assert_eq!(rt.block_on(async { 6 * 7 }), 42);
+    ///
+    /// // A setting out of range is an error, not a panic.
+    /// let err = tickless::Builder::new().timer_resolution(Duration::ZERO).build().unwrap_err();
+    /// assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
+    /// # std::io::Result::Ok(())
+    /// ```
     pub fn build(&mut self) -> io::Result<Runtime> {
         self.validate()?;
         let allowed = tickless_io::internal::cpu::allowed_cpus()?;

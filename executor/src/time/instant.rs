@@ -50,11 +50,15 @@ impl Instant {
     /// process's epoch: it is the clock sleeps and timeouts take their deadlines from and
     /// expire by, and it may read up to a few hundred nanoseconds behind
     /// `std::time::Instant::now()`, never ahead (so a deadline is never early by either).
+    ///
+    /// See the example on [`Instant`].
     pub fn now() -> Instant {
         Instant::from_ns(now_ns())
     }
 
     /// From a `std::time::Instant`.
+    ///
+    /// See the example on [`Instant`].
     pub fn from_std(std: std::time::Instant) -> Instant {
         let epoch = Epoch::global().std();
         Instant(match std.checked_duration_since(epoch) {
@@ -64,6 +68,8 @@ impl Instant {
     }
 
     /// Into a `std::time::Instant`.
+    ///
+    /// See the example on [`Instant`].
     pub fn into_std(self) -> std::time::Instant {
         let epoch = Epoch::global().std();
         let d = Duration::from_nanos(self.0.unsigned_abs());
@@ -86,32 +92,44 @@ impl Instant {
     }
 
     /// Time since `earlier`, zero if it is later.
+    ///
+    /// See the example on [`Instant`].
     pub fn duration_since(&self, earlier: Instant) -> Duration {
         self.saturating_duration_since(earlier)
     }
 
     /// Time since `earlier`, zero if it is later.
+    ///
+    /// See the example on [`Instant`].
     pub fn saturating_duration_since(&self, earlier: Instant) -> Duration {
         self.checked_duration_since(earlier).unwrap_or_default()
     }
 
     /// Time since `earlier`, `None` if it is later.
+    ///
+    /// See the example on [`Instant`].
     pub fn checked_duration_since(&self, earlier: Instant) -> Option<Duration> {
         (self.0 >= earlier.0).then(|| Duration::from_nanos(self.0.abs_diff(earlier.0)))
     }
 
     /// Time elapsed since this instant (zero if it is in the future).
+    ///
+    /// See the example on [`Instant`].
     pub fn elapsed(&self) -> Duration {
         Instant::now().saturating_duration_since(*self)
     }
 
     /// `self + d`, `None` on overflow.
+    ///
+    /// See the example on [`Instant`].
     pub fn checked_add(&self, d: Duration) -> Option<Instant> {
         let d = i64::try_from(d.as_nanos()).ok()?;
         self.0.checked_add(d).map(Instant)
     }
 
     /// `self - d`, `None` on overflow.
+    ///
+    /// See the example on [`Instant`].
     pub fn checked_sub(&self, d: Duration) -> Option<Instant> {
         let d = i64::try_from(d.as_nanos()).ok()?;
         self.0.checked_sub(d).map(Instant)

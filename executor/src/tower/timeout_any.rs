@@ -151,7 +151,8 @@ where
 }
 
 pin_project_lite::pin_project! {
-    /// The response future of [`AnyBodyTimeout`]. `Send` when the service's future is.
+    /// The response future of [`AnyBodyTimeout`]. `Send` when the service's future is. See
+    /// the example on [`AnyBodyTimeoutLayer`].
     ///
     /// # Panics
     ///
@@ -208,7 +209,7 @@ pin_project_lite::pin_project! {
 }
 
 impl<B> OrEmpty<B> {
-    /// `body`.
+    /// `body`. See the example on [`OrEmpty`].
     pub fn new(body: B) -> Self {
         OrEmpty { body: Some(body) }
     }
