@@ -99,7 +99,7 @@ impl ModelCore {
 
     /// Wakes sent to the core, by the sleep-word rule.
     fn wakes_sent(&self) -> usize {
-        self.shared.handover().stats().remote_wakes_sent as usize
+        self.shared.inbox().stats().remote_wakes_sent as usize
     }
 
     /// Every wake sent found the core asleep, and every sleep was woken once: the core slept

@@ -32,7 +32,7 @@ fn a_remote_cancel_racing_its_core_s_close_is_taken_once_or_refused() {
         let taken = close(&shared);
         canceller.join().unwrap();
         let mut after = Vec::new();
-        shared.handover().drain(&mut after);
+        shared.inbox().drain(&mut after);
         assert!(after.is_empty(), "a cancel entered the closed inbox");
         let cancels = taken
             .iter()

@@ -43,11 +43,11 @@ pub fn sleep<D: Driver>(d: &D) -> Slept {
     if shared.stop_requested() {
         return Slept::Stop;
     }
-    if !shared.handover.try_sleep(wakes_at) {
+    if !shared.inbox.try_sleep(wakes_at) {
         return Slept::Retry;
     }
     d.block(wakes_at);
-    shared.handover.woke();
+    shared.inbox.woke();
     Slept::Woke
 }
 
@@ -211,7 +211,7 @@ impl Core {
 
     /// Whether something is runnable or handed over.
     fn has_work(&self) -> bool {
-        !self.queue.borrow().is_empty() || self.shared.handover.is_dirty()
+        !self.queue.borrow().is_empty() || self.shared.inbox.is_dirty()
     }
 
     /// Paused time: poll I/O without blocking; if no event came, nothing is runnable and the

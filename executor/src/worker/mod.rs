@@ -311,7 +311,7 @@ impl Core {
 
     /// This core's counters, exact (on its own thread).
     pub(crate) fn stats(&self) -> CoreStats {
-        let t = self.timers.stats() + self.shared.handover.stats();
+        let t = self.timers.stats() + self.shared.inbox.stats();
         let io = self.reactor.stats();
         let c = &self.counters;
         CoreStats {

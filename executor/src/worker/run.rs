@@ -125,11 +125,11 @@ pub fn turn<D: Driver>(d: &D, main: &MainWaker<D::Unpark>, since_io: &mut u64) -
 /// nothing was (one load).
 pub fn take_handed_over<D: Driver>(d: &D) {
     let shared = d.shared();
-    if !shared.handover.is_dirty() {
+    if !shared.inbox.is_dirty() {
         return;
     }
     let mut ops = d.ops_buffer().borrow_mut();
-    shared.handover.drain(&mut ops);
+    shared.inbox.drain(&mut ops);
     for op in ops.drain(..) {
         d.apply(op);
     }

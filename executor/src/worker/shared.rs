@@ -37,7 +37,7 @@ impl Unpark for Unparker {
 ///
 /// # Protocol
 ///
-/// Every cross-thread hand-off goes through `handover` and its sleep word (see
+/// Every cross-thread hand-off goes through `inbox` and its sleep word (see
 /// `tickless_timer::internal::Inbox`): a pusher that the rule tells to wake the core calls
 /// [`kick`](Self::kick), which writes the eventfd under the `unparker` lock. A stop request is
 /// the `stop` flag, then a notify: the core re-checks the flag after its last drain and before
@@ -48,7 +48,7 @@ pub struct Shared<U = Unparker> {
     /// Which core.
     pub(crate) id: CoreId,
     /// Every cross-thread hand-off (timers, woken tasks, spawns) and the sleep word.
-    pub(crate) handover: Inbox<Due>,
+    pub(crate) inbox: Inbox<Due>,
     /// Writes the core's eventfd; `None` once the core is gone (which closes the eventfd even
     /// while wakers of its tasks live on). Locked only to wake a sleeping core.
     unparker: Mutex<Option<U>>,
@@ -72,7 +72,7 @@ impl<U: Unpark> Shared<U> {
     pub(crate) fn with_unparker(id: CoreId, unparker: U, always_wake: bool) -> Self {
         Shared {
             id,
-            handover: if always_wake {
+            inbox: if always_wake {
                 Inbox::always_waking()
             } else {
                 Inbox::new()
@@ -106,8 +106,8 @@ impl<U: Unpark> Shared<U> {
     /// For the loom models: the inbox and its sleep word (its wake counters, the published
     /// sleep).
     #[cfg(loom)]
-    pub fn handover(&self) -> &Inbox<Due> {
-        &self.handover
+    pub fn inbox(&self) -> &Inbox<Due> {
+        &self.inbox
     }
 
     /// Schedules a task woken on another thread: through the inbox, waking the core only if it
@@ -127,7 +127,7 @@ impl<U: Unpark> Shared<U> {
     /// Hands an operation to the core, waking it if the sleep-word rule says so. An operation
     /// refused by a closed core is dropped here; returns whether it was taken.
     pub(crate) fn push(&self, op: Op<Due>) -> bool {
-        match self.handover.push(op) {
+        match self.inbox.push(op) {
             Ok(decision) => {
                 self.kick(decision);
                 true
@@ -152,7 +152,7 @@ impl<U: Unpark> Shared<U> {
     /// Tells the core it must look at its queues now (its `block_on` future was woken, say),
     /// waking it only if it sleeps.
     pub fn notify_now(&self) {
-        self.kick(self.handover.notify(0));
+        self.kick(self.inbox.notify(0));
     }
 
     /// Asks the core to stop, waking it.
@@ -198,7 +198,7 @@ impl<U: Unpark> Shared<U> {
 
     /// Whether the core has published that it sleeps.
     pub(crate) fn is_parked(&self) -> bool {
-        self.handover.sleeping_until().is_some()
+        self.inbox.sleeping_until().is_some()
     }
 
     /// Publishes the core's counters for other threads (its own thread only).
@@ -209,7 +209,7 @@ impl<U: Unpark> Shared<U> {
     /// The counters as of the core's last idle transition, with the live remote-wake counters
     /// (the hand-over's own atomics need no publishing).
     pub(crate) fn stats(&self) -> CoreStats {
-        let live = self.handover.stats();
+        let live = self.inbox.stats();
         CoreStats {
             remote_wakes_sent: live.remote_wakes_sent,
             remote_wakes_avoided: live.remote_wakes_avoided,
@@ -228,7 +228,7 @@ impl<U: Unpark> Shared<U> {
         // Nothing is placed on it any more.
         self.stop.store(true, Ordering::Release);
         // It died where it was, possibly inside its sleep: say it does not sleep any more.
-        self.handover.woke();
+        self.inbox.woke();
     }
 
     /// The message of the panic the core's thread died of, if it did.

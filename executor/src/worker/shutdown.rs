@@ -69,7 +69,7 @@ pub fn shut_down<D: Owner>(d: &D) {
 /// inbox (every later push is refused and dropped by its pusher) and returns what it still
 /// held, then lets the unparker go, so that no kick writes the eventfd after this returns.
 pub fn close<U: Unpark>(shared: &Shared<U>) -> Vec<Op<Due>> {
-    let left = shared.handover.close();
+    let left = shared.inbox.close();
     registry::unregister(shared.id);
     drop(shared.close_unparker());
     left
