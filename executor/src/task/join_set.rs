@@ -342,7 +342,9 @@ impl<T> JoinSet<T> {
         }
     }
 
-    /// Aborts every task and waits until each has finished.
+    /// Aborts every task and waits until each has finished. The results of tasks that had
+    /// already finished are dropped too, as tokio's: take them first with
+    /// [`try_join_next`](Self::try_join_next) if they matter.
     ///
     /// # Examples
     ///

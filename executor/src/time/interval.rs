@@ -10,6 +10,8 @@ use crate::time::{sleep_until, Instant, Sleep};
 const MISSED_AFTER: Duration = Duration::from_millis(5);
 
 /// What an [`Interval`] does when a tick was missed (came more than 5 ms late, as tokio).
+/// Under every behaviour the late tick itself is returned, at once, with its scheduled
+/// instant; the behaviour decides the ticks after it.
 ///
 /// # Examples
 ///

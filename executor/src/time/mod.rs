@@ -91,7 +91,8 @@ pub fn pause() {
 }
 
 /// Lets the current core's clock run again from where it stands, as tokio's `time::resume`:
-/// the time it spent paused (less what was advanced) does not count.
+/// time moved while paused (by [`advance`], or by jumps to timers) counts, and the real time
+/// that passed while it was paused does not.
 ///
 /// # Panics
 ///

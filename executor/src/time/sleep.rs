@@ -229,7 +229,8 @@ impl Sleep {
         Instant::from_ns(self.deadline)
     }
 
-    /// Whether it has completed.
+    /// Whether it has completed. A sleep of zero (or one whose deadline has passed when it is
+    /// made) counts as completed from the start, before its first poll.
     ///
     /// # Examples
     ///
