@@ -5,14 +5,14 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::task::{ready, Context, Poll};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use http::{Request, Response, StatusCode};
 use tower_service::Service;
 
-use crate::time;
-use crate::tower::OrEmpty;
+use crate::tower::timeout_any::OrEmptyFuture;
+use crate::tower::{OrEmpty, ResponseFuture};
 
 /// The user's service as `serve` calls it: bodies in [`OrEmpty`], and with a
 /// request timeout when one is set.
@@ -44,11 +44,11 @@ where
     }
 
     fn call(&mut self, req: Request<R>) -> Self::Future {
-        let inner = self.inner.call(req);
+        let inner = OrEmptyFuture::new(self.inner.call(req));
         match self.timeout {
             None => Responding::Plain { inner },
             Some(d) => Responding::Timed {
-                inner: time::timeout(d, inner),
+                inner: ResponseFuture::new(inner, d, StatusCode::REQUEST_TIMEOUT),
             },
         }
     }
@@ -59,10 +59,10 @@ pin_project_lite::pin_project! {
     #[project = RespondingProj]
     pub(crate) enum Responding<F> {
         /// No timeout.
-        Plain { #[pin] inner: F },
-        /// With the request timeout: a [`time::Timeout`], registered only if the service's
-        /// future is not ready at its first poll.
-        Timed { #[pin] inner: time::Timeout<F> },
+        Plain { #[pin] inner: OrEmptyFuture<F> },
+        /// With the request timeout: tower-http's 408, whose timer is registered only if the
+        /// service's future is not ready at its first poll.
+        Timed { #[pin] inner: ResponseFuture<OrEmptyFuture<F>> },
     }
 }
 
@@ -72,18 +72,11 @@ where
 {
     type Output = Result<Response<OrEmpty<B>>, E>;
 
+    #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let answered = match self.project() {
-            RespondingProj::Plain { inner } => ready!(inner.poll(cx)),
-            RespondingProj::Timed { inner } => match ready!(inner.poll(cx)) {
-                Ok(answered) => answered,
-                Err(time::Elapsed { .. }) => {
-                    let mut res = Response::new(OrEmpty::empty());
-                    *res.status_mut() = StatusCode::REQUEST_TIMEOUT;
-                    return Poll::Ready(Ok(res));
-                }
-            },
-        };
-        Poll::Ready(answered.map(|res| res.map(|body| OrEmpty::new(body))))
+        match self.project() {
+            RespondingProj::Plain { inner } => inner.poll(cx),
+            RespondingProj::Timed { inner } => inner.poll(cx),
+        }
     }
 }

@@ -141,7 +141,7 @@ macro_rules! inner_service_accessors {
 
 mod body_timeout;
 pub mod timeout;
-mod timeout_any;
+pub(crate) mod timeout_any;
 mod timeout_http;
 
 pub use body_timeout::{RequestBodyTimeout, RequestBodyTimeoutLayer, TimeoutBody, TimeoutError};

@@ -11,7 +11,7 @@ use http_body::{Body, Frame, SizeHint};
 use tower_layer::Layer;
 use tower_service::Service;
 
-use crate::time;
+use super::ResponseFuture;
 
 /// [`TimeoutLayer`](super::TimeoutLayer) for any response body: a request whose response is
 /// not ready within the duration is answered `408 Request Timeout` (or the status code given)
@@ -144,15 +144,20 @@ where
 
     fn call(&mut self, req: Request<ReqBody>) -> Self::Future {
         AnyBodyResponseFuture {
-            inner: time::timeout(self.timeout, self.inner.call(req)),
-            status_code: self.status_code,
+            inner: ResponseFuture::new(
+                OrEmptyFuture::new(self.inner.call(req)),
+                self.timeout,
+                self.status_code,
+            ),
         }
     }
 }
 
 pin_project_lite::pin_project! {
-    /// The response future of [`AnyBodyTimeout`]. `Send` when the service's future is. See
-    /// the example on [`AnyBodyTimeoutLayer`].
+    /// The response future of [`AnyBodyTimeout`]: tower-http's [`ResponseFuture`] (whose 408
+    /// has the empty [`OrEmpty`] as its `Default` body) around the service's, whose bodies it
+    /// puts in [`OrEmpty`]. `Send` when the service's future is. See the example on
+    /// [`AnyBodyTimeoutLayer`].
     ///
     /// # Panics
     ///
@@ -161,8 +166,7 @@ pin_project_lite::pin_project! {
     #[must_use = "futures do nothing unless awaited"]
     pub struct AnyBodyResponseFuture<F> {
         #[pin]
-        inner: time::Timeout<F>,
-        status_code: StatusCode,
+        inner: ResponseFuture<OrEmptyFuture<F>>,
     }
 }
 
@@ -172,16 +176,37 @@ where
 {
     type Output = Result<Response<OrEmpty<B>>, E>;
 
+    #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.project();
-        Poll::Ready(match ready!(this.inner.poll(cx)) {
-            Ok(answered) => answered.map(|res| res.map(OrEmpty::new)),
-            Err(time::Elapsed { .. }) => {
-                let mut res = Response::new(OrEmpty::empty());
-                *res.status_mut() = *this.status_code;
-                Ok(res)
-            }
-        })
+        self.project().inner.poll(cx)
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A service's response future with its bodies in [`OrEmpty`].
+    #[derive(Debug)]
+    #[must_use = "futures do nothing unless awaited"]
+    pub(crate) struct OrEmptyFuture<F> {
+        #[pin]
+        inner: F,
+    }
+}
+
+impl<F> OrEmptyFuture<F> {
+    pub(crate) fn new(inner: F) -> Self {
+        OrEmptyFuture { inner }
+    }
+}
+
+impl<F, B, E> Future for OrEmptyFuture<F>
+where
+    F: Future<Output = Result<Response<B>, E>>,
+{
+    type Output = Result<Response<OrEmpty<B>>, E>;
+
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        Poll::Ready(ready!(self.project().inner.poll(cx)).map(|res| res.map(OrEmpty::new)))
     }
 }
 

@@ -335,9 +335,17 @@ where
     }
 
     fn call(&mut self, req: Request<ReqBody>) -> Self::Future {
+        ResponseFuture::new(self.inner.call(req), self.timeout, self.status_code)
+    }
+}
+
+impl<F: Future> ResponseFuture<F> {
+    /// `inner` with a deadline `timeout` from now, answered with `status_code` when it passes
+    /// (also the any-body timeout's and `tickless::http`'s request timeout's future).
+    pub(crate) fn new(inner: F, timeout: Duration, status_code: StatusCode) -> Self {
         ResponseFuture {
-            inner: time::timeout(self.timeout, self.inner.call(req)),
-            status_code: self.status_code,
+            inner: time::timeout(timeout, inner),
+            status_code,
         }
     }
 }

@@ -78,14 +78,23 @@ impl Core {
     }
 
     /// Goes idle as the governor says: spin for its window (bounded by the next timer), then
-    /// park if the spin caught nothing; and tell it how that went (see `governor.rs`). A spin
-    /// that catches work at its first poll reads no clock; one that expires reads it (and, on
-    /// a thread that is not pinned, the CPU); a park reads it twice.
+    /// park if the spin caught nothing; and tell it how that went (see `governor.rs`).
+    ///
+    /// What it costs: a spin that catches work at its first poll reads no clock (a same-core
+    /// ping-pong's every transition, once learnt). A park reads the clock when it begins (a
+    /// spin's own first reading serves) and when it ends: the idle time is what the governor
+    /// learns from, and no reading the loop already takes is at hand there. Where other cores
+    /// are not pinned, a park also reads its CPU (`sched_getcpu`, no system call) and publishes
+    /// it with one relaxed store, and a spin that expires reads its CPU once.
     fn governed_idle(&self, governor: &Cell<Governor>) {
         let clock = self.timers.clock();
         let mut g = governor.get();
         let window = g.window();
+        // Pinned, or alone, no other core can be woken onto this CPU: no need to know which
+        // it is.
+        let crowdable = !g.pinned() && self.has_peers();
         let mut spin_cpu = None;
+        let mut start = None;
         if window > 0 {
             bump(&self.counters.governor_spins);
             // Arm the device first, as a park would (see `go_idle`).
@@ -95,36 +104,45 @@ impl Core {
                 // A spin all the same (`spin_until` counts the others).
                 bump(&self.counters.spins);
             }
-            if at_once || self.spin(clock.now(), window) {
+            if at_once || {
+                let now = clock.now();
+                start = Some(now);
+                self.spin(now, window)
+            } {
                 bump(&self.counters.governor_caught);
                 g.learn(Outcome::Caught);
                 return governor.set(g);
             }
             let spun = &self.counters.governor_spun_ns;
             spun.set(spun.get().saturating_add(window));
-            // Pinned, no other core can be woken onto this CPU: no need to know which it is.
-            if !g.pinned() {
+            if crowdable {
                 spin_cpu = tickless_io::internal::cpu::current_cpu();
             }
         }
-        // The spin, if any, is counted in the idle time as its window.
-        let start = clock
-            .now()
-            .saturating_sub(if window > 0 { window } else { 0 });
+        // From the spin's start, if it spun: the spin counts in the idle time.
+        let start = start.unwrap_or_else(|| clock.now());
         if sleep(self) == Slept::Woke {
             let idle = clock.now().saturating_sub(start);
-            self.shared
-                .set_cpu(tickless_io::internal::cpu::current_cpu());
+            if crowdable {
+                self.shared
+                    .set_cpu(tickless_io::internal::cpu::current_cpu());
+            }
             g.learn(if window > 0 {
                 Outcome::Expired {
                     idle,
-                    crowded: spin_cpu.is_none_or(|cpu| self.another_core_on(cpu)),
+                    // An unknown CPU counts as shared.
+                    crowded: crowdable && spin_cpu.is_none_or(|cpu| self.another_core_on(cpu)),
                 }
             } else {
                 Outcome::Parked { slept: idle }
             });
             governor.set(g);
         }
+    }
+
+    /// Whether the runtime has other cores (whose governors read this one's CPU).
+    fn has_peers(&self) -> bool {
+        self.peers.all().is_some_and(|cores| cores.len() > 1)
     }
 
     /// Whether another core of the runtime last woke on `cpu`.
