@@ -113,6 +113,10 @@ counters! {
     remote_wakes_sent,
     /// Hand-overs from other threads that left it alone.
     remote_wakes_avoided,
+    /// Of those, timers handed over that shrank the sleeping core's sleep and programmed its
+    /// timerfd from the handing thread instead of waking the core: it wakes once, at the
+    /// deadline, not twice (now to re-arm, then at the deadline).
+    remote_arms,
     /// Reads of the monotonic clock by the core.
     clock_reads,
     /// `epoll_wait` (or `epoll_pwait2`) calls, blocking or not.

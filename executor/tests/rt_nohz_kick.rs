@@ -25,3 +25,57 @@ fn the_sleep_word_rule_saves_wakeups() -> std::io::Result<()> {
     );
     Ok(())
 }
+
+#[test]
+fn a_timer_handed_to_a_sleeping_core_wakes_it_once_not_twice() -> std::io::Result<()> {
+    let n = 50;
+    let rule = nohz_kick::shrinks(false, n)?;
+    let always = nohz_kick::shrinks(true, n)?;
+    println!("rule: {rule:?}\nalways: {always:?}");
+    let n = u64::from(n);
+    assert_eq!((rule.timer_fires, always.timer_fires), (n, n));
+    // Each hand-over found the core asleep past its deadline: the handing thread programmed
+    // the core's timerfd instead of writing its eventfd.
+    assert_eq!((rule.remote_arms, rule.remote_wakes_sent), (n, 0));
+    // The baseline wakes it to re-arm, then again at the deadline.
+    assert_eq!((always.remote_arms, always.remote_wakes_sent), (0, n));
+    assert!(
+        rule.parks * 3 < always.parks * 2,
+        "wakeups: rule {} vs always {}",
+        rule.parks,
+        always.parks
+    );
+    Ok(())
+}
+
+#[test]
+fn a_core_whose_timerfd_a_handing_thread_programmed_still_fires_its_own_timers(
+) -> std::io::Result<()> {
+    use std::sync::mpsc;
+    use std::time::Duration;
+    use tickless::time::Instant;
+
+    let rt = tickless::Builder::new().cores(2).build()?;
+    let core1 = rt.handle(1);
+    // Core 1's own timer, 40 ms out, armed by core 1 itself.
+    let (tx, rx) = mpsc::channel();
+    core1.spawn(async move {
+        tickless::time::sleep(Duration::from_millis(40)).await;
+        tx.send(()).unwrap();
+    });
+    while !core1.is_parked() {
+        std::thread::yield_now();
+    }
+    let before = rt.stats().cores[1];
+    // A timer 5 ms out shrinks its sleep: this thread programs core 1's timerfd for it.
+    core1
+        .spawn_at(Instant::now() + Duration::from_millis(5), async {})
+        .join()
+        .map_err(std::io::Error::other)?;
+    assert_eq!(rt.stats().cores[1].remote_arms - before.remote_arms, 1);
+    // Woken by that programming, core 1 must arm its timerfd again for its own timer. (A hang
+    // guard, not a measurement: the sleep is 40 ms.)
+    rx.recv_timeout(Duration::from_secs(20))
+        .expect("the core's own timer never fired after its timerfd was programmed remotely");
+    Ok(())
+}

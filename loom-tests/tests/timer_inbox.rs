@@ -3,16 +3,20 @@
 //! (`Op::Now`). A remote insert or wake racing the core going to sleep is never lost; no wake is
 //! sent while the core runs or when the deadline does not shrink its sleep; racing inserts make
 //! one wake; an operation racing the core's shutdown is either taken by the core or handed back
-//! to its pusher, never lost and never both.
+//! to its pusher, never lost and never both. A timer that shrinks the sleep of a core whose
+//! device other threads may program (the one-wakeup remote shrink) programs that device instead
+//! of waking the core, and the device ends armed no later than every timer the core has not
+//! seen, whatever the core and other pushers do meanwhile.
 //!
 //! These models drive the `Inbox` type directly (`go_to_sleep` below is a minimal core, not
 //! the executor's); the executor's own idle path over it (the loop, the idle sequence, the stop
 //! request, the `block_on` waker, shutdown) runs in `idle_sequence.rs`.
 #![cfg(loom)]
 
+use loom::sync::atomic::{AtomicU64, Ordering};
 use loom::sync::Arc;
 use loom::thread;
-use tickless_timer::internal::{Inbox, Op, Wake};
+use tickless_timer::internal::{Inbox, Op, RemoteDevice, Wake};
 use tickless_timer::Slack;
 
 /// The core's own armed wakeup in these models.
@@ -218,5 +222,145 @@ fn shutdown_racing_a_remote_wake_takes_or_returns_it() {
         let returned = pusher.join().unwrap();
         assert_eq!(taken.len() + returned as usize, 1, "lost or duplicated");
         assert!(inbox.push(Op::Now(8)).is_err(), "closed for good");
+    });
+}
+
+/// The core's timerfd in the remote-shrink models: the instant it is programmed for.
+struct ModelDevice(Arc<AtomicU64>);
+
+impl RemoteDevice for ModelDevice {
+    fn arm_remote(&self, at: u64) {
+        self.0.store(at, Ordering::SeqCst);
+    }
+}
+
+/// A core whose device other threads may program, asleep with its device armed for `ARMED`.
+fn sleeping_core_with_device() -> (Arc<Inbox<u64>>, Arc<AtomicU64>) {
+    let inbox = Arc::new(Inbox::new());
+    let device = Arc::new(AtomicU64::new(0));
+    inbox
+        .remote()
+        .install(Some(Box::new(ModelDevice(device.clone()))));
+    let mut seen = Vec::new();
+    inbox
+        .remote()
+        .arm_local(|| device.store(ARMED, Ordering::SeqCst));
+    assert_eq!(go_to_sleep(&inbox, &mut seen), ARMED);
+    (inbox, device)
+}
+
+/// The deadlines of the inserts among `ops` (a `Now` counts as 0).
+fn deadlines(ops: &[Op<u64>]) -> Vec<u64> {
+    ops.iter()
+        .filter_map(|op| match op {
+            Op::Insert { deadline, .. } => Some(*deadline),
+            Op::Now(_) => Some(0),
+            Op::Cancel(_) => None,
+        })
+        .collect()
+}
+
+#[test]
+fn racing_shrinks_and_the_core_s_own_wakeup_leave_the_device_armed_for_the_earliest() {
+    // Two threads hand the sleeping core timers that shrink its sleep, while the core wakes by
+    // itself (an I/O event, say), takes what was handed over, adds a timer of its own (200) and
+    // goes back to sleep, arming its device under the lock. Whatever the interleaving: nobody
+    // writes the eventfd, and the device ends armed no later than the core's own timer and
+    // every handed timer it has not seen (a pusher's programming never lands after the core's
+    // own; of two pushers', the earlier instant stays).
+    loom::model(|| {
+        let (inbox, device) = sleeping_core_with_device();
+        let pushers: Vec<_> = [500, 300]
+            .into_iter()
+            .map(|d| {
+                let inbox = inbox.clone();
+                thread::spawn(move || inbox.push(insert(d)).unwrap())
+            })
+            .collect();
+        let core = {
+            let (inbox, device) = (inbox.clone(), device.clone());
+            thread::spawn(move || {
+                inbox.woke();
+                let touched = inbox.remote().take_touched();
+                let mut seen = Vec::new();
+                loop {
+                    inbox.drain(&mut seen);
+                    let earliest = deadlines(&seen).into_iter().fold(200, u64::min);
+                    inbox
+                        .remote()
+                        .arm_local(|| device.store(earliest, Ordering::SeqCst));
+                    if inbox.try_sleep(Some(earliest)) {
+                        return (seen, touched);
+                    }
+                }
+            })
+        };
+        let wakes: Vec<Wake> = pushers.into_iter().map(|p| p.join().unwrap()).collect();
+        let (seen, _) = core.join().unwrap();
+        assert!(
+            wakes.iter().all(|w| *w == Wake::NotNeeded),
+            "a shrink wrote the eventfd: {wakes:?}"
+        );
+        let armed = device.load(Ordering::SeqCst);
+        let seen = deadlines(&seen);
+        let unseen = [500, 300].into_iter().filter(|d| !seen.contains(d));
+        let needed = unseen.fold(200, u64::min);
+        assert!(
+            armed <= needed,
+            "armed for {armed}, but {needed} is due first (the core saw {seen:?})"
+        );
+        let s = inbox.stats();
+        assert_eq!(s.remote_wakes_sent, 0);
+    });
+}
+
+#[test]
+fn a_shrink_programs_the_sleeping_core_s_device_and_a_later_wake_still_wakes_it() {
+    // One thread hands the sleeping core a timer that shrinks its sleep; another wakes a task
+    // on it (`Now`). The core stays asleep throughout (it never drains here). The shrink
+    // programs the device for its deadline, and the `Now` wakes the core whatever the order:
+    // a lowered sleep is still a sleep.
+    loom::model(|| {
+        let (inbox, device) = sleeping_core_with_device();
+        let shrink = {
+            let inbox = inbox.clone();
+            thread::spawn(move || inbox.push(insert(400)).unwrap())
+        };
+        let now = {
+            let inbox = inbox.clone();
+            thread::spawn(move || inbox.push(Op::Now(7)).unwrap())
+        };
+        let shrink = shrink.join().unwrap();
+        let now = now.join().unwrap();
+        assert_eq!(now, Wake::Needed, "the task wake was lost");
+        assert_eq!(shrink, Wake::NotNeeded);
+        let armed = device.load(Ordering::SeqCst);
+        // Programmed for the timer, unless the wake came first (the core, woken, arms for it).
+        assert!(
+            armed == 400 || (armed == ARMED && inbox.stats().remote_arms == 0),
+            "armed for {armed}"
+        );
+        assert_eq!(inbox.remote().take_touched(), armed == 400);
+    });
+}
+
+#[test]
+fn a_shrink_racing_the_device_s_removal_wakes_the_core() {
+    // The core stops letting other threads program its device (its clock is paused) while a
+    // thread hands it a timer that shrinks its sleep: either the device is programmed before the
+    // removal, or the pusher wakes the core.
+    loom::model(|| {
+        let (inbox, device) = sleeping_core_with_device();
+        let pusher = {
+            let inbox = inbox.clone();
+            thread::spawn(move || inbox.push(insert(400)).unwrap())
+        };
+        inbox.remote().install(None);
+        let wake = pusher.join().unwrap();
+        let armed = device.load(Ordering::SeqCst);
+        assert!(
+            (wake == Wake::Needed) != (armed == 400),
+            "woken: {wake:?}, armed for {armed}"
+        );
     });
 }

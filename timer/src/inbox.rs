@@ -23,8 +23,25 @@
 //! drain, `DIRTY` is set, the swap fails and the core drains again instead of sleeping. Every
 //! step is a read-modify-write on the one word, so no push can be missed and no reasoning about
 //! store-load ordering across two locations is needed; `loom-tests/` checks both properties.
+//!
+//! # One wakeup for a remote shrink
+//!
+//! Woken to take an earlier timer, a core wakes twice: now, to re-arm its device, and then at
+//! the deadline. Where the core's clock event device can be programmed from another thread
+//! (a timerfd: [`RemoteArming::install`]), a pusher whose insert shrinks the sleep programs the
+//! device itself, and the core wakes once, at the deadline. The pusher lowers the word's instant
+//! to the timer's deadline with a compare-and-swap that keeps the core "asleep" (so that a later
+//! `Now` still wakes it at once, and a later, earlier insert lowers it again), then, holding the
+//! device lock, reads the word again and programs the device for the instant it now says (the
+//! smallest any pusher wrote), unless the core has woken meanwhile (the word says "running": the
+//! core drains before it sleeps, and arms for itself). The core programs its own device only
+//! under the same lock ([`RemoteArming::arm_local`]), so a pusher's programming never lands
+//! after the core's own; and it learns that its device was programmed behind its queue's back
+//! from [`RemoteArming::take_touched`], set under the lock before the pusher programs.
+//! `loom-tests/tests/timer_inbox.rs` checks that the device ends armed no later than every
+//! timer handed over, or the core is woken.
 
-use crate::sync::{AtomicU64, Mutex, Ordering};
+use crate::sync::{AtomicBool, AtomicU64, Mutex, MutexGuard, Ordering};
 use crate::{Slack, TimerHandle, TimerStats};
 
 /// Set when something was pushed since the core last drained.
@@ -56,8 +73,78 @@ pub enum Op<T> {
 pub enum Wake {
     /// The core sleeps past the new deadline: write its eventfd (this pusher alone).
     Needed,
-    /// The core runs, or is already being woken, or wakes early enough by itself.
+    /// The core runs, or is already being woken, or wakes early enough by itself (also when
+    /// the push programmed the core's device: [`RemoteArming`]).
     NotNeeded,
+}
+
+/// A core's clock event device as other threads may program it while the core sleeps (a
+/// timerfd; see the module docs, "One wakeup for a remote shrink").
+pub trait RemoteDevice: Send {
+    /// Programs the device to fire at `at` (nanoseconds on the core's clock), replacing its
+    /// programming. Called with the device lock held, only while the core sleeps.
+    fn arm_remote(&self, at: u64);
+}
+
+/// The lock under which a core's clock event device is programmed, by the core or, while it
+/// sleeps, by a pusher whose timer shrinks its sleep (module docs).
+pub struct RemoteArming {
+    /// The device other threads may program; `None` while they may not (no timerfd, paused
+    /// time): a shrinking push then wakes the core.
+    device: Mutex<Option<Box<dyn RemoteDevice>>>,
+    /// Whether a device is installed: read without the lock to choose the path, decided under
+    /// it.
+    installed: AtomicBool,
+    /// A pusher programmed the device since the core last armed it or looked.
+    touched: AtomicBool,
+    /// Pushes that programmed the device instead of waking the core.
+    arms: AtomicU64,
+}
+
+impl RemoteArming {
+    fn new() -> Self {
+        RemoteArming {
+            device: Mutex::new(None),
+            installed: AtomicBool::new(false),
+            touched: AtomicBool::new(false),
+            arms: AtomicU64::new(0),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Option<Box<dyn RemoteDevice>>> {
+        self.device.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Core side: lets other threads program the device (`Some`), or stops them (`None`: the
+    /// device cannot be programmed from there now). Waits for a pusher programming it.
+    pub fn install(&self, device: Option<Box<dyn RemoteDevice>>) {
+        let mut slot = self.lock();
+        self.installed.store(device.is_some(), Ordering::Relaxed);
+        *slot = device;
+    }
+
+    /// Core side: runs `arm` (the core programming its own device) under the device lock, so
+    /// that no pusher's programming lands after it; what a pusher programmed before is replaced,
+    /// so the core's queue knows the device again. Without an installed device, no lock.
+    pub fn arm_local<R>(&self, arm: impl FnOnce() -> R) -> R {
+        if !self.installed.load(Ordering::Relaxed) {
+            return arm();
+        }
+        let _guard = self.lock();
+        self.touched.store(false, Ordering::Relaxed);
+        arm()
+    }
+
+    /// Core side, when its device fired: whether a pusher programmed it since the core last
+    /// armed it (then the queue's idea of what is armed is stale: `TimerQueue::device_lost`).
+    pub fn take_touched(&self) -> bool {
+        self.touched.load(Ordering::Acquire) && self.touched.swap(false, Ordering::AcqRel)
+    }
+
+    /// Pushes that programmed the device instead of waking the core.
+    pub fn arms(&self) -> u64 {
+        self.arms.load(Ordering::Relaxed)
+    }
 }
 
 /// One core's inbox for operations from other threads (timers, task wakes, spawns), and its
@@ -92,6 +179,8 @@ pub struct Inbox<T> {
     /// For comparison only: wake a sleeping core on every push, whatever its deadline (the
     /// behaviour before Linux's lazy nohz kick of 2015).
     always_wake: bool,
+    /// The core's device, for a push that shrinks its sleep.
+    remote: RemoteArming,
 }
 
 impl<T> Default for Inbox<T> {
@@ -109,6 +198,7 @@ impl<T> Inbox<T> {
             wakes_sent: AtomicU64::new(0),
             wakes_avoided: AtomicU64::new(0),
             always_wake: false,
+            remote: RemoteArming::new(),
         }
     }
 
@@ -129,51 +219,124 @@ impl<T> Inbox<T> {
     ///
     /// The operation back, untouched, if the core has [closed](Self::close) its inbox: the caller
     /// drops it (the core will never look again).
+    ///
+    /// An insert that shrinks the sleep of a core whose device is
+    /// [installed](RemoteArming::install) programs that device for the timer's deadline instead
+    /// of waking the core (module docs).
     pub fn push(&self, op: Op<T>) -> Result<Wake, Op<T>> {
-        let deadline = match &op {
+        let (deadline, arm_at) = match &op {
             Op::Insert {
                 deadline, slack, ..
             } => match slack {
-                Slack::None => *deadline,
-                Slack::Bounded(d) => deadline.saturating_add(crate::nanos(*d)),
-                Slack::Unbounded => u64::MAX,
+                Slack::None => (*deadline, Some(*deadline)),
+                Slack::Bounded(d) => (deadline.saturating_add(crate::nanos(*d)), Some(*deadline)),
+                Slack::Unbounded => (u64::MAX, None),
             },
-            Op::Cancel(_) => u64::MAX,
-            Op::Now(_) => 0,
+            Op::Cancel(_) => (u64::MAX, None),
+            Op::Now(_) => (0, None),
         };
         match self.ops.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
             Some(ops) => ops.push(op),
             None => return Err(op),
         }
-        Ok(self.notify(deadline))
+        Ok(self.notify_or_arm(deadline, arm_at))
     }
 
     /// Tells the core that something it must see by `deadline` (ns; 0 for "now") was handed to
     /// it through some other queue. Call it after that queue's push. Same rule as
     /// [`push`](Self::push).
     pub fn notify(&self, deadline: u64) -> Wake {
+        self.notify_or_arm(deadline, None)
+    }
+
+    /// [`notify`](Self::notify) for something due by `deadline`, which the core's device may be
+    /// programmed for at `arm_at` (a timer's deadline, before its slack) instead of waking the
+    /// core.
+    fn notify_or_arm(&self, deadline: u64, arm_at: Option<u64>) -> Wake {
         // The read-modify-write reads the latest state, and orders our push before the core's
         // clearing of DIRTY (or makes its attempt to sleep fail).
         let mut current = self.word.fetch_or(DIRTY, Ordering::AcqRel) | DIRTY;
+        let arm_at = arm_at.filter(|_| !self.always_wake);
         loop {
             let until = current >> 1;
             if until == 0 || (deadline >= until && !self.always_wake) {
                 self.wakes_avoided.fetch_add(1, Ordering::Relaxed);
                 return Wake::NotNeeded;
             }
-            // Lower the word to "running": the core is about to be woken, and every pusher after
-            // us sees that it need not wake it again.
-            match self
-                .word
-                .compare_exchange(current, DIRTY, Ordering::AcqRel, Ordering::Acquire)
-            {
-                Ok(_) => {
-                    self.wakes_sent.fetch_add(1, Ordering::Relaxed);
-                    return Wake::Needed;
+            if let Some(at) = arm_at.filter(|_| self.remote.installed.load(Ordering::Relaxed)) {
+                // Still asleep, but until `at`: a later `Now` still wakes it, a later, earlier
+                // insert lowers it again. (`at` is below `until`: it is at most `deadline`.)
+                let lowered = (at.clamp(1, NO_DEADLINE) << 1) | DIRTY;
+                match self.word.compare_exchange(
+                    current,
+                    lowered,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                ) {
+                    Ok(_) => return self.arm_remote().unwrap_or_else(|| self.wake_sleeping()),
+                    Err(actual) => {
+                        current = actual;
+                        continue;
+                    }
                 }
+            }
+            match self.claim_wake(current) {
+                Ok(wake) => return wake,
                 Err(actual) => current = actual,
             }
         }
+    }
+
+    /// Lowers the word from `current` (asleep) to "running": the core is about to be woken by
+    /// this pusher, and every pusher after it sees that it need not wake it again. The word as
+    /// it was instead, if it changed since `current`.
+    fn claim_wake(&self, current: u64) -> Result<Wake, u64> {
+        self.word
+            .compare_exchange(current, DIRTY, Ordering::AcqRel, Ordering::Acquire)?;
+        self.wakes_sent.fetch_add(1, Ordering::Relaxed);
+        Ok(Wake::Needed)
+    }
+
+    /// Wakes the core if it still sleeps (after a lowering whose device was uninstalled
+    /// meanwhile: the instant in the word is this pusher's own).
+    fn wake_sleeping(&self) -> Wake {
+        let mut current = self.word.load(Ordering::Acquire);
+        while current >> 1 != 0 {
+            match self.claim_wake(current) {
+                Ok(wake) => return wake,
+                Err(actual) => current = actual,
+            }
+        }
+        self.wakes_avoided.fetch_add(1, Ordering::Relaxed);
+        Wake::NotNeeded
+    }
+
+    /// After lowering the sleeping core's instant: programs its device, under the lock, for
+    /// the instant the word says now (the smallest any pusher wrote), unless the core has woken
+    /// since. `None` if the device was uninstalled meanwhile (the caller wakes the core).
+    fn arm_remote(&self) -> Option<Wake> {
+        let slot = self.remote.lock();
+        let device = slot.as_ref()?;
+        match self.word.load(Ordering::Acquire) >> 1 {
+            // Woken since (by itself or a `Now`): it drains before it sleeps, and arms for
+            // itself, under this lock, after us.
+            0 => {}
+            until => {
+                // Before programming: the core, woken by it, must see that its device was
+                // programmed behind its queue's back.
+                self.remote.touched.store(true, Ordering::Release);
+                device.arm_remote(until);
+                self.remote.arms.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        self.wakes_avoided.fetch_add(1, Ordering::Relaxed);
+        Some(Wake::NotNeeded)
+    }
+
+    /// The lock the core's device is programmed under, by the core and by pushers (module
+    /// docs).
+    pub fn remote(&self) -> &RemoteArming {
+        &self.remote
     }
 
     /// Core side: whether anything may have been pushed since the last drain.
@@ -229,6 +392,7 @@ impl<T> Inbox<T> {
         TimerStats {
             remote_wakes_sent: self.wakes_sent.load(Ordering::Relaxed),
             remote_wakes_avoided: self.wakes_avoided.load(Ordering::Relaxed),
+            remote_arms: self.remote.arms(),
             ..TimerStats::default()
         }
     }

@@ -54,7 +54,7 @@ pub use stats::TimerStats;
 /// users: no stability promise, and hidden from the docs.
 #[doc(hidden)]
 pub mod internal {
-    pub use crate::inbox::{Inbox, Op, Wake, NO_DEADLINE};
+    pub use crate::inbox::{Inbox, Op, RemoteArming, RemoteDevice, Wake, NO_DEADLINE};
     pub use crate::lead::{Lead, LEAD_QUANTILE_PERCENT, LEAD_STEP_NS, LEAD_UP_NS};
     pub use crate::wheel::{Lane, Wheel, LEVELS, MAX_LANES};
 }

@@ -26,6 +26,9 @@ pub struct TimerStats {
     pub remote_wakes_sent: u64,
     /// Hand-overs that left the core alone (it was running, or would wake early enough).
     pub remote_wakes_avoided: u64,
+    /// Of those, hand-overs that shrank the sleeping core's sleep and programmed its device
+    /// instead of waking it: it wakes once, at the deadline.
+    pub remote_arms: u64,
 }
 
 impl Add for TimerStats {
@@ -42,6 +45,7 @@ impl Add for TimerStats {
             early: self.early + o.early,
             remote_wakes_sent: self.remote_wakes_sent + o.remote_wakes_sent,
             remote_wakes_avoided: self.remote_wakes_avoided + o.remote_wakes_avoided,
+            remote_arms: self.remote_arms + o.remote_arms,
         }
     }
 }

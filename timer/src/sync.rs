@@ -4,11 +4,11 @@
 //! against loom's model-checked types, which is how `loom-tests/` checks the hand-over protocol.
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicU64, Ordering};
+pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 #[cfg(loom)]
-pub(crate) use loom::sync::Mutex;
+pub(crate) use loom::sync::{Mutex, MutexGuard};
 
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{AtomicU64, Ordering};
+pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 #[cfg(not(loom))]
-pub(crate) use std::sync::Mutex;
+pub(crate) use std::sync::{Mutex, MutexGuard};

@@ -15,6 +15,7 @@ fn a() -> TimerStats {
         early: 38,
         remote_wakes_sent: 35,
         remote_wakes_avoided: 36,
+        remote_arms: 39,
     }
 }
 
@@ -29,6 +30,7 @@ fn b() -> TimerStats {
         early: 11,
         remote_wakes_sent: 8,
         remote_wakes_avoided: 9,
+        remote_arms: 12,
     }
 }
 
@@ -43,6 +45,7 @@ fn sum() -> TimerStats {
         early: 49,
         remote_wakes_sent: 43,
         remote_wakes_avoided: 45,
+        remote_arms: 51,
     }
 }
 

@@ -443,6 +443,9 @@ impl Builder {
     /// For experiments only: wake a sleeping core on every hand-over from another thread,
     /// whatever its deadline, instead of only when the hand-over shortens the core's sleep. This
     /// is the baseline the sleep-word rule saves wakeups against (see the `nohz_kick` example).
+    /// It also turns off the one-wakeup remote shrink (a timer that shortens a sleeping core's
+    /// sleep programs that core's timerfd from the handing thread instead of waking it): every
+    /// such hand-over wakes the core, which re-arms and wakes again at the deadline.
     /// Default `false`.
     ///
     /// # Examples

@@ -67,6 +67,22 @@ impl Epoch {
     }
 }
 
+/// A running clock's deadlines as `CLOCK_MONOTONIC` instants: `add + (deadline - base)`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct MonoMap {
+    /// The clock's reading at its last resume.
+    base: u64,
+    /// `CLOCK_MONOTONIC` at that reading.
+    add: u64,
+}
+
+impl MonoMap {
+    /// The `CLOCK_MONOTONIC` instant of a deadline: never early.
+    pub(crate) fn mono(self, deadline: u64) -> u64 {
+        self.add.saturating_add(deadline.saturating_sub(self.base))
+    }
+}
+
 /// A core's clock. Deadlines in the timer queue are nanoseconds since the epoch.
 ///
 /// Real time runs as `base + (elapsed since the epoch - since)`: both are zero until the clock
@@ -145,11 +161,19 @@ impl Clock {
     /// The `CLOCK_MONOTONIC` instant (ns) of a deadline, to arm the timerfd with; `None` while
     /// time is paused (paused time never arms the real timerfd: the loop advances the clock).
     pub(crate) fn to_mono(&self, deadline: u64) -> Option<u64> {
+        self.mono_map().map(|m| m.mono(deadline))
+    }
+
+    /// The conversion [`to_mono`](Self::to_mono) makes, as it stands until the next pause or
+    /// resume (for another thread to use); `None` while paused.
+    pub(crate) fn mono_map(&self) -> Option<MonoMap> {
         if self.is_paused() {
             return None;
         }
-        let real = deadline.saturating_sub(self.base.get()) + self.since.get();
-        Some(self.epoch_mono.saturating_add(real))
+        Some(MonoMap {
+            base: self.base.get(),
+            add: self.epoch_mono.saturating_add(self.since.get()),
+        })
     }
 
     /// Freezes the clock at its current reading rounded up to a whole tick (less than a tick

@@ -1,11 +1,14 @@
 //! The core's clock event device: its timerfd, or its epoll wait's own timeout.
 
 use std::rc::Rc;
+use std::sync::Arc;
 
 use tickless_io::internal::TimerFd;
+use tickless_timer::internal::RemoteDevice;
 use tickless_timer::ClockDevice as ClockDeviceTrait;
 
-use crate::worker::clock::Clock;
+use crate::worker::clock::{Clock, MonoMap};
+use crate::worker::shared::Shared;
 
 /// What a core sleeps on until its next timer: see
 /// [`Builder::clock_device`](crate::Builder::clock_device).
@@ -57,39 +60,82 @@ pub enum ClockDevice {
 /// this device is the only code that can program it, and the only place that knows what is
 /// armed. The epoch and the paused flag are the clock's: the device asks it.
 pub(crate) struct Device {
-    /// The timerfd, registered with the core's reactor; `None` for [`ClockDevice::Epoll`].
-    timer: Option<TimerFd>,
-    /// The core's clock, which converts deadlines to `CLOCK_MONOTONIC`.
+    timer: Option<Arc<TimerFd>>,
     clock: Rc<Clock>,
+    /// Where the lock the timerfd is programmed under lives: other threads program it too,
+    /// while the core sleeps, when the timer they hand over shrinks its sleep
+    /// (`tickless_timer::internal::RemoteArming`).
+    shared: Arc<Shared>,
 }
 
 impl Device {
-    /// The device over `timer` (`None`: the epoll wait's timeout), on `clock`'s time.
-    pub(crate) fn new(timer: Option<TimerFd>, clock: Rc<Clock>) -> Device {
-        Device { timer, clock }
+    pub(crate) fn new(timer: Option<TimerFd>, clock: Rc<Clock>, shared: Arc<Shared>) -> Device {
+        let device = Device {
+            timer: timer.map(Arc::new),
+            clock,
+            shared,
+        };
+        device.allow_remote();
+        device
     }
 
-    /// Which device this is.
     pub(crate) fn kind(&self) -> ClockDevice {
         match self.timer {
             Some(_) => ClockDevice::TimerFd,
             None => ClockDevice::Epoll,
         }
     }
+
+    /// Whether another thread programmed the timerfd since the core last did (or looked).
+    pub(crate) fn touched(&self) -> bool {
+        self.timer.is_some() && self.shared.inbox.remote().take_touched()
+    }
+
+    /// Lets other threads program the timerfd while the core sleeps, converting deadlines as
+    /// the clock does now; or stops them where they cannot (no timerfd; paused time, which
+    /// never arms it). Called again when the clock pauses or resumes.
+    pub(crate) fn allow_remote(&self) {
+        let remote = self
+            .timer
+            .clone()
+            .zip(self.clock.mono_map())
+            .map(|(timer, map)| Box::new(RemoteTimer { timer, map }) as Box<dyn RemoteDevice>);
+        self.shared.inbox.remote().install(remote);
+    }
+}
+
+impl Drop for Device {
+    fn drop(&mut self) {
+        // The timerfd closes with the core, not with the last handle to its shared half.
+        self.shared.inbox.remote().install(None);
+    }
 }
 
 impl ClockDeviceTrait for Device {
     fn arm(&mut self, deadline: u64) {
         if let (Some(timer), Some(mono)) = (&self.timer, self.clock.to_mono(deadline)) {
-            timer.arm(mono);
+            self.shared.inbox.remote().arm_local(|| timer.arm(mono));
         }
     }
 
     fn disarm(&mut self) {
         if let Some(timer) = &self.timer {
             if !self.clock.is_paused() {
-                timer.disarm();
+                self.shared.inbox.remote().arm_local(|| timer.disarm());
             }
         }
+    }
+}
+
+/// The timerfd as a thread handing a timer over programs it.
+struct RemoteTimer {
+    timer: Arc<TimerFd>,
+    /// The clock's deadline-to-`CLOCK_MONOTONIC` conversion when it was installed.
+    map: MonoMap,
+}
+
+impl RemoteDevice for RemoteTimer {
+    fn arm_remote(&self, at: u64) {
+        self.timer.arm(self.map.mono(at));
     }
 }

@@ -172,11 +172,18 @@ impl Core {
             config.always_wake,
         ));
         registry::register(&shared);
+        let timers = Timers::new(
+            timerfd,
+            clock,
+            config.timer,
+            config.default_slack,
+            shared.clone(),
+        );
         Ok(Rc::new(Core {
             key: shared.id.key(),
             shared,
             queue: RefCell::new(VecDeque::new()),
-            timers: Timers::new(timerfd, clock, config.timer, config.default_slack),
+            timers,
             reactor,
             tasks: RefCell::new(Slab::new()),
             spin_ns: nanos(config.spin),
@@ -338,6 +345,7 @@ impl Core {
             wakeup_lead_ns: self.timers.lead(),
             remote_wakes_sent: t.remote_wakes_sent,
             remote_wakes_avoided: t.remote_wakes_avoided,
+            remote_arms: t.remote_arms,
             clock_reads: self.timers.clock().reads(),
             io_polls: io.polls,
             io_events: io.events,

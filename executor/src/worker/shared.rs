@@ -213,6 +213,7 @@ impl<U: Unpark> Shared<U> {
         CoreStats {
             remote_wakes_sent: live.remote_wakes_sent,
             remote_wakes_avoided: live.remote_wakes_avoided,
+            remote_arms: live.remote_arms,
             ..self.published.load()
         }
     }

@@ -26,7 +26,7 @@ use crate::task::DeferredStart;
 use crate::worker::clock::Clock;
 use crate::worker::config::DefaultSlack;
 use crate::worker::device::{ClockDevice, Device};
-use crate::worker::shared::Runnable;
+use crate::worker::shared::{Runnable, Shared};
 
 /// A sleep's span when it is not known (`sleep_until`, `Interval`): no span is that long
 /// (spans are clamped about 30 years out).
@@ -83,9 +83,10 @@ impl Timers {
         clock: Clock,
         config: Config,
         default_slack: DefaultSlack,
+        shared: Arc<Shared>,
     ) -> Timers {
         let clock = Rc::new(clock);
-        let device = Device::new(timer, clock.clone());
+        let device = Device::new(timer, clock.clone(), shared);
         let kind = device.kind();
         Timers {
             device: kind,
@@ -259,6 +260,7 @@ impl Timers {
             let mut queue = self.queue.borrow_mut();
             queue.device_lost();
             queue.set_leading(false);
+            queue.device().allow_remote();
         }
         paused
     }
@@ -271,6 +273,7 @@ impl Timers {
             let mut queue = self.queue.borrow_mut();
             queue.device_lost();
             queue.set_leading(true);
+            queue.device().allow_remote();
         }
         resumed
     }
@@ -334,6 +337,12 @@ impl Timers {
     /// which teaches the queue its lead.
     pub(crate) fn device_event(&self, woken: bool) {
         let mut queue = self.queue.borrow_mut();
+        if queue.device().touched() {
+            // Another thread programmed the timerfd for a timer it handed over (in the inbox):
+            // what the queue armed is not what fired.
+            queue.device_lost();
+            return;
+        }
         if queue.armed().is_some() {
             let now = self.clock.now();
             self.last_now.set(self.last_now.get().max(now));
