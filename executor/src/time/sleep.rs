@@ -299,7 +299,7 @@ impl Sleep {
             true
         });
         if local != Some(true) {
-            remote_cancel(entry.core.id(), entry.handle);
+            cancel_elsewhere(entry);
         }
     }
 
@@ -339,6 +339,13 @@ impl Sleep {
     }
 }
 
+/// A registration cancelled off its core: through that core's inbox (out of line: rare).
+#[cold]
+#[inline(never)]
+fn cancel_elsewhere(entry: Entry) {
+    remote_cancel(entry.core.id(), entry.handle);
+}
+
 impl Future for Sleep {
     type Output = ();
 
@@ -348,6 +355,7 @@ impl Future for Sleep {
 }
 
 impl Drop for Sleep {
+    #[inline]
     fn drop(&mut self) {
         self.cancel();
     }

@@ -73,6 +73,7 @@ impl From<Elapsed> for std::io::Error {
 /// });
 /// # std::io::Result::Ok(())
 /// ```
+#[inline]
 pub fn timeout<F: IntoFuture>(duration: Duration, future: F) -> Timeout<F::IntoFuture> {
     Timeout {
         future: future.into_future(),
@@ -204,6 +205,7 @@ impl<F> Timeout<F> {
 impl<F: Future> Future for Timeout<F> {
     type Output = Result<F::Output, Elapsed>;
 
+    #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
         if let Poll::Ready(out) = this.future.poll(cx) {

@@ -160,7 +160,7 @@ impl Timers {
     /// [`waker_like`](Self::waker_like)); the waker it replaces there is dropped, under a
     /// panic guard, after the queue's borrow. Nothing if it already fired, or while the queue
     /// is borrowed (the core's own shutdown is taking every timer: nothing to cancel).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn cancel_sleep(&self, handle: TimerHandle) {
         match self.cancel(handle) {
             Some(Due::Wake(waker)) => {
