@@ -374,7 +374,10 @@ impl<T, D: ClockDevice> TimerQueue<T, D> {
         if detached {
             // Never in the wheel: the arming was decided without it.
             self.stats.cancels_detached += 1;
-            self.detached_pending = self.detached_pending.saturating_sub(1);
+            // At least one: this one was counted when it was detached (or found by the last
+            // compaction), and nothing since has attached it.
+            debug_assert!(self.detached_pending > 0);
+            self.detached_pending = self.detached_pending.wrapping_sub(1);
             return Some(value);
         }
         match self.policy {

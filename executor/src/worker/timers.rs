@@ -28,9 +28,10 @@ use crate::worker::config::DefaultSlack;
 use crate::worker::device::{ClockDevice, Device};
 use crate::worker::shared::{Runnable, Shared};
 
-/// A sleep's span when it is not known (`sleep_until`, `Interval`): no span is that long
-/// (spans are clamped about 30 years out).
-pub(crate) const NO_SPAN: u64 = u64::MAX;
+/// A sleep's span when it is not known (`sleep_until`, `Interval`). Zero, so that "long
+/// enough for the long default slack" is one comparison; a sleep made for zero is treated the
+/// same (its time left is estimated from the clock, and is zero or nearly).
+pub(crate) const NO_SPAN: u64 = 0;
 
 /// Timers fired in one batch before the loop turns back to tasks and I/O.
 pub(crate) const TIMER_BUDGET: usize = 1024;
@@ -67,8 +68,8 @@ pub(crate) struct Timers {
     /// The time left from which `default_slack` is the same for every timer
     /// ([`DefaultSlack::constant_from`]).
     long_from: u64,
-    /// That slack, prepared for the queue once a timer has used it.
-    long_slack: Cell<Option<PreparedSlack>>,
+    /// That slack, prepared for the queue.
+    long_slack: PreparedSlack,
     /// The waker of the last sleep cancelled, for the next one to register (see
     /// [`waker_like`](Self::waker_like)).
     spare: Cell<Option<Waker>>,
@@ -88,15 +89,18 @@ impl Timers {
         let clock = Rc::new(clock);
         let device = Device::new(timer, clock.clone(), shared);
         let kind = device.kind();
+        let mut queue = TimerQueue::new(device, config);
+        let long_from = default_slack.constant_from();
+        let long_slack = queue.prepare(default_slack.resolve(long_from));
         Timers {
             device: kind,
-            queue: RefCell::new(TimerQueue::new(device, config)),
+            queue: RefCell::new(queue),
             clock,
             last_now: Cell::new(0),
             fresh: Cell::new(0),
             default_slack,
-            long_from: default_slack.constant_from(),
-            long_slack: Cell::new(None),
+            long_from,
+            long_slack,
             spare: Cell::new(None),
         }
     }
@@ -132,11 +136,12 @@ impl Timers {
         // Before the queue's borrow: a waker's clone is user code.
         let value = Due::Wake(self.waker_like(waker));
         let mut queue = self.queue.borrow_mut();
-        let slack = match (slack, self.long_slack.get()) {
-            // A long timer's default slack (a request's timeout): prepared already.
-            (None, Some(long)) if span >= self.long_from && span != NO_SPAN => long,
-            (None, _) => self.default_slack_of(&mut queue, ns, span),
-            (Some(slack), _) => queue.prepare(slack),
+        let slack = match slack {
+            // A long timer's default slack (a request's timeout): prepared already. (`NO_SPAN`
+            // is below every `long_from` but 0, where every timer gets that slack anyway.)
+            None if span >= self.long_from => self.long_slack,
+            None => self.default_slack_of(&mut queue, ns, span),
+            Some(slack) => queue.prepare(slack),
         };
         Some(queue.insert_prepared(ns, slack, value))
     }
@@ -181,7 +186,7 @@ impl Timers {
     /// tasks a timer wakeup runs), else one clock read. The last reading is never ahead of
     /// now, so the estimate is never short: the slack is at most the share of the time left
     /// plus the share of one loop turn. From [`DefaultSlack::constant_from`] on, the slack is
-    /// the same for every length: prepared once, at the first such timer, and reused.
+    /// the same for every length: prepared once, with the queue, and reused.
     fn default_slack_of(
         &self,
         queue: &mut TimerQueue<Due, Device>,
@@ -197,12 +202,7 @@ impl Timers {
         if remaining < self.long_from {
             return queue.prepare(policy.resolve(remaining));
         }
-        if let Some(long) = self.long_slack.get() {
-            return long;
-        }
-        let long = queue.prepare(policy.resolve(self.long_from));
-        self.long_slack.set(Some(long));
-        long
+        self.long_slack
     }
 
     /// How long a timer due at `ns` has left, as far as the default slack needs to know: the

@@ -216,8 +216,14 @@ impl<T> Wheel<T> {
     /// [`attach`](Self::attach) places it. For a caller that knows something else will make it
     /// look again before the timer could be due (a device armed earlier), and that expects many
     /// such timers to be removed before then: a removal of a detached timer touches no list.
+    ///
+    /// # Panics
+    ///
+    /// In debug builds, for the deferrable lane: a deferrable timer is never waited for, so
+    /// nothing would look again.
     #[inline]
     pub fn insert_detached(&mut self, tick: u64, lane: Lane, value: T) -> TimerHandle {
+        debug_assert_ne!(lane, Lane::DEFERRABLE, "a deferrable timer cannot wait detached");
         self.slab.insert(tick, lane.0, Place::DETACHED, value).1
     }
 
@@ -318,11 +324,12 @@ impl<T> Wheel<T> {
     #[inline]
     pub(crate) fn take(&mut self, handle: TimerHandle) -> Option<(T, bool)> {
         let key = self.slab.key_of(handle)?;
-        let detached = self.slab.nodes[key as usize].place == Place::DETACHED;
-        if !detached {
-            self.unlink(key);
+        if self.slab.nodes[key as usize].place == Place::DETACHED {
+            // In no list, and never deferrable (`insert_detached`): freed as it is.
+            return Some((self.slab.remove(key, Place::FREE), true));
         }
-        Some((self.free(key), detached))
+        self.unlink(key);
+        Some((self.free(key), false))
     }
 
     /// Frees an unlinked node, returning its value.
