@@ -223,7 +223,11 @@ impl<T> Wheel<T> {
     /// nothing would look again.
     #[inline]
     pub fn insert_detached(&mut self, tick: u64, lane: Lane, value: T) -> TimerHandle {
-        debug_assert_ne!(lane, Lane::DEFERRABLE, "a deferrable timer cannot wait detached");
+        debug_assert_ne!(
+            lane,
+            Lane::DEFERRABLE,
+            "a deferrable timer cannot wait detached"
+        );
         self.slab.insert(tick, lane.0, Place::DETACHED, value).1
     }
 
