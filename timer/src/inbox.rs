@@ -30,7 +30,8 @@
 //! the deadline. Where the core's clock event device can be programmed from another thread
 //! (a timerfd: [`RemoteArming::install`]), a pusher whose insert shrinks the sleep programs the
 //! device itself, and the core wakes once, at the deadline. The pusher lowers the word's instant
-//! to the timer's deadline with a compare-and-swap that keeps the core "asleep" (so that a later
+//! to the timer's deadline, less the core's wakeup lead ([`RemoteArming::set_lead`]: as the
+//! core would have programmed it), with a compare-and-swap that keeps the core "asleep" (so that a later
 //! `Now` still wakes it at once, and a later, earlier insert lowers it again), then, holding the
 //! device lock, reads the word again and programs the device for the instant it now says (the
 //! smallest any pusher wrote), unless the core has woken meanwhile (the word says "running": the
@@ -97,6 +98,9 @@ pub struct RemoteArming {
     installed: AtomicBool,
     /// A pusher programmed the device since the core last armed it or looked.
     touched: AtomicBool,
+    /// The core's wakeup lead (ns): a pusher programs the device this much ahead of the
+    /// timer's deadline, as the core itself does.
+    lead: AtomicU64,
     /// Pushes that programmed the device instead of waking the core.
     arms: AtomicU64,
 }
@@ -107,6 +111,7 @@ impl RemoteArming {
             device: Mutex::new(None),
             installed: AtomicBool::new(false),
             touched: AtomicBool::new(false),
+            lead: AtomicU64::new(0),
             arms: AtomicU64::new(0),
         }
     }
@@ -139,6 +144,12 @@ impl RemoteArming {
     /// armed it (then the queue's idea of what is armed is stale: `TimerQueue::device_lost`).
     pub fn take_touched(&self) -> bool {
         self.touched.load(Ordering::Acquire) && self.touched.swap(false, Ordering::AcqRel)
+    }
+
+    /// Core side: publishes the wakeup lead the core has learned, for pushers to program the
+    /// device as far ahead of a deadline as the core would.
+    pub fn set_lead(&self, ns: u64) {
+        self.lead.store(ns, Ordering::Relaxed);
     }
 
     /// Pushes that programmed the device instead of waking the core.
@@ -264,8 +275,10 @@ impl<T> Inbox<T> {
                 return Wake::NotNeeded;
             }
             if let Some(at) = arm_at.filter(|_| self.remote.installed.load(Ordering::Relaxed)) {
-                // Still asleep, but until `at`: a later `Now` still wakes it, a later, earlier
-                // insert lowers it again. (`at` is below `until`: it is at most `deadline`.)
+                // Still asleep, but until `at` less the core's wakeup lead (what the core would
+                // publish for this timer): a later `Now` still wakes it, a later, earlier insert
+                // lowers it again. (Below `until`: `at` is at most `deadline`.)
+                let at = at.saturating_sub(self.remote.lead.load(Ordering::Relaxed));
                 let lowered = (at.clamp(1, NO_DEADLINE) << 1) | DIRTY;
                 match self.word.compare_exchange(
                     current,

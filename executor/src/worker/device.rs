@@ -86,6 +86,11 @@ impl Device {
         }
     }
 
+    /// Publishes the wakeup lead for threads that program the timerfd.
+    pub(crate) fn publish_lead(&self, ns: u64) {
+        self.shared.inbox.remote().set_lead(ns);
+    }
+
     /// Whether another thread programmed the timerfd since the core last did (or looked).
     pub(crate) fn touched(&self) -> bool {
         self.timer.is_some() && self.shared.inbox.remote().take_touched()

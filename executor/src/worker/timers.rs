@@ -92,6 +92,7 @@ impl Timers {
         let mut queue = TimerQueue::new(device, config);
         let long_from = default_slack.constant_from();
         let long_slack = queue.prepare(default_slack.resolve(long_from));
+        queue.device().publish_lead(queue.lead());
         Timers {
             device: kind,
             queue: RefCell::new(queue),
@@ -349,6 +350,9 @@ impl Timers {
             self.fresh.set(2);
             if woken {
                 queue.device_woke(now);
+                // The lead may have moved: a thread that programs the timerfd for a timer it
+                // hands over leads by it too.
+                queue.device().publish_lead(queue.lead());
             } else {
                 queue.device_fired(now);
             }
