@@ -27,7 +27,7 @@ impl Place {
     }
 }
 
-/// A lane of the wheel: the timers of one slack (see the module docs), from [`Wheel::lane`].
+/// A lane of the wheel: the timers of one slack (see the module docs), from [`Wheel::lane`](super::Wheel::lane).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Lane(pub(super) u8);
 
