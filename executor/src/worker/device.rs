@@ -60,7 +60,10 @@ pub enum ClockDevice {
 /// this device is the only code that can program it, and the only place that knows what is
 /// armed. The epoch and the paused flag are the clock's: the device asks it.
 pub(crate) struct Device {
+    /// The timerfd, registered with the core's reactor; `None` for [`ClockDevice::Epoll`].
+    /// Shared with the remote device installed in the inbox (`RemoteTimer`).
     timer: Option<Arc<TimerFd>>,
+    /// The core's clock, which converts deadlines to `CLOCK_MONOTONIC`.
     clock: Rc<Clock>,
     /// Where the lock the timerfd is programmed under lives: other threads program it too,
     /// while the core sleeps, when the timer they hand over shrinks its sleep
@@ -69,6 +72,8 @@ pub(crate) struct Device {
 }
 
 impl Device {
+    /// The device over `timer` (`None`: the epoll wait's timeout), on `clock`'s time, with the
+    /// timerfd offered to threads that hand `shared`'s core a timer.
     pub(crate) fn new(timer: Option<TimerFd>, clock: Rc<Clock>, shared: Arc<Shared>) -> Device {
         let device = Device {
             timer: timer.map(Arc::new),
@@ -79,6 +84,7 @@ impl Device {
         device
     }
 
+    /// Which device this is.
     pub(crate) fn kind(&self) -> ClockDevice {
         match self.timer {
             Some(_) => ClockDevice::TimerFd,
