@@ -4,7 +4,6 @@ use std::fmt;
 use std::future::poll_fn;
 use std::io;
 use std::os::fd::AsRawFd;
-use std::rc::Rc;
 use std::task::{ready, Context, Poll};
 
 use mio::Interest;
@@ -67,7 +66,7 @@ impl<T: AsRawFd> AsyncFd<T> {
     ///
     /// As for [`new`](Self::new).
     pub fn with_interest(inner: T, interest: Interest) -> io::Result<Self> {
-        Self::new_in(&Reactor::current()?, inner, interest)
+        Reactor::with_current(|reactor| Self::new_in(reactor, inner, interest))?
     }
 
     /// Registers `inner`'s descriptor with `reactor` for `interest`.
@@ -75,7 +74,7 @@ impl<T: AsRawFd> AsyncFd<T> {
     /// # Errors
     ///
     /// As for [`new`](Self::new), less the missing reactor.
-    pub fn new_in(reactor: &Rc<Reactor>, inner: T, interest: Interest) -> io::Result<Self> {
+    pub fn new_in(reactor: &Reactor, inner: T, interest: Interest) -> io::Result<Self> {
         let registration = Registration::new_in(reactor, inner.as_raw_fd(), interest)?;
         Ok(AsyncFd {
             registration,

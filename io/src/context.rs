@@ -6,6 +6,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::io;
+use std::marker::PhantomData;
 use std::rc::Rc;
 
 use crate::home::Home;
@@ -13,19 +14,24 @@ use crate::reactor::Reactor;
 
 #[cfg(not(loom))]
 thread_local! {
-    /// The reactor entered on this thread, if any.
-    static CURRENT: RefCell<Option<Rc<Reactor>>> = const { RefCell::new(None) };
-    /// The address of that reactor's [`Home`] (0: none), what a registration compares its own
-    /// with on every use: one plain thread-local read.
+    /// The reactors entered on this thread, the current one last. Only an [`EnterGuard`]'s
+    /// drop takes them out, and it takes out every reactor entered after its own as well.
+    static ENTERED: RefCell<Vec<(u64, Rc<Reactor>)>> = const { RefCell::new(Vec::new()) };
+    /// The number of the next entry into `ENTERED`, so that a guard knows its own.
+    static NEXT_ENTRY: Cell<u64> = const { Cell::new(0) };
+    /// The address of the current reactor's [`Home`] (0: none), what a registration compares
+    /// its own with on every use: one plain thread-local read.
     static CURRENT_HOME: Cell<usize> = const { Cell::new(0) };
 }
 
 #[cfg(loom)]
 loom::thread_local! {
-    /// The reactor entered on this thread, if any (loom's threads share one OS thread, so the
-    /// models need loom's thread-locals).
-    static CURRENT: RefCell<Option<Rc<Reactor>>> = RefCell::new(None);
-    /// The address of that reactor's [`Home`] (0: none).
+    /// The reactors entered on this thread (loom's threads share one OS thread, so the models
+    /// need loom's thread-locals).
+    static ENTERED: RefCell<Vec<(u64, Rc<Reactor>)>> = RefCell::new(Vec::new());
+    /// The number of the next entry into `ENTERED`.
+    static NEXT_ENTRY: Cell<u64> = Cell::new(0);
+    /// The address of the current reactor's [`Home`] (0: none).
     static CURRENT_HOME: Cell<usize> = Cell::new(0);
 }
 
@@ -45,26 +51,26 @@ pub(crate) fn is_current(home: &Home) -> bool {
         .unwrap_or(false)
 }
 
-/// Makes `reactor` (or nothing) current, returning what was.
-fn replace(reactor: Option<Rc<Reactor>>) -> Option<Rc<Reactor>> {
-    let home = reactor.as_ref().map_or(0, |r| address(r.home()));
-    // During thread exit the slots may already be gone; then there is nothing to restore.
-    let _gone = CURRENT_HOME.try_with(|h| h.set(home));
-    CURRENT.try_with(|c| c.replace(reactor)).ok().flatten()
-}
-
 /// The message of the error returned when no reactor is current.
 const NO_RUNTIME: &str = "no tickless runtime is running on this thread";
 
 /// Makes a reactor this thread's current one until dropped; from [`Reactor::enter`].
 ///
-/// Dropping it restores what was current before. Guards nest, and must be dropped in reverse
-/// order of creation (as scoping does naturally). It is `!Send`: it restores the thread it was
-/// created on.
+/// Dropping it makes current again the reactor that was current before it, and takes out
+/// every reactor entered after it whose guard is still alive (a guard kept past the one
+/// outside it, by `mem::forget` or by returning it, restores nothing and holds nothing). So
+/// the thread holds a reactor only within the scope of the guard that entered it: a runtime's
+/// reactor is never left behind on a thread the runtime has moved away from. It is `!Send`:
+/// it restores the thread it was created on.
 #[must_use = "the reactor stops being current when the guard is dropped"]
 pub struct EnterGuard {
-    /// What to restore on drop.
-    previous: Option<Rc<Reactor>>,
+    /// How many reactors were entered here before this one: the stack's length to restore.
+    depth: usize,
+    /// The number of its entry: a guard that outlived the one outside it finds another entry
+    /// (or none) at its depth, and leaves the stack alone.
+    entry: u64,
+    /// It belongs to the thread whose stack it restores.
+    _not_send: PhantomData<*const ()>,
 }
 
 impl std::fmt::Debug for EnterGuard {
@@ -76,34 +82,68 @@ impl std::fmt::Debug for EnterGuard {
 impl Reactor {
     /// Makes this reactor the thread's current one until the guard drops.
     pub fn enter(self: &Rc<Self>) -> EnterGuard {
-        let previous = replace(Some(Rc::clone(self)));
-        EnterGuard { previous }
+        let home = address(self.home());
+        let entry = NEXT_ENTRY
+            .try_with(|n| {
+                n.set(n.get() + 1);
+                n.get()
+            })
+            .unwrap_or(0);
+        let depth = ENTERED
+            .try_with(|e| {
+                let mut e = e.borrow_mut();
+                e.push((entry, Rc::clone(self)));
+                e.len() - 1
+            })
+            // The thread is exiting: nothing can be entered any more.
+            .unwrap_or(usize::MAX);
+        if depth != usize::MAX {
+            let _gone = CURRENT_HOME.try_with(|h| h.set(home));
+        }
+        EnterGuard {
+            depth,
+            entry,
+            _not_send: PhantomData,
+        }
     }
 
-    /// The reactor current on this thread.
+    /// Runs `f` with the reactor current on this thread. `f` gets a reference, never a
+    /// handle of its own: the reactor of a runtime stays within the runtime's scope on this
+    /// thread. The thread's slot is not borrowed while `f` runs.
     ///
     /// # Errors
     ///
     /// An error of kind [`Other`](io::ErrorKind::Other) with the message "no tickless runtime is
     /// running on this thread" if no reactor is entered (or the thread is exiting).
-    pub fn current() -> io::Result<Rc<Reactor>> {
-        CURRENT
-            .try_with(|c| c.borrow().clone())
+    pub fn with_current<R>(f: impl FnOnce(&Reactor) -> R) -> io::Result<R> {
+        let reactor = ENTERED
+            .try_with(|e| e.borrow().last().map(|(_, r)| Rc::clone(r)))
             .ok()
             .flatten()
-            .ok_or_else(|| io::Error::other(NO_RUNTIME))
-    }
-
-    /// Runs `f` with the reactor current on this thread; `None` if none is (or the thread is
-    /// exiting). The thread's slot is not borrowed while `f` runs.
-    pub(crate) fn with_current<R>(f: impl FnOnce(&Rc<Reactor>) -> R) -> Option<R> {
-        let reactor = CURRENT.try_with(|c| c.borrow().clone()).ok().flatten()?;
-        Some(f(&reactor))
+            .ok_or_else(|| io::Error::other(NO_RUNTIME))?;
+        Ok(f(&reactor))
     }
 }
 
 impl Drop for EnterGuard {
     fn drop(&mut self) {
-        let _ours = replace(self.previous.take());
+        // Taken out under the borrow and dropped after it: a reactor's drop may look here.
+        let left = ENTERED
+            .try_with(|e| {
+                let mut e = e.borrow_mut();
+                if e.get(self.depth)
+                    .is_none_or(|(entry, _)| *entry != self.entry)
+                {
+                    // Its entry was taken out by a guard outside it: nothing to restore.
+                    return None;
+                }
+                let left = e.split_off(self.depth);
+                let home = e.last().map_or(0, |(_, r)| address(r.home()));
+                let _gone = CURRENT_HOME.try_with(|h| h.set(home));
+                Some(left)
+            })
+            .ok()
+            .flatten();
+        drop(left);
     }
 }

@@ -6,7 +6,6 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::io;
 use std::os::fd::RawFd;
-use std::rc::Rc;
 use std::sync::{Arc, OnceLock};
 use std::task::{ready, Context, Poll, Waker};
 
@@ -433,8 +432,8 @@ impl Registration {
     /// No reactor is current on this thread, or epoll refused the descriptor (for example
     /// `EPERM` for a regular file, `EEXIST` if it is already registered).
     pub fn new(fd: RawFd, interest: mio::Interest) -> io::Result<Registration> {
-        let reactor = Reactor::current().map_err(|_| no_runtime(fd))?;
-        Registration::new_in(&reactor, fd, interest)
+        Reactor::with_current(|reactor| Registration::new_in(reactor, fd, interest))
+            .map_err(|_| no_runtime(fd))?
     }
 
     /// Registers `fd` with `reactor`, for the given interest, at once.
@@ -443,7 +442,7 @@ impl Registration {
     ///
     /// As for [`new`](Self::new), less the missing reactor.
     pub fn new_in(
-        reactor: &Rc<Reactor>,
+        reactor: &Reactor,
         fd: RawFd,
         interest: mio::Interest,
     ) -> io::Result<Registration> {
@@ -467,7 +466,7 @@ impl Registration {
 
     /// Registers the descriptor with `reactor` (current on this thread, or about to be
     /// polled here), unless another thread bound it first.
-    fn bind(&self, reactor: &Rc<Reactor>) -> io::Result<&Bound> {
+    fn bind(&self, reactor: &Reactor) -> io::Result<&Bound> {
         let (key, io) = reactor.register(self.fd, self.interest, self.level)?;
         let home = Arc::clone(reactor.home());
         match self.bound.set(Bound { home, io, key }) {
@@ -520,8 +519,7 @@ impl Registration {
         if let Some(bound) = self.bound.get() {
             return Err(bound.home.used_elsewhere(self.fd));
         }
-        let reactor = Reactor::current().map_err(|_| no_runtime(self.fd))?;
-        self.bind(&reactor)
+        Reactor::with_current(|reactor| self.bind(reactor)).map_err(|_| no_runtime(self.fd))?
     }
 
     /// The readiness recorded right now (all directions); empty before the first use, and
@@ -735,7 +733,7 @@ impl Drop for Registration {
         if b.home.is_current() {
             // The current reactor is this registration's (the thread-local says so).
             let removed = Reactor::with_current(|r| r.deregister(b.key, self.fd));
-            if removed.is_some() {
+            if removed.is_ok() {
                 return;
             }
         }

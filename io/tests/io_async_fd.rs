@@ -58,11 +58,13 @@ fn an_event_after_the_guard_was_taken_survives_clear_ready() -> io::Result<()> {
         let mut guard = fd.readable().await?;
         // More data arrives, and the reactor dispatches its event, while the guard is held.
         peer.write_all(b"y")?;
-        let reactor = Reactor::current()?;
-        let mut dispatched = false;
-        while !dispatched {
-            dispatched = reactor.poll(Some(Duration::from_secs(60)))?.events > 0;
-        }
+        Reactor::with_current(|reactor| -> io::Result<()> {
+            let mut dispatched = false;
+            while !dispatched {
+                dispatched = reactor.poll(Some(Duration::from_secs(60)))?.events > 0;
+            }
+            Ok(())
+        })??;
         // The guard's readiness is stale, so clearing it must not hide the new event.
         guard.clear_ready();
         assert!(poll_once(fd.readable()).await.is_some());
@@ -74,9 +76,12 @@ fn an_event_after_the_guard_was_taken_survives_clear_ready() -> io::Result<()> {
 fn into_inner_deregisters_and_keeps_the_descriptor_open() -> io::Result<()> {
     run(async {
         let (fd, mut peer) = registered_pair()?;
-        let registered = Reactor::current()?.stats().registrations;
+        let registered = Reactor::with_current(|r| r.stats().registrations)?;
         let mut inner = fd.into_inner();
-        assert_eq!(Reactor::current()?.stats().registrations, registered - 1);
+        assert_eq!(
+            Reactor::with_current(|r| r.stats().registrations)?,
+            registered - 1
+        );
         inner.write_all(b"still open")?;
         let mut buf = [0u8; 10];
         peer.read_exact(&mut buf)?;

@@ -102,7 +102,7 @@ fn a_panicking_waker_does_not_take_the_reactor_down() -> io::Result<()> {
 
 #[test]
 fn current_follows_enter_and_its_guards() -> io::Result<()> {
-    let err = Reactor::current().unwrap_err();
+    let err = Reactor::with_current(|_| ()).unwrap_err();
     assert_eq!(err.kind(), io::ErrorKind::Other);
     assert_eq!(
         err.to_string(),
@@ -115,14 +115,36 @@ fn current_follows_enter_and_its_guards() -> io::Result<()> {
     let inner = Reactor::new()?;
     {
         let _outer = outer.enter();
-        assert!(Rc::ptr_eq(&Reactor::current()?, &outer));
+        assert!(Reactor::with_current(|r| std::ptr::eq(r, &*outer))?);
         {
             let _inner = inner.enter();
-            assert!(Rc::ptr_eq(&Reactor::current()?, &inner));
+            assert!(Reactor::with_current(|r| std::ptr::eq(r, &*inner))?);
         }
-        assert!(Rc::ptr_eq(&Reactor::current()?, &outer));
+        assert!(Reactor::with_current(|r| std::ptr::eq(r, &*outer))?);
     }
-    assert!(Reactor::current().is_err());
+    assert!(Reactor::with_current(|_| ()).is_err());
+    Ok(())
+}
+
+#[test]
+fn a_guard_kept_past_the_one_outside_it_holds_no_reactor_and_restores_nothing() -> io::Result<()> {
+    let outer = Reactor::new()?;
+    let inner = Reactor::new()?;
+    let kept;
+    {
+        let _outer = outer.enter();
+        kept = inner.enter();
+    }
+    // The outer guard took both out: nothing is current, and the thread holds neither (a
+    // runtime's reactor never stays behind on a thread its runtime moved away from).
+    assert!(Reactor::with_current(|_| ()).is_err());
+    assert_eq!(Rc::strong_count(&outer), 1);
+    assert_eq!(Rc::strong_count(&inner), 1);
+    // Entered again to the same depth: the stale guard's drop leaves the new entries alone.
+    let _again = outer.enter();
+    let _inner_again = inner.enter();
+    drop(kept);
+    assert!(Reactor::with_current(|r| std::ptr::eq(r, &*inner))?);
     Ok(())
 }
 

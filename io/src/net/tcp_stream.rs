@@ -52,7 +52,7 @@ impl TcpStream {
     /// No reactor is current; the address did not resolve; or the last connect failed, for
     /// instance with `ConnectionRefused` when nothing listens on the port.
     pub async fn connect<A: ToSocketAddrs>(addr: A) -> io::Result<TcpStream> {
-        let resolver = Reactor::current()?.resolver();
+        let resolver = Reactor::with_current(Reactor::resolver)?;
         let mut last = None;
         for addr in resolve(&addr, resolver).await? {
             match TcpStream::connect_addr(addr).await {
