@@ -69,6 +69,15 @@ impl Drop for Entered {
     }
 }
 
+/// Panics if a core is current on this thread: runtimes do not nest.
+pub(crate) fn assert_not_in_runtime() {
+    assert!(
+        with_current(|_| ()).is_none(),
+        "cannot start a tickless runtime from within a runtime: `block_on` was called from a \
+         task or from inside another `block_on`"
+    );
+}
+
 impl Core {
     /// Makes this core current on this thread.
     ///
@@ -76,11 +85,7 @@ impl Core {
     ///
     /// If a core is already current here: runtimes do not nest.
     pub(crate) fn enter(self: &Rc<Self>) -> Entered {
-        assert!(
-            with_current(|_| ()).is_none(),
-            "cannot start a tickless runtime from within a runtime: `block_on` was called \
-             from a task or from inside another `block_on`"
-        );
+        assert_not_in_runtime();
         self.enter_for_shutdown()
     }
 

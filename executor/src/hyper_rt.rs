@@ -62,7 +62,10 @@ use crate::time::{self, Sleep};
 /// [`spawn_local`](crate::spawn_local), so hyper's futures need not be `Send` (HTTP/2 included).
 ///
 /// hyper calls it from the connection's task, so the tasks it spawns run on the core that
-/// accepted the connection, next to the connection's I/O objects.
+/// accepted the connection, next to the connection's I/O objects. Being `spawn_local` tasks,
+/// those spawned on core 0 keep its `block_on` to their thread while they live (see
+/// [`Runtime`](crate::Runtime#moving-it-between-threads)); `tickless::http::client`'s client
+/// spawns its connections as `Send` tasks instead, so that it moves between threads.
 ///
 /// # Panics
 ///
@@ -101,6 +104,29 @@ where
     fn execute(&self, future: F) {
         // Detached: hyper keeps its own handles (channels) to what it spawns.
         drop(crate::spawn_local(future));
+    }
+}
+
+/// hyper's executor for `Send` futures, for hyper-util's client ([`crate::http::client`]): each
+/// future a task of the calling core, as with [`TicklessExecutor`], but a `Send` one, so that
+/// the connections a client pools on core 0 do not tie core 0 to one thread (a runtime whose
+/// core 0 holds a `spawn_local` task cannot move: see [`Runtime`](crate::Runtime)).
+#[cfg(feature = "http")]
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct SendExecutor;
+
+#[cfg(feature = "http")]
+impl<F> hyper::rt::Executor<F> for SendExecutor
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    fn execute(&self, future: F) {
+        // Detached, as above; never placed on another core (it follows no accept).
+        let spawned = crate::context::with_current(|core| {
+            drop(crate::task::spawn_on(core, future));
+        });
+        spawned.expect(crate::context::NO_RUNTIME);
     }
 }
 

@@ -87,6 +87,7 @@ mod worker;
 #[doc(hidden)]
 pub mod loom_exports {
     pub use crate::blocking::{BlockingPool, Fate, Job, StartThread};
+    pub use crate::runtime::lease::{Held, Lease};
     pub use crate::serve::Stop;
     pub use crate::task::join_slot::JoinSlot;
     pub use crate::task::{schedule, spawn_remote};

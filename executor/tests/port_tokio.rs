@@ -1,7 +1,8 @@
 //! What a port from tokio by a change of imports needs from tickless's names: `time::Duration`,
 //! `net::ToSocketAddrs` for a user's own generic `connect`, and `stream.shutdown().await` with
 //! tokio's `AsyncWriteExt` in scope (feature `tokio-io`). Each is a compile test first: without
-//! it this file does not build.
+//! it this file does not build. And tokio's pattern for a synchronous wrapper, a client that owns
+//! its runtime and moves between threads (`Runtime: Send`).
 
 use std::io;
 
@@ -78,4 +79,62 @@ fn a_tokio_shaped_client_half_closes_with_async_write_ext_shutdown() -> io::Resu
             .expect("the server ends")
             .expect("the server task does not panic")
     })
+}
+
+/// tokio's pattern for bridging with synchronous code: a blocking client that owns its runtime
+/// and its connection, with `block_on` in each method.
+struct BlockingEcho {
+    rt: tickless::Runtime,
+    stream: TcpStream,
+}
+
+impl BlockingEcho {
+    fn connect(addr: std::net::SocketAddr) -> io::Result<BlockingEcho> {
+        let rt = Builder::new().cores(1).build()?;
+        let stream = rt.block_on(TcpStream::connect(addr))?;
+        Ok(BlockingEcho { rt, stream })
+    }
+
+    fn echo(&mut self, msg: &[u8]) -> io::Result<Vec<u8>> {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let stream = &mut self.stream;
+        self.rt.block_on(async {
+            stream.write_all(msg).await?;
+            let mut back = vec![0; msg.len()];
+            stream.read_exact(&mut back).await?;
+            Ok(back)
+        })
+    }
+}
+
+#[test]
+fn a_blocking_client_that_owns_its_runtime_is_send_and_works_from_another_thread() -> io::Result<()>
+{
+    use std::io::{Read, Write};
+    fn send<T: Send>(_: &T) {}
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let addr = listener.local_addr()?;
+    let server = std::thread::spawn(move || -> io::Result<()> {
+        let (mut conn, _) = listener.accept()?;
+        let mut buf = [0u8; 64];
+        loop {
+            match conn.read(&mut buf)? {
+                0 => return Ok(()),
+                n => conn.write_all(&buf[..n])?,
+            }
+        }
+    });
+    let mut client = BlockingEcho::connect(addr)?;
+    send(&client);
+    assert_eq!(client.echo(b"here")?, b"here");
+    // The client, its runtime and its stream (registered with core 0 on this thread) move on.
+    let mut client = std::thread::spawn(move || -> io::Result<BlockingEcho> {
+        assert_eq!(client.echo(b"there")?, b"there");
+        Ok(client)
+    })
+    .join()
+    .unwrap()?;
+    assert_eq!(client.echo(b"back")?, b"back");
+    drop(client);
+    server.join().unwrap()
 }

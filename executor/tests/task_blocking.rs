@@ -376,6 +376,7 @@ fn the_shutdown_error_says_what_blocking_work_was_left() {
         stuck: vec![],
         panicked: vec![],
         blocking: 3,
+        leaked_local: 0,
     };
     assert_eq!(
         err.to_string(),
@@ -386,6 +387,7 @@ fn the_shutdown_error_says_what_blocking_work_was_left() {
         stuck: vec![2],
         panicked: vec![],
         blocking: 1,
+        leaked_local: 0,
     };
     assert_eq!(
         err.to_string(),

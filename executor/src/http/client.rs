@@ -8,7 +8,7 @@ use std::task::{Context, Poll};
 use hyper::body::Body;
 use hyper_util::client::legacy::connect::{Connected, Connection};
 
-use crate::hyper_rt::{TicklessExecutor, TicklessIo, TicklessTimer};
+use crate::hyper_rt::{SendExecutor, TicklessIo, TicklessTimer};
 use crate::net::TcpStream;
 
 /// hyper-util's legacy `Client` with tickless's [`Connector`]: what [`client`] makes.
@@ -69,7 +69,7 @@ where
     B: Body + Send + 'static,
     B::Data: Send,
 {
-    hyper_util::client::legacy::Client::builder(TicklessExecutor)
+    hyper_util::client::legacy::Client::builder(SendExecutor)
         .timer(TicklessTimer)
         .pool_timer(TicklessTimer)
         .build(Connector)

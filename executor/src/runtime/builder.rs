@@ -661,7 +661,14 @@ impl Builder {
         };
         let core0 = Core::new(CoreId { runtime, index: 0 }, config, siblings.clone())?;
         let (done_tx, done_rx) = mpsc::channel();
-        let mut rt = Runtime::new_parts(core0, blocking.clone(), tokio, done_rx, restore_affinity);
+        let mut rt = Runtime::new_parts(
+            core0,
+            cpus[0],
+            blocking.clone(),
+            tokio,
+            done_rx,
+            restore_affinity,
+        );
         for (index, cpu) in cpus.iter().enumerate().skip(1) {
             let (tx, rx) = mpsc::sync_channel(1);
             let done = done_tx.clone();

@@ -2,14 +2,15 @@
 //! `tickless::runtime::{Builder, Handle, Runtime}`.
 
 mod builder;
+mod core_zero;
 mod handle;
+pub(crate) mod lease;
 mod thread;
 mod tokio_context;
 
 use std::fmt;
 use std::future::Future;
 use std::io;
-use std::marker::PhantomData;
 use std::rc::Rc;
 use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle as ThreadHandle;
@@ -25,8 +26,10 @@ pub use crate::worker::placement::Placement;
 
 use crate::blocking::BlockingPool;
 use crate::stats::Stats;
+use crate::sync::{lock, Mutex};
 use crate::worker::shared::Shared;
 use crate::worker::Core;
+use core_zero::CoreZero;
 use tokio_context::{TokioContext, TokioRuntime};
 
 /// How long dropping a runtime waits for its cores to drop their tasks and exit, and for its
@@ -36,9 +39,10 @@ const DROP_TIMEOUT: Duration = Duration::from_secs(10);
 /// A tickless runtime: one executor per core, each with its own run queue, timer wheel,
 /// timerfd and epoll instance.
 ///
-/// Core 0 runs on the thread that calls [`block_on`](Self::block_on), so a `Runtime` stays on
-/// the thread that made it (it is `!Send`); the other cores run on threads of their own, and
-/// are reached through [`handle`](Self::handle).
+/// Core 0 runs on the thread that calls [`block_on`](Self::block_on); the other cores run on
+/// threads of their own, and are reached through [`handle`](Self::handle). A `Runtime` is
+/// `Send` and `Sync`, as tokio's: a client that owns one moves between threads, and one in a
+/// `static` is used from any (see [Moving it between threads](#moving-it-between-threads)).
 ///
 /// # Dropping
 ///
@@ -79,33 +83,64 @@ const DROP_TIMEOUT: Duration = Duration::from_secs(10);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 ///
-/// It stays on the thread that made it:
+/// A blocking client that owns its runtime, tokio's pattern for a synchronous wrapper, moves
+/// to another thread with it:
 ///
-/// ```compile_fail
-/// fn assert_send<T: Send>() {}
-/// assert_send::<tickless::Runtime>();
 /// ```
+/// struct Client {
+///     rt: tickless::Runtime,
+/// }
+///
+/// impl Client {
+///     fn answer(&self) -> u32 {
+///         self.rt.block_on(async { tickless::spawn(async { 42 }).await.unwrap() })
+///     }
+/// }
+///
+/// let client = Client { rt: tickless::Builder::new().cores(1).build()? };
+/// let answer = std::thread::spawn(move || client.answer()).join().unwrap();
+/// assert_eq!(answer, 42);
+/// # std::io::Result::Ok(())
+/// ```
+///
+/// # Moving it between threads
+///
+/// Core 0 has no thread of its own: whichever thread is in `block_on` runs it, with the tasks
+/// on it. Tasks spawned in one `block_on` run on in the next, whatever its thread.
+///
+/// - **One thread at a time.** `block_on` called while another thread is in one waits for it to
+///   return, then runs (tokio's multi-thread runtime would run both at once: a `block_on`
+///   future that waits for another thread's `block_on` to make progress waits for ever here).
+///   Nested in a task or a `block_on` it panics, as before.
+/// - **`spawn_local` tasks stay on their thread.** While a `spawn_local` task of core 0 is
+///   alive, `block_on` on another thread panics, saying so; call it on the thread that
+///   spawned the task, or let the task finish (or abort it) first. `tickless::spawn`'s tasks
+///   (`Send`) have no such tie. Shut down or dropped on another thread, the runtime cannot drop
+///   such a task's future there: it leaks it (its destructor never runs), resolves its handle as
+///   cancelled, and reports it in [`ShutdownError::leaked_local`].
+/// - **Pinning.** With [`Builder::pin`], the building thread stays pinned to core 0's CPU for
+///   the runtime's life (given its affinity back when the runtime is dropped on it); another
+///   thread is pinned for the length of its `block_on` call only.
 pub struct Runtime {
-    /// Core 0.
-    core: Rc<Core>,
+    /// Core 0, run by the thread in `block_on`.
+    core: CoreZero,
     /// Every core's shared half, by index.
     shared: Vec<Arc<Shared>>,
     /// Threads of cores 1.., `None` once joined or given up on.
     threads: Vec<Option<ThreadHandle<()>>>,
     /// Indexes of core threads that have ended.
-    done: mpsc::Receiver<usize>,
+    done: Mutex<mpsc::Receiver<usize>>,
     /// The blocking pool.
     blocking: Arc<BlockingPool>,
     /// The tokio runtime of `Builder::tokio_context`, if any.
     tokio: TokioRuntime,
     /// Its context, which core 0 enters in `block_on`.
     tokio_context: TokioContext,
-    /// The building thread's affinity before core 0 was pinned to it, to restore on drop.
+    /// The building thread's affinity before core 0 was pinned to it, to restore when the
+    /// runtime is dropped on that thread.
     restore_affinity: Option<Vec<usize>>,
     /// `shutdown` ran: dropping has nothing left to stop or report.
     stopped: bool,
-    /// Core 0 is this thread.
-    _not_send: PhantomData<*const ()>,
 }
 
 /// A core that died of a panic, as [`Runtime::shutdown`] reports it.
@@ -171,6 +206,11 @@ pub struct ShutdownError {
     /// Blocking jobs still running when the timeout passed; their threads were left running,
     /// detached.
     pub blocking: usize,
+    /// `spawn_local` futures of core 0 leaked instead of dropped, because the runtime was shut
+    /// down on another thread than the one that spawned them (a `!Send` future may be dropped
+    /// on its own thread only; see "Moving it between threads" on [`Runtime`]). Their
+    /// destructors never ran; their handles resolved as cancelled.
+    pub leaked_local: usize,
 }
 
 impl fmt::Display for ShutdownError {
@@ -205,6 +245,17 @@ impl fmt::Display for ShutdownError {
                  left running, detached)"
             )?,
         }
+        if self.leaked_local > 0 {
+            if !sep.is_empty() || self.blocking > 0 {
+                f.write_str("; ")?;
+            }
+            write!(
+                f,
+                "{} `spawn_local` future(s) of core 0 leaked, not dropped: the runtime was shut \
+                 down on another thread than the one that spawned them",
+                self.leaked_local
+            )?;
+        }
         Ok(())
     }
 }
@@ -233,6 +284,7 @@ impl Runtime {
     /// A runtime of core 0 alone, to which the builder adds the others.
     fn new_parts(
         core: Rc<Core>,
+        cpu: Option<usize>,
         blocking: Arc<BlockingPool>,
         tokio: TokioRuntime,
         done: mpsc::Receiver<usize>,
@@ -240,15 +292,14 @@ impl Runtime {
     ) -> Runtime {
         Runtime {
             shared: vec![core.shared().clone()],
-            core,
+            core: CoreZero::new(core, cpu),
             threads: Vec::new(),
-            done,
+            done: Mutex::new(done),
             blocking,
             tokio_context: tokio.context(),
             tokio,
             restore_affinity,
             stopped: false,
-            _not_send: PhantomData,
         }
     }
 
@@ -261,10 +312,14 @@ impl Runtime {
     /// Runs `future` to completion on this thread (core 0), running the core's other tasks, I/O
     /// and timers meanwhile. The other cores run all along, `block_on` or not. A panic of
     /// `future` itself propagates to the caller, as tokio's does; the runtime stays usable.
+    /// Called from several threads at once, the calls run one after another (see [Moving it
+    /// between threads](Self#moving-it-between-threads)).
     ///
     /// # Panics
     ///
     /// When called from inside a runtime (a task or another `block_on`): runtimes don't nest.
+    /// When called on another thread than the last `block_on`'s while a `spawn_local` task of
+    /// core 0 is alive: that task may run on its own thread only.
     ///
     /// # Examples
     ///
@@ -277,9 +332,7 @@ impl Runtime {
     /// # std::io::Result::Ok(())
     /// ```
     pub fn block_on<F: Future>(&self, future: F) -> F::Output {
-        let _entered = self.core.enter();
-        let _tokio = self.tokio_context.enter();
-        self.core.block_on(future)
+        self.core.block_on(&self.tokio_context, future)
     }
 
     /// The number of cores.
@@ -393,19 +446,22 @@ impl Runtime {
         // Core 0's tasks are dropped here, in its own context (even when this runtime is
         // dropped inside another one).
         {
-            let _entered = self.core.enter_for_shutdown();
-            self.core.shutdown();
+            let core = self.core.owned();
+            let _entered = core.enter_for_shutdown();
+            core.shutdown();
         }
         // No deadline if the timeout cannot be added to now: wait as long as it takes.
         let deadline = Instant::now().checked_add(timeout);
         while self.threads.iter().any(Option::is_some) {
+            // Uncontended: `stop` has the runtime to itself.
+            let done = lock(&self.done);
             let index = match deadline {
-                Some(d) => self
-                    .done
+                Some(d) => done
                     .recv_timeout(d.saturating_duration_since(Instant::now()))
                     .ok(),
-                None => self.done.recv().ok(),
+                None => done.recv().ok(),
             };
+            drop(done);
             let Some(index) = index else { break };
             if let Some(t) = self.threads[index - 1].take() {
                 // The thread has finished; a panic that killed its core was recorded by it.
@@ -426,13 +482,15 @@ impl Runtime {
             .enumerate()
             .filter_map(|(core, s)| s.death().map(|message| CorePanic { core, message }))
             .collect();
-        if stuck.is_empty() && panicked.is_empty() && blocking == 0 {
+        let leaked_local = self.shared[0].local_leaked();
+        if stuck.is_empty() && panicked.is_empty() && blocking == 0 && leaked_local == 0 {
             Ok(())
         } else {
             Err(ShutdownError {
                 stuck,
                 panicked,
                 blocking,
+                leaked_local,
             })
         }
     }
@@ -452,7 +510,13 @@ impl Drop for Runtime {
             // Drop cannot return the error; say it rather than hang or stay silent.
             eprintln!("tickless: dropping the runtime: {e}");
         }
-        if let Some(cpus) = self.restore_affinity.take() {
+        // Dropped on another thread, the building thread keeps its pinning: no thread may
+        // change another's affinity safely (it may have exited, and its id been reused).
+        if let Some(cpus) = self
+            .restore_affinity
+            .take()
+            .filter(|_| self.core.is_building_thread())
+        {
             if let Err(e) = tickless_io::internal::cpu::set_current_affinity(&cpus) {
                 eprintln!("tickless: restoring this thread's CPU affinity {cpus:?}: {e}");
             }

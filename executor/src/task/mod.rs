@@ -1,6 +1,7 @@
 //! Tasks: spawning, join handles, panics and aborts. The paths are tokio's: a port is a change
 //! of imports (`tokio::task::spawn` becomes `tickless::task::spawn`).
 
+mod bound;
 mod deferred;
 mod harness;
 pub(crate) mod join_error;
@@ -14,6 +15,8 @@ pub(crate) use deferred::DeferredStart;
 pub use join_error::JoinError;
 pub use join_handle::JoinHandle;
 pub use join_set::JoinSet;
+#[cfg(feature = "http")]
+pub(crate) use spawn::spawn_on;
 #[cfg(not(loom))]
 pub(crate) use spawn::spawn_remote;
 #[cfg(loom)]

@@ -9,8 +9,9 @@ use tickless_timer::Slack;
 
 use crate::blocking::BlockingTask;
 use crate::context::{with_current, NO_RUNTIME};
+use crate::task::bound::Bound;
 use crate::task::deferred::DeferredStart;
-use crate::task::harness::TaskFuture;
+use crate::task::harness::{ResultSlot, TaskFuture};
 use crate::task::join_handle::JoinHandle;
 use crate::worker::shared::{Runnable, Shared};
 use crate::worker::timers::Due;
@@ -33,19 +34,61 @@ pub fn schedule(runnable: Runnable) {
     }
 }
 
-/// Spawns a future on `core`, from its own thread, and queues it there.
+/// Spawns a `Send` future on `core`, from the thread running it, and queues it there.
 ///
-/// Spawned as a local task: tasks never leave their core, and async-task then checks that the
-/// future is only polled and dropped on it.
+/// Tasks never leave their core; a `Send` one may be run by whichever thread runs the core
+/// (core 0's changes between `block_on` calls).
 pub(crate) fn spawn_on<F, T>(core: &Core, future: F) -> JoinHandle<T>
 where
-    F: Future<Output = T> + 'static,
-    T: 'static,
+    F: Future<Output = T> + Send + 'static,
+    T: Send + 'static,
 {
     let (wrapped, slot) = TaskFuture::new(future);
     let (runnable, task) = async_task::Builder::new()
         .metadata(core.shared().clone())
-        .spawn_local(move |_| wrapped, schedule);
+        .spawn(move |_| wrapped, schedule);
+    queue_own(core, runnable, task, slot)
+}
+
+/// Spawns a `!Send` future on `core`, from the thread running it, and queues it there.
+///
+/// On cores 1 and up, an async-task local task: it checks that its future is only polled and
+/// dropped on the core's thread, which never changes. On core 0, whose thread may change
+/// between `block_on` calls, the future is [`Bound`] to this thread instead (see
+/// `task::bound`).
+pub(crate) fn spawn_local_on<F, T>(core: &Core, future: F) -> JoinHandle<T>
+where
+    F: Future<Output = T> + 'static,
+    T: 'static,
+{
+    let builder = async_task::Builder::new().metadata(core.shared().clone());
+    if core.id().index != 0 {
+        let (wrapped, slot) = TaskFuture::new(future);
+        let (runnable, task) = builder.spawn_local(move |_| wrapped, schedule);
+        return queue_own(core, runnable, task, slot);
+    }
+    let (wrapped, slot) = TaskFuture::new(Bound::new(future, core.shared().clone()));
+    // SAFETY: async-task asks that the runnable of a `!Send` future be used and dropped on
+    // the thread that spawned it. The future is a `TaskFuture` of a `Bound`: it reaches the
+    // user's future only through `Bound`, which polls it on its spawning thread only (it
+    // asserts so, and `block_on` never moves core 0 to another thread while a bound task
+    // lives) and, dropped on another thread, leaks it with its box rather than drop it. The
+    // rest of the wrapper is thread-safe: the join slot is an `Arc` of a locked slot, to which
+    // a drop elsewhere writes only a cancellation (the output is written on the spawning
+    // thread, when the future completes, and the future is dropped right then), and the
+    // live-task key is given back through the core the dropping thread runs. The schedule
+    // function is a plain `fn` (`Send`, `Sync`, `'static`) and the future is `'static`.
+    let (runnable, task) = unsafe { builder.spawn_unchecked(move |_| wrapped, schedule) };
+    queue_own(core, runnable, task, slot)
+}
+
+/// Queues a task just spawned on `core` by its own thread, and gives its handle.
+fn queue_own<T>(
+    core: &Core,
+    runnable: Runnable,
+    task: async_task::Task<(), Arc<Shared>>,
+    slot: ResultSlot<T>,
+) -> JoinHandle<T> {
     task.detach();
     core.shared().load.add_own();
     let waker = runnable.waker();
@@ -111,7 +154,7 @@ where
     F: Future + 'static,
     F::Output: 'static,
 {
-    with_current(|core| spawn_on(core, future)).expect(NO_RUNTIME)
+    with_current(|core| spawn_local_on(core, future)).expect(NO_RUNTIME)
 }
 
 /// Spawns a `Send` future, as `tokio::spawn` does: on the current core, or, when the task

@@ -50,6 +50,32 @@ impl CoreId {
     }
 }
 
+/// A number for the calling thread, never given to another thread of the process (unlike a
+/// thread-local's address, which a later thread may reuse): what a core compares to know
+/// whether it runs on its home thread. One thread-local read after the first call.
+pub(crate) fn thread_token() -> u64 {
+    #[cfg(not(loom))]
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    #[cfg(loom)]
+    loom::lazy_static! {
+        static ref NEXT: AtomicU64 = AtomicU64::new(1);
+    }
+    #[cfg(not(loom))]
+    thread_local! {
+        static TOKEN: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    }
+    #[cfg(loom)]
+    loom::thread_local! {
+        static TOKEN: std::cell::Cell<u64> = std::cell::Cell::new(0);
+    }
+    TOKEN.with(|t| {
+        if t.get() == 0 {
+            t.set(NEXT.fetch_add(1, Ordering::Relaxed));
+        }
+        t.get()
+    })
+}
+
 impl CoreKey {
     /// The core it names.
     pub(crate) fn id(self) -> CoreId {

@@ -7,7 +7,8 @@ use tickless_io::internal::Unparker;
 use tickless_timer::internal::{Inbox, Op, Wake as WakeDecision};
 
 use crate::stats::{CoreStats, Published};
-use crate::sync::{lock, AtomicBool, AtomicUsize, Mutex, Ordering};
+use crate::sync::{lock, AtomicBool, AtomicU64, AtomicUsize, Mutex, Ordering};
+use crate::worker::id::thread_token;
 use crate::worker::id::CoreId;
 use crate::worker::placement::Load;
 use crate::worker::timers::Due;
@@ -63,8 +64,15 @@ pub struct Shared<U = Unparker> {
     published: Published,
     /// Why the core's thread ended by a panic (the panic's message), if it did.
     death: Mutex<Option<String>>,
-    /// The thread that runs the core (for core 0, the thread that built the runtime).
-    thread: std::thread::ThreadId,
+    /// The [`thread_token`] of the thread that runs the core: its own thread; for core 0, the
+    /// thread in `block_on`, or that last was (the building thread at first).
+    home: AtomicU64,
+    /// The core's `spawn_local` tasks whose future is alive (core 0's only: see
+    /// `task::bound`), which bind core 0 to the thread that spawned them.
+    local_tasks: AtomicUsize,
+    /// Those of them whose future was leaked, not dropped: the runtime was dropped on another
+    /// thread.
+    local_leaked: AtomicUsize,
 }
 
 impl<U: Unpark> Shared<U> {
@@ -83,7 +91,9 @@ impl<U: Unpark> Shared<U> {
             cpu: AtomicUsize::new(usize::MAX),
             published: Published::default(),
             death: Mutex::new(None),
-            thread: std::thread::current().id(),
+            home: AtomicU64::new(thread_token()),
+            local_tasks: AtomicUsize::new(0),
+            local_leaked: AtomicUsize::new(0),
         }
     }
 
@@ -218,9 +228,45 @@ impl<U: Unpark> Shared<U> {
         }
     }
 
-    /// Whether the calling thread is the one that runs this core.
+    /// Whether the calling thread is the one that runs this core (for core 0: the thread in
+    /// `block_on`, or that last was).
     pub(crate) fn is_core_thread(&self) -> bool {
-        std::thread::current().id() == self.thread
+        self.home() == thread_token()
+    }
+
+    /// The [`thread_token`] of the thread that runs this core, or last ran it.
+    pub(crate) fn home(&self) -> u64 {
+        // Written by the thread that holds core 0's lease, read by it or as a hint.
+        self.home.load(Ordering::Relaxed)
+    }
+
+    /// Core 0 moves to the thread `token` (from `block_on`, holding its lease).
+    pub(crate) fn set_home(&self, token: u64) {
+        self.home.store(token, Ordering::Relaxed);
+    }
+
+    /// The core's live `spawn_local` tasks that are bound to its home thread.
+    pub(crate) fn local_tasks(&self) -> usize {
+        self.local_tasks.load(Ordering::Relaxed)
+    }
+
+    /// A bound `spawn_local` task was spawned (`1`) or its future is gone (`-1`: dropped, or
+    /// leaked if `leaked`).
+    pub(crate) fn count_local(&self, spawned: bool, leaked: bool) {
+        if spawned {
+            self.local_tasks.fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.local_tasks.fetch_sub(1, Ordering::Relaxed);
+        }
+        if leaked {
+            self.local_leaked.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// How many bound `spawn_local` futures were leaked rather than dropped on a thread not
+    /// theirs.
+    pub(crate) fn local_leaked(&self) -> usize {
+        self.local_leaked.load(Ordering::Relaxed)
     }
 
     /// Records that the core's thread died of a panic with `message`; it no longer sleeps.

@@ -1,0 +1,144 @@
+//! Core 0 as the runtime owns it: run by whichever thread calls `block_on`, one at a time.
+//!
+//! This is what makes a [`Runtime`](super::Runtime) `Send` and `Sync`, as tokio's is (a
+//! blocking client that owns a runtime moves between threads; a runtime in a `static` is used
+//! from many). Core 0's state is single-threaded (`Rc`, `RefCell`); it is safe to move it,
+//! and to use it from one thread at a time, because of what is kept here:
+//!
+//! - **One thread at a time.** Every use of core 0 is made holding its [`Lease`] (`block_on`,
+//!   the live stats) or owning the runtime (its shutdown and drop), and the lease's mutex
+//!   orders one holder's uses before the next's.
+//! - **Nothing of core 0 outside it.** No handle to core 0's single-threaded parts stays on a
+//!   thread once `block_on` returns: the core's `Rc` is held by the runtime and by the guard
+//!   `block_on` enters it with (the thread-local that points at it is cleared when that guard
+//!   drops); its reactor's `Rc` likewise (tickless-io gives out no `Rc` of the current
+//!   reactor, and its entry guards hold none: see `tickless_io`'s context). Wakers, join
+//!   handles, streams and timers reach core 0 through its `Arc`'d shared half only.
+//! - **`!Send` tasks stay on their thread.** A `spawn_local` future on core 0 is bound to the
+//!   thread that spawned it (`task::bound`): `block_on` on another thread panics while one
+//!   lives, and a drop elsewhere leaks it instead of dropping it.
+//! - **What belongs to a thread is set per call.** The thread-locals (current core, reactor,
+//!   tokio context), the kernel timer slack, and, when the runtime pins its cores, the CPU
+//!   affinity of a thread other than the building one are set when `block_on` starts and
+//!   restored when it ends.
+
+use std::future::Future;
+use std::rc::Rc;
+
+use super::lease::Lease;
+use super::tokio_context::TokioContext;
+use crate::context::{assert_not_in_runtime, with_current};
+use crate::stats::CoreStats;
+use crate::worker::id::thread_token;
+use crate::worker::Core;
+
+/// Core 0, with its lease; see the module's docs.
+pub(super) struct CoreZero {
+    /// The core. Used only holding `lease`, or owning the runtime.
+    core: Rc<Core>,
+    /// Which thread runs it now.
+    lease: Lease,
+    /// The CPU it is pinned to, if the runtime pins its cores.
+    cpu: Option<usize>,
+    /// The [`thread_token`] of the thread that built the runtime (pinned for the runtime's
+    /// life, if pinning).
+    built_on: u64,
+}
+
+// SAFETY: core 0's single-threaded state is reached only through this type, whose every use
+// of it is made holding the lease or owning it (`&mut self`/`self`), and none of whose `Rc`s
+// is left on a thread after the use ends (the module's docs list how). So moving it to another
+// thread moves every handle to that state with it, and `!Send` futures never move: a
+// `spawn_local` future is bound to its thread (`task::bound`).
+unsafe impl Send for CoreZero {}
+// SAFETY: through `&CoreZero`, core 0 is used only holding the lease (`block_on`, `stats`), so
+// by one thread at a time, each use ordered after the last by the lease's mutex; `cpu` and
+// `built_on` are read only.
+unsafe impl Sync for CoreZero {}
+
+impl CoreZero {
+    /// Core 0 of a runtime being built on this thread (pinned to `cpu`, if any).
+    pub(super) fn new(core: Rc<Core>, cpu: Option<usize>) -> CoreZero {
+        CoreZero {
+            core,
+            lease: Lease::new(),
+            cpu,
+            built_on: thread_token(),
+        }
+    }
+
+    /// Runs `future` on this thread as core 0's `block_on` future, running core 0 meanwhile.
+    pub(super) fn block_on<F: Future>(&self, tokio: &TokioContext, future: F) -> F::Output {
+        // Before the lease: a `block_on` inside this runtime's own would wait for itself.
+        assert_not_in_runtime();
+        let _lease = self.lease.take();
+        let me = thread_token();
+        let shared = self.core.shared();
+        if shared.home() != me {
+            let bound = shared.local_tasks();
+            assert!(
+                bound == 0,
+                "tickless: `block_on` called on another thread than the last one while core 0 \
+                 has {bound} `spawn_local` task(s) alive: a `!Send` task runs on the thread that \
+                 spawned it only. Call `block_on` on that thread, or let those tasks finish \
+                 (or abort them) first."
+            );
+            shared.set_home(me);
+        }
+        let _pinned = self.pin_here(me);
+        let _entered = self.core.enter();
+        let _tokio = tokio.enter();
+        self.core.block_on(future)
+    }
+
+    /// Pins this thread to core 0's CPU until the guard drops, if the runtime pins its cores
+    /// and this is not the building thread (which is pinned for the runtime's life).
+    fn pin_here(&self, me: u64) -> Option<RestoreAffinity> {
+        let cpu = self.cpu.filter(|_| me != self.built_on)?;
+        let saved = tickless_io::internal::cpu::allowed_cpus().ok()?;
+        match tickless_io::internal::cpu::pin_current_thread(cpu) {
+            Ok(()) => Some(RestoreAffinity(saved)),
+            Err(e) => {
+                eprintln!("tickless: pinning this `block_on` thread to CPU {cpu}: {e}");
+                None
+            }
+        }
+    }
+
+    /// Core 0's counters: live when this thread runs it or may take it now, else as of its
+    /// last idle transition (another thread is in `block_on`).
+    pub(super) fn stats(&self) -> CoreStats {
+        let own = with_current(|c| c.id() == self.core.id()).unwrap_or(false);
+        if own {
+            return self.core.stats();
+        }
+        match self.lease.try_take() {
+            Some(_held) => self.core.stats(),
+            None => self.core.shared().stats(),
+        }
+    }
+
+    /// The core, to shut down: only with the runtime owned (`&mut`).
+    pub(super) fn owned(&mut self) -> &Rc<Core> {
+        &self.core
+    }
+
+    /// Whether this thread built the runtime.
+    pub(super) fn is_building_thread(&self) -> bool {
+        thread_token() == self.built_on
+    }
+}
+
+/// Gives a thread its CPU affinity back when dropped.
+struct RestoreAffinity(Vec<usize>);
+
+impl Drop for RestoreAffinity {
+    fn drop(&mut self) {
+        if let Err(e) = tickless_io::internal::cpu::set_current_affinity(&self.0) {
+            eprintln!(
+                "tickless: restoring this thread's CPU affinity {:?}: {e}",
+                self.0
+            );
+        }
+    }
+}

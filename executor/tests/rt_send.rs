@@ -1,0 +1,278 @@
+//! A `Runtime` is `Send` and `Sync`, as tokio's: core 0 runs on whichever thread calls
+//! `block_on`, one thread at a time, and `!Send` tasks stay on the thread that spawned them.
+// The tests hand a task's handle out of one `block_on` to await it in another, on purpose.
+#![allow(clippy::async_yields_async)]
+
+use std::cell::Cell;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
+use std::thread;
+use std::time::Duration;
+
+use tickless::runtime::Placement;
+use tickless::{Builder, Runtime};
+
+#[test]
+fn a_runtime_is_send_and_sync() {
+    fn send_and_sync<T: Send + Sync>() {}
+    send_and_sync::<Runtime>();
+}
+
+/// tokio's pattern for a synchronous wrapper: a client that owns its runtime.
+struct BlockingClient {
+    rt: Runtime,
+}
+
+impl BlockingClient {
+    fn call<F: std::future::Future>(&self, f: F) -> F::Output {
+        self.rt.block_on(f)
+    }
+}
+
+#[test]
+fn a_blocking_client_that_owns_a_runtime_moves_to_another_thread_with_its_tasks(
+) -> std::io::Result<()> {
+    let client = BlockingClient {
+        rt: Builder::new()
+            .cores(1)
+            .placement(Placement::Local)
+            .build()?,
+    };
+    // A task spawned on this thread, still waiting when `block_on` returns.
+    let (tx, rx) = tokio::sync::oneshot::channel::<u32>();
+    let task = client.call(async move {
+        tickless::spawn(async move { rx.await.map(|v| (v * 2, tickless::core_id())) })
+    });
+    let before = client.rt.stats().cores[0].polls;
+    // The client moves to another thread, whose `block_on` runs core 0 and so the task.
+    let (out, polls) = thread::spawn(move || {
+        let out = client.call(async move {
+            tx.send(21).unwrap();
+            task.await
+        });
+        (out, client.rt.stats().cores[0].polls)
+    })
+    .join()
+    .unwrap();
+    assert_eq!(out.unwrap().unwrap(), (42, 0));
+    // The task's second poll and the `block_on` future's, on the other thread.
+    assert!(polls >= before + 2, "{before} -> {polls}");
+    Ok(())
+}
+
+#[test]
+fn block_on_from_two_threads_at_once_runs_one_after_the_other() -> std::io::Result<()> {
+    let rt = Builder::new().cores(2).build()?;
+    let inside = AtomicUsize::new(0);
+    let most = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(|| {
+                rt.block_on(async {
+                    let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
+                    most.fetch_max(now, Ordering::SeqCst);
+                    for _ in 0..50 {
+                        // Yields to the loop (and the other core), never leaving `block_on`.
+                        tickless::task::yield_now().await;
+                        let id = tickless::spawn(async { tickless::core_id() })
+                            .await
+                            .unwrap();
+                        assert!(id < 2);
+                    }
+                    inside.fetch_sub(1, Ordering::SeqCst);
+                    done.fetch_add(1, Ordering::SeqCst);
+                });
+            });
+        }
+    });
+    assert_eq!(done.load(Ordering::SeqCst), 4);
+    // Core 0 ran one `block_on` at a time.
+    assert_eq!(most.load(Ordering::SeqCst), 1);
+    Ok(())
+}
+
+#[test]
+fn block_on_on_another_thread_while_a_spawn_local_task_lives_panics_and_leaves_the_runtime_usable(
+) -> std::io::Result<()> {
+    let rt = Builder::new().cores(1).build()?;
+    let (tx, rx) = tokio::sync::oneshot::channel::<u32>();
+    let local = rt.block_on(async move {
+        let here = Rc::new(Cell::new(1)); // not `Send`
+        tickless::spawn_local(async move { here.get() + rx.await.unwrap() })
+    });
+    thread::scope(|s| {
+        let err = s
+            .spawn(|| rt.block_on(async { 0 }))
+            .join()
+            .expect_err("block_on on another thread must refuse");
+        let msg = err
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .unwrap_or("");
+        assert!(
+            msg.contains("1 `spawn_local` task(s) alive"),
+            "unexpected message: {msg}"
+        );
+    });
+    // The lease was given back by the panic: this thread runs core 0 again, and the task.
+    tx.send(41).unwrap();
+    assert_eq!(rt.block_on(local).unwrap(), 42);
+    // With no local task alive, another thread may now run it.
+    let rt = thread::spawn(move || {
+        assert_eq!(rt.block_on(async { tickless::core_id() }), 0);
+        rt
+    })
+    .join()
+    .unwrap();
+    rt.shutdown(Duration::from_secs(10)).unwrap();
+    Ok(())
+}
+
+/// Counts the drops of what it guards.
+struct CountDrop(Arc<AtomicUsize>);
+
+impl Drop for CountDrop {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn a_runtime_shut_down_on_another_thread_leaks_live_spawn_local_futures_and_says_so(
+) -> std::io::Result<()> {
+    let rt = Builder::new().cores(2).build()?;
+    let dropped = Arc::new(AtomicUsize::new(0));
+    let (local, sent) = rt.block_on({
+        let dropped = dropped.clone();
+        async move {
+            let guard = CountDrop(dropped.clone());
+            let here = Rc::new(()); // not `Send`
+            let local = tickless::spawn_local(async move {
+                let _keep = (here, guard);
+                std::future::pending::<u32>().await
+            });
+            // A `Send` task of core 0 is dropped as usual wherever the runtime is.
+            let guard = CountDrop(dropped);
+            let sent = tickless::spawn(async move {
+                let _keep = guard;
+                std::future::pending::<u32>().await
+            });
+            (local, sent)
+        }
+    });
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || tx.send(rt.shutdown(Duration::from_secs(10))).unwrap());
+    let err = rx.recv().unwrap().unwrap_err();
+    assert_eq!(err.leaked_local, 1);
+    assert!(err.stuck.is_empty() && err.panicked.is_empty() && err.blocking == 0);
+    assert!(err
+        .to_string()
+        .contains("1 `spawn_local` future(s) of core 0 leaked"));
+    // The `Send` task's future was dropped; the bound one's destructor never ran.
+    assert_eq!(dropped.load(Ordering::SeqCst), 1);
+    // Both handles resolve, as cancelled.
+    let other = Runtime::new()?;
+    assert!(other.block_on(local).unwrap_err().is_cancelled());
+    assert!(other.block_on(sent).unwrap_err().is_cancelled());
+    Ok(())
+}
+
+#[test]
+fn a_runtime_shut_down_on_another_thread_with_no_local_task_drops_everything() -> std::io::Result<()>
+{
+    let rt = Builder::new().cores(1).build()?;
+    let dropped = Arc::new(AtomicUsize::new(0));
+    let guard = CountDrop(dropped.clone());
+    let task = rt.block_on(async move {
+        tickless::spawn_local(async move {
+            let _keep = (Rc::new(()), guard);
+            7
+        })
+        .await
+    });
+    assert_eq!(task.unwrap(), 7);
+    let res = thread::spawn(move || rt.shutdown(Duration::from_secs(10)))
+        .join()
+        .unwrap();
+    assert_eq!(res, Ok(()));
+    assert_eq!(dropped.load(Ordering::SeqCst), 1);
+    Ok(())
+}
+
+#[test]
+fn a_pinning_runtime_pins_another_block_on_thread_to_core_0_s_cpu_for_the_call(
+) -> std::io::Result<()> {
+    let cpu = tickless_io::internal::cpu::allowed_cpus;
+    let allowed = cpu()?;
+    // Built on a thread of its own, which it pins for its life; used and dropped here.
+    let rt = thread::spawn(|| Builder::new().cores(1).pin(true).build())
+        .join()
+        .unwrap()?;
+    let inside = rt.block_on(async move { cpu().unwrap() });
+    assert_eq!(inside, vec![allowed[0]]);
+    assert_eq!(cpu()?, allowed, "given back when `block_on` returned");
+    drop(rt);
+    assert_eq!(
+        cpu()?,
+        allowed,
+        "the drop restores nothing on a thread it did not pin"
+    );
+    Ok(())
+}
+
+/// An HTTP/1.1 server on a plain thread: answers `ok` to every request of every connection,
+/// counting the connections.
+fn keep_alive_server() -> std::io::Result<(std::net::SocketAddr, Arc<AtomicUsize>)> {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let addr = listener.local_addr()?;
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let count = accepted.clone();
+    thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { return };
+            count.fetch_add(1, Ordering::SeqCst);
+            thread::spawn(move || {
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 1024];
+                while let Ok(n @ 1..) = conn.read(&mut chunk) {
+                    buf.extend_from_slice(&chunk[..n]);
+                    while let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                        buf.drain(..end + 4);
+                        let reply = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
+                        if conn.write_all(reply).is_err() {
+                            return;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    Ok((addr, accepted))
+}
+
+#[test]
+fn a_blocking_http_client_keeps_its_pooled_connection_across_threads() -> std::io::Result<()> {
+    use bytes::Bytes;
+    use http_body_util::{BodyExt, Empty};
+
+    let (addr, accepted) = keep_alive_server()?;
+    let uri: hyper::Uri = format!("http://{addr}/").parse().unwrap();
+    let rt = Builder::new().cores(1).build()?;
+    let client = tickless::http::client::<Empty<Bytes>>();
+    let get = move |rt: &Runtime, client: &tickless::http::Client<Empty<Bytes>>| {
+        rt.block_on(async {
+            let res = client.get(uri.clone()).await.unwrap();
+            res.into_body().collect().await.unwrap().to_bytes()
+        })
+    };
+    assert_eq!(get(&rt, &client), "ok");
+    // The pooled connection's task lives on core 0 between the calls; it is a `Send` task, so
+    // the client moves on, and its next request reuses the connection from the other thread.
+    let body = thread::spawn(move || get(&rt, &client)).join().unwrap();
+    assert_eq!(body, "ok");
+    assert_eq!(accepted.load(Ordering::SeqCst), 1);
+    Ok(())
+}
