@@ -276,3 +276,17 @@ fn a_blocking_http_client_keeps_its_pooled_connection_across_threads() -> std::i
     assert_eq!(accepted.load(Ordering::SeqCst), 1);
     Ok(())
 }
+
+#[test]
+fn stats_from_another_thread_while_block_on_runs_do_not_wait_for_it() -> std::io::Result<()> {
+    let rt = Builder::new().cores(1).build()?;
+    let polls = rt.block_on(async {
+        tickless::task::yield_now().await;
+        // Another thread asks while this one holds core 0: it gets the published counters
+        // at once (waiting for this `block_on` would never end: it waits for that thread).
+        thread::scope(|s| s.spawn(|| rt.stats().cores[0].polls).join().unwrap())
+    });
+    // Published at core 0's last idle transition, so never ahead of the live count.
+    assert!(polls <= rt.stats().cores[0].polls);
+    Ok(())
+}

@@ -29,13 +29,15 @@ use super::lease::Lease;
 use super::tokio_context::TokioContext;
 use crate::context::{assert_not_in_runtime, with_current};
 use crate::stats::CoreStats;
-use crate::worker::id::thread_token;
+use crate::worker::id::{thread_token, CoreId};
 use crate::worker::Core;
 
 /// Core 0, with its lease; see the module's docs.
 pub(super) struct CoreZero {
     /// The core. Used only holding `lease`, or owning the runtime.
     core: Rc<Core>,
+    /// Its id, to compare with the current core's without touching the core.
+    id: CoreId,
     /// Which thread runs it now.
     lease: Lease,
     /// The CPU it is pinned to, if the runtime pins its cores.
@@ -60,6 +62,7 @@ impl CoreZero {
     /// Core 0 of a runtime being built on this thread (pinned to `cpu`, if any).
     pub(super) fn new(core: Rc<Core>, cpu: Option<usize>) -> CoreZero {
         CoreZero {
+            id: core.id(),
             core,
             lease: Lease::new(),
             cpu,
@@ -108,7 +111,7 @@ impl CoreZero {
     /// Core 0's counters: live when this thread runs it or may take it now, else as of its
     /// last idle transition (another thread is in `block_on`).
     pub(super) fn stats(&self) -> CoreStats {
-        let own = with_current(|c| c.id() == self.core.id()).unwrap_or(false);
+        let own = with_current(|c| c.id() == self.id).unwrap_or(false);
         if own {
             return self.core.stats();
         }
