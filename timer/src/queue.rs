@@ -3,13 +3,14 @@
 //! # The device's state, as the queue keeps it
 //!
 //! The device (a timerfd, or an epoll wait's timeout) remembers nothing the queue can read
-//! back: the queue alone knows what it armed. Seven fields of [`TimerQueue`] say what it
+//! back: the queue alone knows what it armed. Eight fields of [`TimerQueue`] say what it
 //! believes, and every method below keeps them to these rules.
 //!
 //! | field | means | set | cleared |
 //! |---|---|---|---|
 //! | `armed` | the tick the device must have fired by (the end of the earliest window at the last arming); `None`: disarmed | `program` | `device_fired` (the arming is spent), `device_lost` |
 //! | `armed_lead` | how far ahead of `armed` the device was programmed, ns (the lead at that arming) | `program` | (rewritten by the next `program`) |
+//! | `programmed` | the instant the device is programmed for, ns: `armed` less `armed_lead` (kept, not derived, so that an idle flush converts nothing) | `program` | with `armed` |
 //! | `leading` | whether `program` subtracts the learned lead (off on paused time) | `set_leading` | `set_leading` |
 //! | `dirty` | something happened that the policy may re-arm for: the next `on_idle` looks | an insert earlier than `armed`, a cancel (`OnIdle`), a reset, an expiry, `device_fired`, `device_lost` | `on_idle` |
 //! | `unarmed` | a timer may be due that the device will not announce (inserted before `armed` since the last flush, or the arming is spent): a core that stays busy must read the clock | with `dirty`, except on a cancel | `on_idle` (after it, the device fires no later than the earliest timer, whatever the policy) |
@@ -141,6 +142,10 @@ pub struct TimerQueue<T, D> {
     /// How far ahead of `armed` the device was programmed, in nanoseconds: the lead as it was
     /// at that arming.
     armed_lead: u64,
+    /// `armed` in nanoseconds less `armed_lead`: the instant the device is programmed for,
+    /// kept so that the driver's every idle flush ([`on_idle`](Self::on_idle)) converts
+    /// nothing; `None` while disarmed.
+    programmed: Option<u64>,
     /// The wakeup latency, learned from [`device_woke`](Self::device_woke): how far ahead of
     /// the armed instant the next arming programs the device.
     lead: Lead,
@@ -194,6 +199,7 @@ impl<T, D: ClockDevice> TimerQueue<T, D> {
             ticks: Ticks::new(config.resolution),
             armed: None,
             armed_lead: 0,
+            programmed: None,
             lead: Lead::new(crate::slack::nanos(config.lead_max)),
             leading: true,
             early: false,
@@ -250,7 +256,7 @@ impl<T, D: ClockDevice> TimerQueue<T, D> {
     /// The instant the device is programmed to fire at, in nanoseconds: [`armed`](Self::armed)
     /// less the lead it was armed with.
     pub fn programmed(&self) -> Option<u64> {
-        self.armed().map(|a| a.saturating_sub(self.armed_lead))
+        self.programmed
     }
 
     /// The wakeup lead learned so far, in nanoseconds: the next arming programs the device
@@ -441,6 +447,7 @@ impl<T, D: ClockDevice> TimerQueue<T, D> {
     /// [`on_idle`](Self::on_idle) programs the device afresh for the earliest timer.
     pub fn device_lost(&mut self) {
         self.armed = None;
+        self.programmed = None;
         self.early = false;
         self.dirty = true;
         self.unarmed = true;
@@ -486,11 +493,12 @@ impl<T, D: ClockDevice> TimerQueue<T, D> {
     /// queue alone knows what it armed: a device need not remember. Returns whether anything is
     /// due.
     pub fn device_fired(&mut self, now: u64) -> bool {
-        let armed = match self.armed {
-            Some(armed) if self.ticks.to_ns(armed).saturating_sub(self.armed_lead) <= now => armed,
+        let armed = match (self.armed, self.programmed) {
+            (Some(armed), Some(programmed)) if programmed <= now => armed,
             _ => return false,
         };
         self.armed = None;
+        self.programmed = None;
         self.dirty = true;
         // The arming is spent: until the next idle flush arms it again, nothing announces the
         // timers still pending, and a core that stays busy until then must read the clock to
@@ -626,10 +634,9 @@ impl<T, D: ClockDevice> TimerQueue<T, D> {
         self.stats.rearms += 1;
         self.armed = tick;
         self.armed_lead = if self.leading { self.lead.ns() } else { 0 };
-        match tick {
-            Some(t) => self
-                .device
-                .arm(self.ticks.to_ns(t).saturating_sub(self.armed_lead)),
+        self.programmed = tick.map(|t| self.ticks.to_ns(t).saturating_sub(self.armed_lead));
+        match self.programmed {
+            Some(at) => self.device.arm(at),
             None => self.device.disarm(),
         }
     }
