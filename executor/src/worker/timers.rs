@@ -70,9 +70,6 @@ pub(crate) struct Timers {
     long_from: u64,
     /// That slack, prepared for the queue.
     long_slack: PreparedSlack,
-    /// The waker of the last sleep cancelled, for the next one to register (see
-    /// [`waker_like`](Self::waker_like)).
-    spare: Cell<Option<Waker>>,
     /// What the device is (fixed at creation; the loop asks at every poll).
     device: ClockDevice,
 }
@@ -102,7 +99,6 @@ impl Timers {
             default_slack,
             long_from,
             long_slack,
-            spare: Cell::new(None),
         }
     }
 
@@ -134,8 +130,6 @@ impl Timers {
         if ns <= self.last_now.get() {
             return None;
         }
-        // Before the queue's borrow: a waker's clone is user code.
-        let value = Due::Wake(self.waker_like(waker));
         let mut queue = self.queue.borrow_mut();
         let slack = match slack {
             // A long timer's default slack (a request's timeout): prepared already. (`NO_SPAN`
@@ -144,38 +138,37 @@ impl Timers {
             None => self.default_slack_of(&mut queue, ns, span),
             Some(slack) => queue.prepare(slack),
         };
-        Some(queue.insert_prepared(ns, slack, value))
-    }
-
-    /// A waker that wakes what `waker` wakes: the waker of the last sleep cancelled here if it
-    /// will (a task cancels its request's timeout and sets the next one in the same poll:
-    /// the waker moves from one timer to the next, neither cloned nor dropped), else a clone.
-    #[inline]
-    fn waker_like(&self, waker: &Waker) -> Waker {
-        match self.spare.take() {
-            Some(spare) if spare.will_wake(waker) => spare,
-            other => {
-                // Kept for the next one (it is dropped when a cancel replaces it).
-                self.spare.set(other);
-                waker.clone()
-            }
+        // The waker of the last sleep cancelled here, kept in its entry, if it wakes what
+        // `waker` wakes (a task cancels its request's timeout and sets the next one in the same
+        // poll): reused in place, neither cloned nor dropped. (`will_wake` compares pointers:
+        // no user code under the borrow.)
+        let reused = queue.insert_reusing(
+            ns,
+            slack,
+            |due| matches!(due, Due::Wake(kept) if kept.will_wake(waker)),
+        );
+        if reused.is_some() {
+            return reused;
         }
+        drop(queue);
+        // After the queue's borrow: a waker's clone is user code.
+        let value = Due::Wake(waker.clone());
+        Some(self.queue.borrow_mut().insert_prepared(ns, slack, value))
     }
 
-    /// Cancels a sleep of this core, keeping its waker for the next registration (see
-    /// [`waker_like`](Self::waker_like)); the waker it replaces there is dropped, under a
-    /// panic guard, after the queue's borrow. Nothing if it already fired, or while the queue
-    /// is borrowed (the core's own shutdown is taking every timer: nothing to cancel).
+    /// Cancels a sleep of this core, keeping its waker in its entry for the next registration
+    /// (see [`register`](Self::register)); the waker kept before, which it replaces, is dropped,
+    /// under a panic guard, after the queue's borrow. Nothing if it already fired, or while the
+    /// queue is borrowed (the core's own shutdown is taking every timer: nothing to cancel).
     #[inline(always)]
     pub(crate) fn cancel_sleep(&self, handle: TimerHandle) {
-        match self.cancel(handle) {
-            Some(Due::Wake(waker)) => {
-                if let Some(old) = self.spare.replace(Some(waker)) {
-                    drop_caught(old);
-                }
-            }
-            Some(other) => drop_caught(other),
-            None => {}
+        let Ok(mut queue) = self.queue.try_borrow_mut() else {
+            return;
+        };
+        let released = queue.cancel_retaining(handle);
+        drop(queue);
+        if let Some(old) = released {
+            drop_caught(old);
         }
     }
 
@@ -407,9 +400,8 @@ impl Timers {
 
     /// Takes every pending timer out, for the core's shutdown (to drop them in its context).
     pub(crate) fn take_all(&self) -> Vec<Due> {
-        let mut all = self.queue.borrow_mut().drain();
-        all.extend(self.spare.take().map(Due::Wake));
-        all
+        // With the waker a cancelled sleep's entry kept.
+        self.queue.borrow_mut().drain()
     }
 
     /// The queue's counters.

@@ -42,7 +42,7 @@ mod expiry;
 mod level;
 mod lists;
 
-use crate::slab::{Slab, TimerHandle};
+use crate::slab::{Fill, Slab, TimerHandle};
 pub use level::Lane;
 pub(crate) use level::Place;
 use level::{new_lane, Level, List};
@@ -170,7 +170,7 @@ impl<T> Wheel<T> {
     /// otherwise expires like any other.
     pub fn insert(&mut self, tick: u64, deferrable: bool, value: T) -> TimerHandle {
         let lane = if deferrable { DEFERRABLE } else { EXACT };
-        self.insert_in(tick, lane, value)
+        self.insert_in(tick, lane, Fill::Value(value))
     }
 
     /// Adds a timer due at `tick` that may expire up to `slack` ticks later: the wheel asks
@@ -190,7 +190,7 @@ impl<T> Wheel<T> {
     /// ```
     pub fn insert_within(&mut self, tick: u64, slack: u64, value: T) -> TimerHandle {
         let lane = self.lane_for(slack);
-        self.insert_in(tick, lane, value)
+        self.insert_in(tick, lane, Fill::Value(value))
     }
 
     /// The lane timers with `slack` ticks of slack go to, and the slack they get there (no more
@@ -207,7 +207,12 @@ impl<T> Wheel<T> {
 
     /// [`insert_within`](Self::insert_within) with the lane already chosen.
     pub fn insert_in_lane(&mut self, tick: u64, lane: Lane, value: T) -> TimerHandle {
-        self.insert_in(tick, lane.0, value)
+        self.insert_in(tick, lane.0, Fill::Value(value))
+    }
+
+    /// [`insert_in_lane`](Self::insert_in_lane) of a value or of the retained one.
+    pub(crate) fn store_in_lane(&mut self, tick: u64, lane: Lane, fill: Fill<T>) -> TimerHandle {
+        self.insert_in(tick, lane.0, fill)
     }
 
     /// Stores a timer due at `tick` without placing it: it is pending (its handle works for
@@ -223,12 +228,29 @@ impl<T> Wheel<T> {
     /// nothing would look again.
     #[inline]
     pub fn insert_detached(&mut self, tick: u64, lane: Lane, value: T) -> TimerHandle {
+        self.store_detached(tick, lane, Fill::Value(value))
+    }
+
+    /// [`insert_detached`](Self::insert_detached) of a value or of the retained one.
+    #[inline(always)]
+    pub(crate) fn store_detached(&mut self, tick: u64, lane: Lane, fill: Fill<T>) -> TimerHandle {
         debug_assert_ne!(
             lane,
             Lane::DEFERRABLE,
             "a deferrable timer cannot wait detached"
         );
-        self.slab.insert(tick, lane.0, Place::DETACHED, value).1
+        self.slab.insert(tick, lane.0, Place::DETACHED, fill).1
+    }
+
+    /// The value the last [`take_retaining`](Self::take_retaining) kept, if it is still kept.
+    #[inline]
+    pub(crate) fn retained(&self) -> Option<&T> {
+        self.slab.retained()
+    }
+
+    /// The value the last [`take_retaining`](Self::take_retaining) kept, no longer kept.
+    pub(crate) fn take_retained(&mut self) -> Option<T> {
+        self.slab.take_retained()
     }
 
     /// Whether the handle's timer is pending and detached (not placed yet).
@@ -253,8 +275,8 @@ impl<T> Wheel<T> {
         true
     }
 
-    fn insert_in(&mut self, tick: u64, lane: u8, value: T) -> TimerHandle {
-        let (key, handle) = self.slab.insert(tick, lane, Place::FREE, value);
+    fn insert_in(&mut self, tick: u64, lane: u8, fill: Fill<T>) -> TimerHandle {
+        let (key, handle) = self.slab.insert(tick, lane, Place::FREE, fill);
         self.deferrable += (lane == DEFERRABLE) as usize;
         self.link(key);
         handle
@@ -334,6 +356,20 @@ impl<T> Wheel<T> {
         }
         self.unlink(key);
         Some((self.free(key), false))
+    }
+
+    /// Removes a pending timer as [`take`](Self::take) does, but keeps its value in the freed
+    /// entry, for the next insert of [`Fill::Retained`] to reuse. Returns whether it was
+    /// detached, and the value kept before, now released; `None` for a stale handle.
+    #[inline]
+    pub(crate) fn take_retaining(&mut self, handle: TimerHandle) -> Option<(Option<T>, bool)> {
+        let key = self.slab.key_of(handle)?;
+        if self.slab.nodes[key as usize].place == Place::DETACHED {
+            return Some((self.slab.remove_retaining(key, Place::FREE), true));
+        }
+        self.unlink(key);
+        self.deferrable -= (self.slab.nodes[key as usize].lane == DEFERRABLE) as usize;
+        Some((self.slab.remove_retaining(key, Place::FREE), false))
     }
 
     /// Frees an unlinked node, returning its value.
