@@ -620,7 +620,9 @@ impl<T, D: ClockDevice> TimerQueue<T, D> {
         self.programmed()
     }
 
-    /// An insert at `tick`: may move the earliest deadline earlier.
+    /// An insert at `tick`: may move the earliest deadline earlier. (Inlined: a call on every
+    /// insert into the wheel cost a timer fire about 17 instructions, `timeout_cost.py`.)
+    #[inline(always)]
     fn moved_earlier(&mut self, tick: u64) {
         if self.armed.is_some_and(|a| a <= tick) {
             return;

@@ -41,7 +41,7 @@ pub(crate) struct Node<T> {
 }
 
 /// What an insert stores: a value, or the value the retained entry kept (see
-/// [`Slab::remove_retaining`]).
+/// [`Slab::remove_retaining`] and [`Slab::reoccupy`]).
 pub(crate) enum Fill<T> {
     /// This value, in a free entry.
     Value(T),
@@ -56,7 +56,8 @@ pub(crate) struct Slab<T> {
     /// Head of the free list.
     free: u32,
     /// A vacant entry that kept its value for the next insert to reuse, off the free list
-    /// ([`remove_retaining`](Self::remove_retaining)); `NIL` if none. At most one: a value
+    /// ([`remove_retaining`](Self::remove_retaining), [`reoccupy`](Self::reoccupy)); `NIL` if
+    /// none. At most one: a value
     /// kept is a value not dropped (a waker keeps its task's memory).
     retained: u32,
     /// Number of occupied entries.
@@ -87,12 +88,8 @@ impl<T> Slab<T> {
         tick: u64,
         lane: u8,
         place: u16,
-        fill: Fill<T>,
+        value: T,
     ) -> (u32, TimerHandle) {
-        let value = match fill {
-            Fill::Value(value) => value,
-            Fill::Retained => return self.reoccupy(tick, lane, place),
-        };
         self.len += 1;
         if self.free != NIL {
             // A vacant entry: field by field, keeping its generation (and no drop of its
@@ -141,7 +138,7 @@ impl<T> Slab<T> {
     ///
     /// If no entry is retained.
     #[inline(always)]
-    fn reoccupy(&mut self, tick: u64, lane: u8, place: u16) -> (u32, TimerHandle) {
+    pub(crate) fn reoccupy(&mut self, tick: u64, lane: u8, place: u16) -> (u32, TimerHandle) {
         let key = std::mem::replace(&mut self.retained, NIL);
         let slot = &mut self.nodes[key as usize];
         debug_assert!(
@@ -211,7 +208,7 @@ impl<T> Slab<T> {
     }
 
     /// Frees an (unlinked) entry as [`remove`](Self::remove) does, its handles going stale, but
-    /// keeps its value in it, off the free list, for an insert of [`Fill::Retained`] to reuse.
+    /// keeps its value in it, off the free list, for [`reoccupy`](Self::reoccupy) to reuse.
     /// Returns the value the entry retained before kept, if one was (that entry is freed for
     /// good).
     #[inline]
@@ -259,9 +256,9 @@ mod tests {
     #[test]
     fn stale_handle_misses_reused_entry() {
         let mut slab = Slab::with_capacity(1);
-        let (k, h1) = slab.insert(1, 0, 0, Fill::Value("a"));
+        let (k, h1) = slab.insert(1, 0, 0, "a");
         assert_eq!(slab.remove(k, 0), "a");
-        let (k2, h2) = slab.insert(2, 0, 0, Fill::Value("b"));
+        let (k2, h2) = slab.insert(2, 0, 0, "b");
         assert_eq!(k, k2);
         assert_ne!(h1, h2);
         assert_eq!(slab.key_of(h1), None);
@@ -271,8 +268,8 @@ mod tests {
     #[test]
     fn a_retained_value_is_reused_once_and_its_old_handle_stays_stale() {
         let mut slab = Slab::with_capacity(2);
-        let (ka, ha) = slab.insert(1, 0, 0, Fill::Value("a"));
-        let (kb, hb) = slab.insert(1, 0, 0, Fill::Value("b"));
+        let (ka, ha) = slab.insert(1, 0, 0, "a");
+        let (kb, hb) = slab.insert(1, 0, 0, "b");
         assert_eq!(slab.remove_retaining(ka, 0), None);
         assert_eq!(
             (slab.len(), slab.key_of(ha), slab.retained()),
@@ -281,9 +278,9 @@ mod tests {
         // A second retained entry releases the first, which goes back to the free list.
         assert_eq!(slab.remove_retaining(kb, 0), Some("a"));
         assert_eq!((slab.key_of(hb), slab.retained()), (None, Some(&"b")));
-        let (kc, hc) = slab.insert(2, 0, 0, Fill::Value("c"));
+        let (kc, hc) = slab.insert(2, 0, 0, "c");
         assert_eq!(kc, ka, "the released entry is free again");
-        let (kd, hd) = slab.insert(3, 0, 0, Fill::Retained);
+        let (kd, hd) = slab.reoccupy(3, 0, 0);
         assert_eq!((kd, slab.retained(), slab.len()), (kb, None, 2));
         assert_ne!(hd, hb);
         assert_eq!(slab.key_of(hb), None);

@@ -70,6 +70,11 @@ pub(crate) struct Timers {
     long_from: u64,
     /// That slack, prepared for the queue.
     long_slack: PreparedSlack,
+    /// Whether a registration looks for the waker of a sleep cancelled here, kept for it to
+    /// reuse: set by [`cancel_sleep`](Self::cancel_sleep), cleared by a registration that found
+    /// none it could reuse. The others clone their waker and borrow the queue once, as if
+    /// nothing were ever kept (a timer fire's path, a sleep of another task).
+    kept: Cell<bool>,
     /// What the device is (fixed at creation; the loop asks at every poll).
     device: ClockDevice,
 }
@@ -99,6 +104,7 @@ impl Timers {
             default_slack,
             long_from,
             long_slack,
+            kept: Cell::new(false),
         }
     }
 
@@ -130,30 +136,48 @@ impl Timers {
         if ns <= self.last_now.get() {
             return None;
         }
+        if self.kept.get() {
+            let mut queue = self.queue.borrow_mut();
+            let slack = self.prepared(&mut queue, ns, slack, span);
+            // The waker of the last sleep cancelled here, kept in its entry, if it wakes what
+            // `waker` wakes (a task cancels its request's timeout and sets the next one in the
+            // same poll): reused in place, neither cloned nor dropped. (`will_wake` compares
+            // pointers: no user code under the borrow.)
+            let reused = queue.insert_reusing(
+                ns,
+                slack,
+                |due| matches!(due, Due::Wake(kept) if kept.will_wake(waker)),
+            );
+            if reused.is_some() {
+                return reused;
+            }
+            // None kept, or not this task's: look no more until a sleep is cancelled again.
+            self.kept.set(false);
+        }
+        // Before the queue's borrow: a waker's clone is user code.
+        let value = Due::Wake(waker.clone());
         let mut queue = self.queue.borrow_mut();
-        let slack = match slack {
+        let slack = self.prepared(&mut queue, ns, slack, span);
+        Some(queue.insert_prepared(ns, slack, value))
+    }
+
+    /// A sleep's slack (`None`: the default, for a sleep due at `ns` made for `span`),
+    /// prepared for the queue.
+    #[inline(always)]
+    fn prepared(
+        &self,
+        queue: &mut TimerQueue<Due, Device>,
+        ns: u64,
+        slack: Option<Slack>,
+        span: u64,
+    ) -> PreparedSlack {
+        match slack {
             // A long timer's default slack (a request's timeout): prepared already. (`NO_SPAN`
             // is below every `long_from` but 0, where every timer gets that slack anyway.)
             None if span >= self.long_from => self.long_slack,
-            None => self.default_slack_of(&mut queue, ns, span),
+            None => self.default_slack_of(queue, ns, span),
             Some(slack) => queue.prepare(slack),
-        };
-        // The waker of the last sleep cancelled here, kept in its entry, if it wakes what
-        // `waker` wakes (a task cancels its request's timeout and sets the next one in the same
-        // poll): reused in place, neither cloned nor dropped. (`will_wake` compares pointers:
-        // no user code under the borrow.)
-        let reused = queue.insert_reusing(
-            ns,
-            slack,
-            |due| matches!(due, Due::Wake(kept) if kept.will_wake(waker)),
-        );
-        if reused.is_some() {
-            return reused;
         }
-        drop(queue);
-        // After the queue's borrow: a waker's clone is user code.
-        let value = Due::Wake(waker.clone());
-        Some(self.queue.borrow_mut().insert_prepared(ns, slack, value))
     }
 
     /// Cancels a sleep of this core, keeping its waker in its entry for the next registration
@@ -167,6 +191,7 @@ impl Timers {
         };
         let released = queue.cancel_retaining(handle);
         drop(queue);
+        self.kept.set(true);
         if let Some(old) = released {
             drop_caught(old);
         }
