@@ -3,13 +3,14 @@
 //! # The device's state, as the queue keeps it
 //!
 //! The device (a timerfd, or an epoll wait's timeout) remembers nothing the queue can read
-//! back: the queue alone knows what it armed. Seven fields of [`TimerQueue`] say what it
+//! back: the queue alone knows what it armed. Eight fields of [`TimerQueue`] say what it
 //! believes, and every method below keeps them to these rules.
 //!
 //! | field | means | set | cleared |
 //! |---|---|---|---|
 //! | `armed` | the tick the device must have fired by (the end of the earliest window at the last arming); `None`: disarmed | `program` | `device_fired` (the arming is spent), `device_lost` |
 //! | `armed_lead` | how far ahead of `armed` the device was programmed, ns (the lead at that arming) | `program` | (rewritten by the next `program`) |
+//! | `programmed` | the instant the device is programmed for, ns: `armed` less `armed_lead` (kept, not derived, so that an idle flush converts nothing) | `program` | with `armed` |
 //! | `leading` | whether `program` subtracts the learned lead (off on paused time) | `set_leading` | `set_leading` |
 //! | `dirty` | something happened that the policy may re-arm for: the next `on_idle` looks | an insert earlier than `armed`, a cancel (`OnIdle`), a reset, an expiry, `device_fired`, `device_lost` | `on_idle` |
 //! | `unarmed` | a timer may be due that the device will not announce (inserted before `armed` since the last flush, or the arming is spent): a core that stays busy must read the clock | with `dirty`, except on a cancel | `on_idle` (after it, the device fires no later than the earliest timer, whatever the policy) |
@@ -40,7 +41,7 @@ use std::time::Duration;
 
 use crate::device::ClockDevice;
 use crate::lead::Lead;
-use crate::slab::TimerHandle;
+use crate::slab::{Fill, TimerHandle};
 use crate::slack::{Slack, Ticks};
 use crate::stats::TimerStats;
 use crate::wheel::{Lane, Wheel};
@@ -141,6 +142,10 @@ pub struct TimerQueue<T, D> {
     /// How far ahead of `armed` the device was programmed, in nanoseconds: the lead as it was
     /// at that arming.
     armed_lead: u64,
+    /// `armed` in nanoseconds less `armed_lead`: the instant the device is programmed for,
+    /// kept so that the driver's every idle flush ([`on_idle`](Self::on_idle)) converts
+    /// nothing; `None` while disarmed.
+    programmed: Option<u64>,
     /// The wakeup latency, learned from [`device_woke`](Self::device_woke): how far ahead of
     /// the armed instant the next arming programs the device.
     lead: Lead,
@@ -194,6 +199,7 @@ impl<T, D: ClockDevice> TimerQueue<T, D> {
             ticks: Ticks::new(config.resolution),
             armed: None,
             armed_lead: 0,
+            programmed: None,
             lead: Lead::new(crate::slack::nanos(config.lead_max)),
             leading: true,
             early: false,
@@ -250,7 +256,7 @@ impl<T, D: ClockDevice> TimerQueue<T, D> {
     /// The instant the device is programmed to fire at, in nanoseconds: [`armed`](Self::armed)
     /// less the lead it was armed with.
     pub fn programmed(&self) -> Option<u64> {
-        self.armed().map(|a| a.saturating_sub(self.armed_lead))
+        self.programmed
     }
 
     /// The wakeup lead learned so far, in nanoseconds: the next arming programs the device
@@ -332,6 +338,42 @@ impl<T, D: ClockDevice> TimerQueue<T, D> {
         slack: PreparedSlack,
         value: T,
     ) -> TimerHandle {
+        self.insert_filled(deadline, slack, Fill::Value(value))
+    }
+
+    /// [`insert_prepared`](Self::insert_prepared) of the value the last
+    /// [`cancel_retaining`](Self::cancel_retaining) kept, if it is still kept and `reuse`
+    /// accepts it; `None`, inserting nothing, otherwise. A caller whose timers' values are
+    /// costly to make and to drop (a task's waker: a reference count up and down) and alike
+    /// from one timer to the next (a task's timeouts) reuses the value in place.
+    ///
+    /// ```
+    /// use tickless_timer::{Config, FakeDevice, Slack, TimerQueue};
+    ///
+    /// let mut q = TimerQueue::new(FakeDevice::default(), Config::default());
+    /// let slack = q.prepare(Slack::None);
+    /// let t = q.insert_prepared(5_000, slack, String::from("task 7"));
+    /// assert_eq!(q.cancel_retaining(t), None); // kept: nothing released
+    /// assert_eq!(q.insert_reusing(6_000, slack, |v| v == "task 8"), None);
+    /// let t = q.insert_reusing(6_000, slack, |v| v == "task 7").unwrap();
+    /// assert_eq!(q.cancel(t).as_deref(), Some("task 7"));
+    /// ```
+    #[inline]
+    pub fn insert_reusing(
+        &mut self,
+        deadline: u64,
+        slack: PreparedSlack,
+        reuse: impl FnOnce(&T) -> bool,
+    ) -> Option<TimerHandle> {
+        if !self.wheel.retained().is_some_and(reuse) {
+            return None;
+        }
+        Some(self.insert_filled(deadline, slack, Fill::Retained))
+    }
+
+    /// The insert of a value or of the retained one.
+    #[inline(always)]
+    fn insert_filled(&mut self, deadline: u64, slack: PreparedSlack, fill: Fill<T>) -> TimerHandle {
         self.stats.inserts += 1;
         let tick = self.ticks.tick(deadline);
         let PreparedSlack {
@@ -340,7 +382,7 @@ impl<T, D: ClockDevice> TimerQueue<T, D> {
         } = slack
         else {
             // Deferrable: it never arms the device.
-            return self.wheel.insert_in_lane(tick, slack.lane, value);
+            return self.wheel.store_in_lane(tick, slack.lane, fill);
         };
         // Already due: it waits for the next expiry, not for its slack.
         let due = tick <= self.wheel.elapsed();
@@ -355,12 +397,12 @@ impl<T, D: ClockDevice> TimerQueue<T, D> {
             if self.detached.len() == DETACHED_MAX {
                 self.compact_detached();
             }
-            let handle = self.wheel.insert_detached(tick, lane, value);
+            let handle = self.wheel.store_detached(tick, lane, fill);
             self.detached.push(handle);
             self.detached_pending += 1;
             return handle;
         }
-        let handle = self.wheel.insert_in_lane(tick, lane, value);
+        let handle = self.wheel.store_in_lane(tick, lane, fill);
         self.moved_earlier(latest);
         handle
     }
@@ -370,6 +412,31 @@ impl<T, D: ClockDevice> TimerQueue<T, D> {
     #[inline]
     pub fn cancel(&mut self, handle: TimerHandle) -> Option<T> {
         let (value, detached) = self.wheel.take(handle)?;
+        self.cancelled(detached);
+        Some(value)
+    }
+
+    /// Cancels a pending timer as [`cancel`](Self::cancel) does, but keeps its value, for the
+    /// next [`insert_reusing`](Self::insert_reusing) to reuse in place. One value is kept at a
+    /// time: returns the one kept before, released (and `None` if there was none, or for a
+    /// stale handle, which changes nothing). [`take_retained`](Self::take_retained) releases
+    /// the one kept.
+    #[inline]
+    pub fn cancel_retaining(&mut self, handle: TimerHandle) -> Option<T> {
+        let (released, detached) = self.wheel.take_retaining(handle)?;
+        self.cancelled(detached);
+        released
+    }
+
+    /// The value kept by the last [`cancel_retaining`](Self::cancel_retaining), if it is still
+    /// kept: no longer kept.
+    pub fn take_retained(&mut self) -> Option<T> {
+        self.wheel.take_retained()
+    }
+
+    /// A pending timer was cancelled: counts it, and lets the policy know.
+    #[inline(always)]
+    fn cancelled(&mut self, detached: bool) {
         self.stats.cancels += 1;
         if detached {
             // Never in the wheel: the arming was decided without it.
@@ -378,7 +445,7 @@ impl<T, D: ClockDevice> TimerQueue<T, D> {
             // compaction), and nothing since has attached it.
             debug_assert!(self.detached_pending > 0);
             self.detached_pending = self.detached_pending.wrapping_sub(1);
-            return Some(value);
+            return;
         }
         match self.policy {
             RearmPolicy::Eager => self.sync_eagerly(),
@@ -386,7 +453,6 @@ impl<T, D: ClockDevice> TimerQueue<T, D> {
             // A cancel can only move the earliest deadline later, which `Lazy` leaves be.
             RearmPolicy::Lazy => {}
         }
-        Some(value)
     }
 
     /// Moves a pending timer to a new deadline, keeping its handle. `false` for a stale handle.
@@ -441,6 +507,7 @@ impl<T, D: ClockDevice> TimerQueue<T, D> {
     /// [`on_idle`](Self::on_idle) programs the device afresh for the earliest timer.
     pub fn device_lost(&mut self) {
         self.armed = None;
+        self.programmed = None;
         self.early = false;
         self.dirty = true;
         self.unarmed = true;
@@ -453,14 +520,18 @@ impl<T, D: ClockDevice> TimerQueue<T, D> {
         self.leading = on;
     }
 
-    /// Removes every pending timer and returns their values, in deadline order, counting
+    /// Removes every pending timer and returns their values, in deadline order, and last the
+    /// value a [`cancel_retaining`](Self::cancel_retaining) kept, if one is kept; counting
     /// nothing (for a driver that shuts down and must drop them in a context of its choosing).
     /// The device is left as it is.
     pub fn drain(&mut self) -> Vec<T> {
         self.attach_detached();
         let mut old = std::mem::take(&mut self.wheel);
         old.advance(u64::MAX);
-        std::iter::from_fn(|| old.pop_due().map(|(_, v)| v)).collect()
+        let retained = old.take_retained();
+        std::iter::from_fn(|| old.pop_due().map(|(_, v)| v))
+            .chain(retained)
+            .collect()
     }
 
     /// Whether a timer may be due that the device will not announce: one inserted before the
@@ -486,11 +557,12 @@ impl<T, D: ClockDevice> TimerQueue<T, D> {
     /// queue alone knows what it armed: a device need not remember. Returns whether anything is
     /// due.
     pub fn device_fired(&mut self, now: u64) -> bool {
-        let armed = match self.armed {
-            Some(armed) if self.ticks.to_ns(armed).saturating_sub(self.armed_lead) <= now => armed,
+        let armed = match (self.armed, self.programmed) {
+            (Some(armed), Some(programmed)) if programmed <= now => armed,
             _ => return false,
         };
         self.armed = None;
+        self.programmed = None;
         self.dirty = true;
         // The arming is spent: until the next idle flush arms it again, nothing announces the
         // timers still pending, and a core that stays busy until then must read the clock to
@@ -548,7 +620,9 @@ impl<T, D: ClockDevice> TimerQueue<T, D> {
         self.programmed()
     }
 
-    /// An insert at `tick`: may move the earliest deadline earlier.
+    /// An insert at `tick`: may move the earliest deadline earlier. (Inlined: a call on every
+    /// insert into the wheel cost a timer fire about 17 instructions, `timeout_cost.py`.)
+    #[inline(always)]
     fn moved_earlier(&mut self, tick: u64) {
         if self.armed.is_some_and(|a| a <= tick) {
             return;
@@ -626,10 +700,9 @@ impl<T, D: ClockDevice> TimerQueue<T, D> {
         self.stats.rearms += 1;
         self.armed = tick;
         self.armed_lead = if self.leading { self.lead.ns() } else { 0 };
-        match tick {
-            Some(t) => self
-                .device
-                .arm(self.ticks.to_ns(t).saturating_sub(self.armed_lead)),
+        self.programmed = tick.map(|t| self.ticks.to_ns(t).saturating_sub(self.armed_lead));
+        match self.programmed {
+            Some(at) => self.device.arm(at),
             None => self.device.disarm(),
         }
     }

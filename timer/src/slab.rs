@@ -40,12 +40,26 @@ pub(crate) struct Node<T> {
     pub(crate) value: Option<T>,
 }
 
+/// What an insert stores: a value, or the value the retained entry kept (see
+/// [`Slab::remove_retaining`] and [`Slab::reoccupy`]).
+pub(crate) enum Fill<T> {
+    /// This value, in a free entry.
+    Value(T),
+    /// The retained entry, with the value it kept. There must be one.
+    Retained,
+}
+
 /// A vector of nodes with an intrusive free list.
 pub(crate) struct Slab<T> {
     /// All entries, pending and vacant.
     pub(crate) nodes: Vec<Node<T>>,
     /// Head of the free list.
     free: u32,
+    /// A vacant entry that kept its value for the next insert to reuse, off the free list
+    /// ([`remove_retaining`](Self::remove_retaining), [`reoccupy`](Self::reoccupy)); `NIL` if
+    /// none. At most one: a value
+    /// kept is a value not dropped (a waker keeps its task's memory).
+    retained: u32,
     /// Number of occupied entries.
     len: usize,
 }
@@ -55,6 +69,7 @@ impl<T> Slab<T> {
         Slab {
             nodes: Vec::with_capacity(capacity),
             free: NIL,
+            retained: NIL,
             len: 0,
         }
     }
@@ -117,6 +132,49 @@ impl<T> Slab<T> {
         (key, TimerHandle { key, generation: 0 })
     }
 
+    /// Occupies the retained entry again, with the value it kept.
+    ///
+    /// # Panics
+    ///
+    /// If no entry is retained.
+    #[inline(always)]
+    pub(crate) fn reoccupy(&mut self, tick: u64, lane: u8, place: u16) -> (u32, TimerHandle) {
+        let key = std::mem::replace(&mut self.retained, NIL);
+        let slot = &mut self.nodes[key as usize];
+        debug_assert!(
+            slot.value.is_some(),
+            "tickless-timer: a retained entry lost its value"
+        );
+        // Its `next` and `prev` are `NIL` (`remove_retaining`), its generation already new.
+        slot.tick = tick;
+        slot.place = place;
+        slot.lane = lane;
+        self.len += 1;
+        (
+            key,
+            TimerHandle {
+                key,
+                generation: slot.generation,
+            },
+        )
+    }
+
+    /// The value the retained entry kept, if an entry is retained.
+    #[inline]
+    pub(crate) fn retained(&self) -> Option<&T> {
+        self.nodes.get(self.retained as usize)?.value.as_ref()
+    }
+
+    /// Frees the retained entry for good, returning the value it kept.
+    pub(crate) fn take_retained(&mut self) -> Option<T> {
+        let key = std::mem::replace(&mut self.retained, NIL);
+        let node = self.nodes.get_mut(key as usize)?;
+        let value = node.value.take();
+        node.next = self.free;
+        self.free = key;
+        value
+    }
+
     /// The key of a handle's entry, if the handle is still current.
     #[inline]
     pub(crate) fn key_of(&self, handle: TimerHandle) -> Option<u32> {
@@ -147,6 +205,31 @@ impl<T> Slab<T> {
         self.free = key;
         self.len -= 1;
         value
+    }
+
+    /// Frees an (unlinked) entry as [`remove`](Self::remove) does, its handles going stale, but
+    /// keeps its value in it, off the free list, for [`reoccupy`](Self::reoccupy) to reuse.
+    /// Returns the value the entry retained before kept, if one was (that entry is freed for
+    /// good).
+    #[inline]
+    pub(crate) fn remove_retaining(&mut self, key: u32, vacant_place: u16) -> Option<T> {
+        let node = &mut self.nodes[key as usize];
+        debug_assert!(
+            node.value.is_some(),
+            "tickless-timer: removing a vacant entry"
+        );
+        node.generation = node.generation.wrapping_add(1);
+        node.place = vacant_place;
+        node.next = NIL;
+        node.prev = NIL;
+        self.len -= 1;
+        if self.retained == NIL {
+            self.retained = key;
+            return None;
+        }
+        let released = self.take_retained();
+        self.retained = key;
+        released
     }
 }
 
@@ -180,5 +263,30 @@ mod tests {
         assert_ne!(h1, h2);
         assert_eq!(slab.key_of(h1), None);
         assert_eq!(slab.key_of(h2), Some(k));
+    }
+
+    #[test]
+    fn a_retained_value_is_reused_once_and_its_old_handle_stays_stale() {
+        let mut slab = Slab::with_capacity(2);
+        let (ka, ha) = slab.insert(1, 0, 0, "a");
+        let (kb, hb) = slab.insert(1, 0, 0, "b");
+        assert_eq!(slab.remove_retaining(ka, 0), None);
+        assert_eq!(
+            (slab.len(), slab.key_of(ha), slab.retained()),
+            (1, None, Some(&"a"))
+        );
+        // A second retained entry releases the first, which goes back to the free list.
+        assert_eq!(slab.remove_retaining(kb, 0), Some("a"));
+        assert_eq!((slab.key_of(hb), slab.retained()), (None, Some(&"b")));
+        let (kc, hc) = slab.insert(2, 0, 0, "c");
+        assert_eq!(kc, ka, "the released entry is free again");
+        let (kd, hd) = slab.reoccupy(3, 0, 0);
+        assert_eq!((kd, slab.retained(), slab.len()), (kb, None, 2));
+        assert_ne!(hd, hb);
+        assert_eq!(slab.key_of(hb), None);
+        assert_eq!(slab.remove(kd, 0), "b");
+        assert_eq!(slab.remove(kc, 0), "c");
+        assert_eq!(slab.key_of(hc), None);
+        assert_eq!(slab.take_retained(), None);
     }
 }

@@ -128,3 +128,54 @@ fn a_million_pending_timers() {
     assert!(w.is_empty());
     let _ = RearmPolicy::default();
 }
+
+#[test]
+fn a_value_kept_by_a_cancel_is_reused_in_place_once_and_released_by_the_next_cancel() {
+    let mut q = queue();
+    let slack = q.prepare(Slack::None);
+    assert_eq!(
+        q.insert_reusing(1_000, slack, |_| true),
+        None,
+        "nothing kept yet"
+    );
+    let a = q.insert_prepared(1_000, slack, 1);
+    q.on_idle(); // armed for a: the next timers wait detached
+    let b = q.insert_prepared(2_000, slack, 2);
+    assert_eq!(q.cancel_retaining(b), None, "kept, nothing released");
+    assert_eq!(
+        q.cancel_retaining(b),
+        None,
+        "a stale handle changes nothing"
+    );
+    assert!(!q.contains(b));
+    assert_eq!(q.len(), 1);
+    assert_eq!(
+        q.insert_reusing(3_000, slack, |&v| v == 9),
+        None,
+        "refused: kept"
+    );
+    let c = q.insert_reusing(3_000, slack, |&v| v == 2).expect("reused");
+    assert_ne!(c, b, "a new handle");
+    assert!(!q.contains(b), "the old one stays stale");
+    assert_eq!(
+        q.insert_reusing(3_000, slack, |_| true),
+        None,
+        "reused once"
+    );
+    // A cancel of a placed timer keeps its value too, and releases the one kept before.
+    assert_eq!(q.cancel_retaining(a), None);
+    assert_eq!(q.cancel_retaining(c), Some(1), "a's value, released");
+    assert_eq!(q.stats().cancels, 3);
+    q.advance(10_000);
+    assert_eq!(q.pop_expired(), None, "cancelled timers never fire");
+    let d = q
+        .insert_reusing(20_000, slack, |_| true)
+        .expect("c's value");
+    q.advance(20_000);
+    assert_eq!(q.pop_expired(), Some((d, 2)));
+    let e = q.insert_prepared(30_000, slack, 5);
+    q.cancel_retaining(e);
+    q.insert_prepared(40_000, slack, 4);
+    assert_eq!(q.drain(), [4, 5], "pending, then the kept value");
+    assert_eq!(q.take_retained(), None);
+}

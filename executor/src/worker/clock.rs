@@ -100,6 +100,11 @@ pub(crate) struct Clock {
     base: Cell<u64>,
     /// Real nanoseconds since the epoch at the last resume.
     since: Cell<u64>,
+    /// `epoch_mono + since - base`, wrapping (`base` may exceed the rest: paused time that was
+    /// advanced): a running reading is `CLOCK_MONOTONIC` less it, one subtraction. Exact: a
+    /// monotonic reading is never below `epoch_mono + since`, the monotonic time of the last
+    /// resume (or, before any, of the epoch), so the sum never wraps below zero.
+    offset: Cell<u64>,
     /// Reads of the clock, for the stats.
     reads: Cell<u64>,
     /// The timer resolution in nanoseconds (at least 1): a paused clock stands on a whole
@@ -118,11 +123,13 @@ impl Clock {
     /// `tick` (the timer resolution), so that paused sleeps of whole ticks end on whole ticks.
     pub(crate) fn new(paused: bool, tick: Duration) -> Clock {
         let epoch = Epoch::global();
+        let epoch_mono = epoch.mono();
         let clock = Clock {
-            epoch_mono: epoch.mono(),
+            epoch_mono,
             paused: Cell::new(None),
             base: Cell::new(0),
             since: Cell::new(0),
+            offset: Cell::new(epoch_mono),
             reads: Cell::new(0),
             tick_ns: nanos(tick).max(1),
         };
@@ -153,7 +160,8 @@ impl Clock {
             Some(now) => now,
             None => {
                 self.reads.set(self.reads.get() + 1);
-                self.base.get() + self.real().saturating_sub(self.since.get())
+                // `base + (real() - since)`, with the constants folded into one (see `offset`).
+                tickless_io::internal::TimerFd::now_mono_ns().wrapping_sub(self.offset.get())
             }
         }
     }
@@ -199,8 +207,11 @@ impl Clock {
             return false;
         };
         self.reads.set(self.reads.get() + 1);
-        self.since.set(self.real());
+        let since = self.real();
+        self.since.set(since);
         self.base.set(now);
+        self.offset
+            .set(self.epoch_mono.wrapping_add(since).wrapping_sub(now));
         true
     }
 
@@ -235,6 +246,32 @@ mod tests {
         // representable or saturate to "never", not panic.
         assert!(limit.checked_add(Duration::from_secs(1)).is_some());
         assert!(limit.into_std() > std::time::Instant::now());
+    }
+
+    #[test]
+    fn a_running_reading_is_base_plus_the_real_time_since_the_last_resume() {
+        let c = Clock::new(false, Duration::from_micros(1));
+        let (before, now, after) = (c.real(), c.now(), c.real());
+        assert!(before <= now && now <= after, "{before} {now} {after}");
+        // Paused, moved an hour ahead, resumed: `base` is past `epoch_mono + since`.
+        assert!(c.pause());
+        let paused = c.now();
+        assert!(c.advance_to(paused + 3_600_000_000_000));
+        let real = c.real();
+        assert!(c.resume());
+        let resumed = c.now();
+        let late = c.real() - real;
+        assert!(
+            resumed >= paused + 3_600_000_000_000,
+            "runs on from where it stood"
+        );
+        assert!(
+            resumed <= paused + 3_600_000_000_000 + late,
+            "and no further"
+        );
+        let (b, n, a) = (c.real(), c.now(), c.real());
+        let expect = |r: u64| c.base.get() + (r - c.since.get());
+        assert!(expect(b) <= n && n <= expect(a));
     }
 
     #[test]

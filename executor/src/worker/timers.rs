@@ -70,9 +70,11 @@ pub(crate) struct Timers {
     long_from: u64,
     /// That slack, prepared for the queue.
     long_slack: PreparedSlack,
-    /// The waker of the last sleep cancelled, for the next one to register (see
-    /// [`waker_like`](Self::waker_like)).
-    spare: Cell<Option<Waker>>,
+    /// Whether a registration looks for the waker of a sleep cancelled here, kept for it to
+    /// reuse: set by [`cancel_sleep`](Self::cancel_sleep), cleared by a registration that found
+    /// none it could reuse. The others clone their waker and borrow the queue once, as if
+    /// nothing were ever kept (a timer fire's path, a sleep of another task).
+    kept: Cell<bool>,
     /// What the device is (fixed at creation; the loop asks at every poll).
     device: ClockDevice,
 }
@@ -102,7 +104,7 @@ impl Timers {
             default_slack,
             long_from,
             long_slack,
-            spare: Cell::new(None),
+            kept: Cell::new(false),
         }
     }
 
@@ -134,48 +136,64 @@ impl Timers {
         if ns <= self.last_now.get() {
             return None;
         }
+        if self.kept.get() {
+            let mut queue = self.queue.borrow_mut();
+            let slack = self.prepared(&mut queue, ns, slack, span);
+            // The waker of the last sleep cancelled here, kept in its entry, if it wakes what
+            // `waker` wakes (a task cancels its request's timeout and sets the next one in the
+            // same poll): reused in place, neither cloned nor dropped. (`will_wake` compares
+            // pointers: no user code under the borrow.)
+            let reused = queue.insert_reusing(
+                ns,
+                slack,
+                |due| matches!(due, Due::Wake(kept) if kept.will_wake(waker)),
+            );
+            if reused.is_some() {
+                return reused;
+            }
+            // None kept, or not this task's: look no more until a sleep is cancelled again.
+            self.kept.set(false);
+        }
         // Before the queue's borrow: a waker's clone is user code.
-        let value = Due::Wake(self.waker_like(waker));
+        let value = Due::Wake(waker.clone());
         let mut queue = self.queue.borrow_mut();
-        let slack = match slack {
-            // A long timer's default slack (a request's timeout): prepared already. (`NO_SPAN`
-            // is below every `long_from` but 0, where every timer gets that slack anyway.)
-            None if span >= self.long_from => self.long_slack,
-            None => self.default_slack_of(&mut queue, ns, span),
-            Some(slack) => queue.prepare(slack),
-        };
+        let slack = self.prepared(&mut queue, ns, slack, span);
         Some(queue.insert_prepared(ns, slack, value))
     }
 
-    /// A waker that wakes what `waker` wakes: the waker of the last sleep cancelled here if it
-    /// will (a task cancels its request's timeout and sets the next one in the same poll:
-    /// the waker moves from one timer to the next, neither cloned nor dropped), else a clone.
-    #[inline]
-    fn waker_like(&self, waker: &Waker) -> Waker {
-        match self.spare.take() {
-            Some(spare) if spare.will_wake(waker) => spare,
-            other => {
-                // Kept for the next one (it is dropped when a cancel replaces it).
-                self.spare.set(other);
-                waker.clone()
-            }
+    /// A sleep's slack (`None`: the default, for a sleep due at `ns` made for `span`),
+    /// prepared for the queue.
+    #[inline(always)]
+    fn prepared(
+        &self,
+        queue: &mut TimerQueue<Due, Device>,
+        ns: u64,
+        slack: Option<Slack>,
+        span: u64,
+    ) -> PreparedSlack {
+        match slack {
+            // A long timer's default slack (a request's timeout): prepared already. (`NO_SPAN`
+            // is below every `long_from` but 0, where every timer gets that slack anyway.)
+            None if span >= self.long_from => self.long_slack,
+            None => self.default_slack_of(queue, ns, span),
+            Some(slack) => queue.prepare(slack),
         }
     }
 
-    /// Cancels a sleep of this core, keeping its waker for the next registration (see
-    /// [`waker_like`](Self::waker_like)); the waker it replaces there is dropped, under a
-    /// panic guard, after the queue's borrow. Nothing if it already fired, or while the queue
-    /// is borrowed (the core's own shutdown is taking every timer: nothing to cancel).
+    /// Cancels a sleep of this core, keeping its waker in its entry for the next registration
+    /// (see [`register`](Self::register)); the waker kept before, which it replaces, is dropped,
+    /// under a panic guard, after the queue's borrow. Nothing if it already fired, or while the
+    /// queue is borrowed (the core's own shutdown is taking every timer: nothing to cancel).
     #[inline(always)]
     pub(crate) fn cancel_sleep(&self, handle: TimerHandle) {
-        match self.cancel(handle) {
-            Some(Due::Wake(waker)) => {
-                if let Some(old) = self.spare.replace(Some(waker)) {
-                    drop_caught(old);
-                }
-            }
-            Some(other) => drop_caught(other),
-            None => {}
+        let Ok(mut queue) = self.queue.try_borrow_mut() else {
+            return;
+        };
+        let released = queue.cancel_retaining(handle);
+        drop(queue);
+        self.kept.set(true);
+        if let Some(old) = released {
+            drop_caught(old);
         }
     }
 
@@ -407,9 +425,8 @@ impl Timers {
 
     /// Takes every pending timer out, for the core's shutdown (to drop them in its context).
     pub(crate) fn take_all(&self) -> Vec<Due> {
-        let mut all = self.queue.borrow_mut().drain();
-        all.extend(self.spare.take().map(Due::Wake));
-        all
+        // With the waker a cancelled sleep's entry kept.
+        self.queue.borrow_mut().drain()
     }
 
     /// The queue's counters.

@@ -42,7 +42,7 @@ mod expiry;
 mod level;
 mod lists;
 
-use crate::slab::{Slab, TimerHandle};
+use crate::slab::{Fill, Slab, TimerHandle};
 pub use level::Lane;
 pub(crate) use level::Place;
 use level::{new_lane, Level, List};
@@ -210,6 +210,27 @@ impl<T> Wheel<T> {
         self.insert_in(tick, lane.0, value)
     }
 
+    /// [`insert_in_lane`](Self::insert_in_lane) of a value or of the retained one.
+    #[inline(always)]
+    pub(crate) fn store_in_lane(&mut self, tick: u64, lane: Lane, fill: Fill<T>) -> TimerHandle {
+        match fill {
+            Fill::Value(value) => self.insert_in(tick, lane.0, value),
+            Fill::Retained => self.insert_retained_in(tick, lane.0),
+        }
+    }
+
+    /// [`insert_in`](Self::insert_in) of the retained value. Out of line: a reused value mostly
+    /// waits detached (a task's next timeout, while the device is armed earlier), and with this
+    /// inlined into the registration, `link` compiled with more registers saved, which cost a
+    /// timer fire about 12 instructions (`timeout_cost.py`'s churn).
+    #[inline(never)]
+    fn insert_retained_in(&mut self, tick: u64, lane: u8) -> TimerHandle {
+        let (key, handle) = self.slab.reoccupy(tick, lane, Place::FREE);
+        self.deferrable += (lane == DEFERRABLE) as usize;
+        self.link(key);
+        handle
+    }
+
     /// Stores a timer due at `tick` without placing it: it is pending (its handle works for
     /// [`remove`](Self::remove), [`get_mut`](Self::get_mut), [`reset`](Self::reset)), but no
     /// advance expires it and [`next_expiration`](Self::next_expiration) ignores it until
@@ -229,6 +250,31 @@ impl<T> Wheel<T> {
             "a deferrable timer cannot wait detached"
         );
         self.slab.insert(tick, lane.0, Place::DETACHED, value).1
+    }
+
+    /// [`insert_detached`](Self::insert_detached) of a value or of the retained one.
+    #[inline(always)]
+    pub(crate) fn store_detached(&mut self, tick: u64, lane: Lane, fill: Fill<T>) -> TimerHandle {
+        debug_assert_ne!(
+            lane,
+            Lane::DEFERRABLE,
+            "a deferrable timer cannot wait detached"
+        );
+        match fill {
+            Fill::Value(value) => self.slab.insert(tick, lane.0, Place::DETACHED, value).1,
+            Fill::Retained => self.slab.reoccupy(tick, lane.0, Place::DETACHED).1,
+        }
+    }
+
+    /// The value the last [`take_retaining`](Self::take_retaining) kept, if it is still kept.
+    #[inline]
+    pub(crate) fn retained(&self) -> Option<&T> {
+        self.slab.retained()
+    }
+
+    /// The value the last [`take_retaining`](Self::take_retaining) kept, no longer kept.
+    pub(crate) fn take_retained(&mut self) -> Option<T> {
+        self.slab.take_retained()
     }
 
     /// Whether the handle's timer is pending and detached (not placed yet).
@@ -334,6 +380,20 @@ impl<T> Wheel<T> {
         }
         self.unlink(key);
         Some((self.free(key), false))
+    }
+
+    /// Removes a pending timer as [`take`](Self::take) does, but keeps its value in the freed
+    /// entry, for the next store of [`Fill::Retained`] to reuse. Returns whether it was
+    /// detached, and the value kept before, now released; `None` for a stale handle.
+    #[inline]
+    pub(crate) fn take_retaining(&mut self, handle: TimerHandle) -> Option<(Option<T>, bool)> {
+        let key = self.slab.key_of(handle)?;
+        if self.slab.nodes[key as usize].place == Place::DETACHED {
+            return Some((self.slab.remove_retaining(key, Place::FREE), true));
+        }
+        self.unlink(key);
+        self.deferrable -= (self.slab.nodes[key as usize].lane == DEFERRABLE) as usize;
+        Some((self.slab.remove_retaining(key, Place::FREE), false))
     }
 
     /// Frees an unlinked node, returning its value.
