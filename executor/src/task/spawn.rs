@@ -70,9 +70,10 @@ where
     let (wrapped, slot) = TaskFuture::new(Bound::new(future, core.shared().clone()));
     // SAFETY: async-task asks that the runnable of a `!Send` future be used and dropped on
     // the thread that spawned it. The future is a `TaskFuture` of a `Bound`: it reaches the
-    // user's future only through `Bound`, which polls it on its spawning thread only (it
-    // asserts so, and `block_on` never moves core 0 to another thread while a bound task
-    // lives) and, dropped on another thread, leaks it with its box rather than drop it. The
+    // user's future only through `Bound`, which is polled on its spawning thread only (core 0
+    // polls tasks only in `block_on`, which never moves core 0 to another thread while a
+    // bound task lives; debug builds assert it at every poll) and, dropped on another thread,
+    // leaks the future with its box rather than drop it. The
     // rest of the wrapper is thread-safe: the join slot is an `Arc` of a locked slot, to which
     // a drop elsewhere writes only a cancellation (the output is written on the spawning
     // thread, when the future completes, and the future is dropped right then), and the
