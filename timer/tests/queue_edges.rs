@@ -179,3 +179,36 @@ fn a_value_kept_by_a_cancel_is_reused_in_place_once_and_released_by_the_next_can
     assert_eq!(q.drain(), [4, 5], "pending, then the kept value");
     assert_eq!(q.take_retained(), None);
 }
+
+#[test]
+fn a_kept_value_reused_as_a_deferrable_timer_counts_as_one_deferrable_timer() {
+    let mut q = queue();
+    let deferrable = q.prepare(Slack::Unbounded);
+    let t = q.insert_prepared(1_000, deferrable, 1);
+    assert_eq!(q.cancel_retaining(t), None);
+    q.on_idle();
+    assert!(!q.needs_clock(), "nothing pending");
+    let t = q
+        .insert_reusing(2_000, deferrable, |&v| v == 1)
+        .expect("reused");
+    q.on_idle();
+    assert!(
+        q.needs_clock(),
+        "a deferrable timer is pending: no device will announce it"
+    );
+    assert_eq!(q.cancel_retaining(t), None);
+    q.on_idle();
+    assert!(!q.needs_clock(), "counted once, and gone with its cancel");
+}
+
+#[test]
+fn a_kept_value_taken_back_is_no_longer_kept() {
+    let mut q = queue();
+    let slack = q.prepare(Slack::None);
+    let t = q.insert_prepared(1_000, slack, 7);
+    assert_eq!(q.cancel_retaining(t), None);
+    assert_eq!(q.take_retained(), Some(7));
+    assert_eq!(q.take_retained(), None);
+    assert_eq!(q.insert_reusing(2_000, slack, |_| true), None);
+    assert!(q.drain().is_empty());
+}
