@@ -290,3 +290,34 @@ fn stats_from_another_thread_while_block_on_runs_do_not_wait_for_it() -> std::io
     assert!(polls <= rt.stats().cores[0].polls);
     Ok(())
 }
+
+#[test]
+fn the_shutdown_error_says_how_many_bound_futures_were_leaked() {
+    let leak =
+        "`spawn_local` future(s) of core 0 leaked, not dropped: the runtime was shut down on \
+                another thread than the one that spawned them";
+    let err = |stuck: Vec<usize>, blocking, leaked_local| tickless::ShutdownError {
+        stuck,
+        panicked: vec![],
+        blocking,
+        leaked_local,
+    };
+    assert_eq!(err(vec![], 0, 2).to_string(), format!("2 {leak}"));
+    assert_eq!(
+        err(vec![], 1, 1).to_string(),
+        format!(
+            "1 blocking job still running at the shutdown timeout (its thread was left running, \
+             detached); 1 {leak}"
+        )
+    );
+    assert_eq!(
+        err(vec![3], 0, 1).to_string(),
+        format!(
+            "cores [3] did not stop within the shutdown timeout (a task never yields?); 1 {leak}"
+        )
+    );
+    assert_eq!(
+        err(vec![3], 0, 0).to_string(),
+        "cores [3] did not stop within the shutdown timeout (a task never yields?)"
+    );
+}
