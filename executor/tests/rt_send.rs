@@ -327,3 +327,40 @@ fn the_shutdown_error_says_how_many_bound_futures_were_leaked() {
         "cores [3] did not stop within the shutdown timeout (a task never yields?)"
     );
 }
+
+/// The message of a panic caught from `f`.
+fn panic_message(f: impl FnOnce()) -> String {
+    let err = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).expect_err("panics");
+    err.downcast_ref::<String>()
+        .cloned()
+        .or_else(|| err.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_default()
+}
+
+#[test]
+fn join_on_the_thread_that_runs_core_0_panics_wherever_core_0_moved() {
+    // A guard against a hang, not a measurement: a `join` that failed to panic would wait
+    // for ever.
+    let (done, finished) = mpsc::channel();
+    thread::spawn(move || {
+        let rt = Builder::new().cores(1).build().unwrap();
+        // Outside `block_on`, on the thread that last ran core 0 (here, built it): joining a
+        // task of core 0 would wait for itself.
+        let task = rt.handle(0).spawn(async { 1 });
+        let first = panic_message(|| drop(task.join()));
+        let second = thread::spawn(move || {
+            rt.block_on(async {});
+            // Core 0 moved here: the same holds on this thread now.
+            let task = rt.handle(0).spawn(async { 2 });
+            panic_message(|| drop(task.join()))
+        })
+        .join()
+        .unwrap();
+        done.send((first, second)).unwrap();
+    });
+    let (first, second) = finished
+        .recv_timeout(Duration::from_secs(20))
+        .expect("`join` on core 0's own thread waited instead of panicking");
+    assert!(first.contains("would wait for itself"), "{first}");
+    assert!(second.contains("would wait for itself"), "{second}");
+}
