@@ -245,14 +245,14 @@ impl fmt::Display for ShutdownError {
                  left running, detached)"
             )?,
         }
+        if self.blocking > 0 {
+            sep = "; ";
+        }
         if self.leaked_local > 0 {
-            if !sep.is_empty() || self.blocking > 0 {
-                f.write_str("; ")?;
-            }
             write!(
                 f,
-                "{} `spawn_local` future(s) of core 0 leaked, not dropped: the runtime was shut \
-                 down on another thread than the one that spawned them",
+                "{sep}{} `spawn_local` future(s) of core 0 leaked, not dropped: the runtime was \
+                 shut down on another thread than the one that spawned them",
                 self.leaked_local
             )?;
         }

@@ -38,7 +38,7 @@ pub(crate) struct Bound<F> {
 impl<F> Bound<F> {
     /// `future`, bound to this thread and counted on `shared`'s core.
     pub(crate) fn new(future: F, shared: Arc<Shared>) -> Bound<F> {
-        shared.count_local(true, false);
+        shared.add_local();
         Bound {
             future: Some(Box::pin(future)),
             home: thread_token(),
@@ -71,7 +71,7 @@ impl<F> Drop for Bound<F> {
             return;
         };
         let here = thread_token() == self.home;
-        self.shared.count_local(false, !here);
+        self.shared.remove_local(!here);
         if here {
             drop(future);
         } else {

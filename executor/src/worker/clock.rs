@@ -85,8 +85,9 @@ impl MonoMap {
 
 /// A core's clock. Deadlines in the timer queue are nanoseconds since the epoch.
 ///
-/// Real time runs as `base + (elapsed since the epoch - since)`: both are zero until the clock
-/// is first paused, so an unpaused clock is the monotonic clock itself. Pausing freezes it at
+/// Real time runs as `CLOCK_MONOTONIC - offset`, `offset` being the monotonic clock at the last
+/// resume less the reading then (`base`); until the clock is first paused it is the epoch's
+/// monotonic time, so an unpaused clock is the monotonic clock itself. Pausing freezes it at
 /// its current reading; resuming lets it run on from where it stood (the time spent paused,
 /// less what was advanced, does not count), as tokio's does.
 #[derive(Debug)]
@@ -98,12 +99,10 @@ pub(crate) struct Clock {
     paused: Cell<Option<u64>>,
     /// The reading at the last resume.
     base: Cell<u64>,
-    /// Real nanoseconds since the epoch at the last resume.
-    since: Cell<u64>,
-    /// `epoch_mono + since - base`, wrapping (`base` may exceed the rest: paused time that was
-    /// advanced): a running reading is `CLOCK_MONOTONIC` less it, one subtraction. Exact: a
-    /// monotonic reading is never below `epoch_mono + since`, the monotonic time of the last
-    /// resume (or, before any, of the epoch), so the sum never wraps below zero.
+    /// `CLOCK_MONOTONIC` at the last resume (the epoch's, before any) less `base`, wrapping
+    /// (`base` may be the larger: paused time that was advanced): a running reading is
+    /// `CLOCK_MONOTONIC` less it, one subtraction. Exact: a monotonic reading is never below
+    /// the monotonic time of the last resume, so the reading never wraps below `base`.
     offset: Cell<u64>,
     /// Reads of the clock, for the stats.
     reads: Cell<u64>,
@@ -128,7 +127,6 @@ impl Clock {
             epoch_mono,
             paused: Cell::new(None),
             base: Cell::new(0),
-            since: Cell::new(0),
             offset: Cell::new(epoch_mono),
             reads: Cell::new(0),
             tick_ns: nanos(tick).max(1),
@@ -160,7 +158,7 @@ impl Clock {
             Some(now) => now,
             None => {
                 self.reads.set(self.reads.get() + 1);
-                // `base + (real() - since)`, with the constants folded into one (see `offset`).
+                // `base + (monotonic now - monotonic at the last resume)`, folded (`offset`).
                 tickless_io::internal::TimerFd::now_mono_ns().wrapping_sub(self.offset.get())
             }
         }
@@ -180,7 +178,8 @@ impl Clock {
         }
         Some(MonoMap {
             base: self.base.get(),
-            add: self.epoch_mono.saturating_add(self.since.get()),
+            // The monotonic time of the last resume (`offset` is it less `base`).
+            add: self.offset.get().wrapping_add(self.base.get()),
         })
     }
 
@@ -207,11 +206,9 @@ impl Clock {
             return false;
         };
         self.reads.set(self.reads.get() + 1);
-        let since = self.real();
-        self.since.set(since);
+        let mono = self.epoch_mono.saturating_add(self.real());
         self.base.set(now);
-        self.offset
-            .set(self.epoch_mono.wrapping_add(since).wrapping_sub(now));
+        self.offset.set(mono.wrapping_sub(now));
         true
     }
 
@@ -253,7 +250,7 @@ mod tests {
         let c = Clock::new(false, Duration::from_micros(1));
         let (before, now, after) = (c.real(), c.now(), c.real());
         assert!(before <= now && now <= after, "{before} {now} {after}");
-        // Paused, moved an hour ahead, resumed: `base` is past `epoch_mono + since`.
+        // Paused, moved an hour ahead, resumed: `base` is past the monotonic time.
         assert!(c.pause());
         let paused = c.now();
         assert!(c.advance_to(paused + 3_600_000_000_000));
@@ -269,9 +266,11 @@ mod tests {
             resumed <= paused + 3_600_000_000_000 + late,
             "and no further"
         );
-        let (b, n, a) = (c.real(), c.now(), c.real());
-        let expect = |r: u64| c.base.get() + (r - c.since.get());
-        assert!(expect(b) <= n && n <= expect(a));
+        // The reading maps back to a monotonic instant between two reads around it.
+        let mono = tickless_io::internal::TimerFd::now_mono_ns;
+        let (b, n, a) = (mono(), c.now(), mono());
+        let back = c.mono_map().expect("running").mono(n);
+        assert!(b <= back && back <= a, "{b} {back} {a}");
     }
 
     #[test]

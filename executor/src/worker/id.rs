@@ -40,26 +40,26 @@ impl CoreId {
 
     /// A runtime number never handed out before in this process.
     pub(crate) fn new_runtime() -> u64 {
-        #[cfg(not(loom))]
-        static NEXT: AtomicU64 = AtomicU64::new(1);
-        #[cfg(loom)]
-        loom::lazy_static! {
-            static ref NEXT: AtomicU64 = AtomicU64::new(1);
-        }
-        NEXT.fetch_add(1, Ordering::Relaxed)
+        unique()
     }
 }
 
-/// A number for the calling thread, never given to another thread of the process (unlike a
-/// thread-local's address, which a later thread may reuse): what a core compares to know
-/// whether it runs on its home thread. One thread-local read after the first call.
-pub(crate) fn thread_token() -> u64 {
+/// A number never handed out before in this process, from 1: runtime numbers and thread
+/// tokens share the count (each only needs to differ from its kind's others).
+fn unique() -> u64 {
     #[cfg(not(loom))]
     static NEXT: AtomicU64 = AtomicU64::new(1);
     #[cfg(loom)]
     loom::lazy_static! {
         static ref NEXT: AtomicU64 = AtomicU64::new(1);
     }
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// A number for the calling thread, never given to another thread of the process (unlike a
+/// thread-local's address, which a later thread may reuse): what a core compares to know
+/// whether it runs on its home thread. One thread-local read after the first call.
+pub(crate) fn thread_token() -> u64 {
     #[cfg(not(loom))]
     thread_local! {
         static TOKEN: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
@@ -70,7 +70,7 @@ pub(crate) fn thread_token() -> u64 {
     }
     TOKEN.with(|t| {
         if t.get() == 0 {
-            t.set(NEXT.fetch_add(1, Ordering::Relaxed));
+            t.set(unique());
         }
         t.get()
     })

@@ -250,14 +250,14 @@ impl<U: Unpark> Shared<U> {
         self.local_tasks.load(Ordering::Relaxed)
     }
 
-    /// A bound `spawn_local` task was spawned (`1`) or its future is gone (`-1`: dropped, or
-    /// leaked if `leaked`).
-    pub(crate) fn count_local(&self, spawned: bool, leaked: bool) {
-        if spawned {
-            self.local_tasks.fetch_add(1, Ordering::Relaxed);
-        } else {
-            self.local_tasks.fetch_sub(1, Ordering::Relaxed);
-        }
+    /// A bound `spawn_local` task was spawned.
+    pub(crate) fn add_local(&self) {
+        self.local_tasks.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A bound `spawn_local` task's future is gone: dropped, or leaked if `leaked`.
+    pub(crate) fn remove_local(&self, leaked: bool) {
+        self.local_tasks.fetch_sub(1, Ordering::Relaxed);
         if leaked {
             self.local_leaked.fetch_add(1, Ordering::Relaxed);
         }

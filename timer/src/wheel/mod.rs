@@ -244,12 +244,7 @@ impl<T> Wheel<T> {
     /// nothing would look again.
     #[inline]
     pub fn insert_detached(&mut self, tick: u64, lane: Lane, value: T) -> TimerHandle {
-        debug_assert_ne!(
-            lane,
-            Lane::DEFERRABLE,
-            "a deferrable timer cannot wait detached"
-        );
-        self.slab.insert(tick, lane.0, Place::DETACHED, value).1
+        self.store_detached(tick, lane, Fill::Value(value))
     }
 
     /// [`insert_detached`](Self::insert_detached) of a value or of the retained one.
@@ -374,12 +369,8 @@ impl<T> Wheel<T> {
     #[inline]
     pub(crate) fn take(&mut self, handle: TimerHandle) -> Option<(T, bool)> {
         let key = self.slab.key_of(handle)?;
-        if self.slab.nodes[key as usize].place == Place::DETACHED {
-            // In no list, and never deferrable (`insert_detached`): freed as it is.
-            return Some((self.slab.remove(key, Place::FREE), true));
-        }
-        self.unlink(key);
-        Some((self.free(key), false))
+        let detached = self.unplace(key);
+        Some((self.slab.remove(key, Place::FREE), detached))
     }
 
     /// Removes a pending timer as [`take`](Self::take) does, but keeps its value in the freed
@@ -388,12 +379,20 @@ impl<T> Wheel<T> {
     #[inline]
     pub(crate) fn take_retaining(&mut self, handle: TimerHandle) -> Option<(Option<T>, bool)> {
         let key = self.slab.key_of(handle)?;
+        let detached = self.unplace(key);
+        Some((self.slab.remove_retaining(key, Place::FREE), detached))
+    }
+
+    /// Takes a pending timer out of its slot's list and its lane's count, before its entry is
+    /// freed; whether it was detached (in no list, and never deferrable: `store_detached`).
+    #[inline(always)]
+    fn unplace(&mut self, key: u32) -> bool {
         if self.slab.nodes[key as usize].place == Place::DETACHED {
-            return Some((self.slab.remove_retaining(key, Place::FREE), true));
+            return true;
         }
         self.unlink(key);
         self.deferrable -= (self.slab.nodes[key as usize].lane == DEFERRABLE) as usize;
-        Some((self.slab.remove_retaining(key, Place::FREE), false))
+        false
     }
 
     /// Frees an unlinked node, returning its value.
