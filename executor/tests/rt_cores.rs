@@ -435,3 +435,36 @@ fn each_idle_transition_without_a_spin_window_is_one_park_and_one_epoll_wait() -
     assert_eq!(d.io_polls, d.parks, "and polls I/O only to park: {d:?}");
     Ok(())
 }
+
+#[test]
+fn a_sleep_of_one_runtime_dropped_inside_another_cancels_its_own_timer_only() -> io::Result<()> {
+    use std::future::Future;
+    use std::task::{Context, Poll, Waker};
+    // Two runtimes alive at once: each core 0 is told apart by its runtime's number, so a
+    // sleep registered on one and dropped on the other's core travels home to be cancelled,
+    // and never cancels the other's timer that happens to sit in the same slot.
+    let a = Builder::new().cores(1).start_paused(true).build()?;
+    let b = Builder::new().cores(1).start_paused(true).build()?;
+    let theirs = a.block_on(async {
+        let mut nap = Box::pin(sleep(Duration::from_secs(3600)));
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(nap.as_mut().poll(&mut cx).is_pending());
+        nap
+    });
+    let before = b.stats().cores[0];
+    b.block_on(async move {
+        let mut ours = Box::pin(sleep(Duration::from_secs(3600)));
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(ours.as_mut().poll(&mut cx).is_pending());
+        drop(theirs);
+        assert!(matches!(ours.as_mut().poll(&mut cx), Poll::Pending));
+    });
+    let spent = b.stats().cores[0] - before;
+    assert_eq!(spent.timer_inserts, 1);
+    // Only its own sleep's cancel, at the end of `block_on`.
+    assert_eq!(spent.timer_cancels, 1);
+    // The other runtime cancels its timer when its core next runs.
+    a.block_on(tickless::task::yield_now());
+    assert_eq!(a.stats().cores[0].timer_cancels, 1);
+    Ok(())
+}
