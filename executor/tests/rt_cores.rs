@@ -437,6 +437,8 @@ fn each_idle_transition_without_a_spin_window_is_one_park_and_one_epoll_wait() -
 }
 
 #[test]
+// The sleep is handed out of one runtime's `block_on` on purpose.
+#[allow(clippy::async_yields_async)]
 fn a_sleep_of_one_runtime_dropped_inside_another_cancels_its_own_timer_only() -> io::Result<()> {
     use std::future::Future;
     use std::task::{Context, Poll, Waker};
