@@ -497,3 +497,41 @@ fn a_runtime_kept_in_a_thread_local_is_shut_down_at_the_thread_s_exit() {
         "the pending task's future was dropped"
     );
 }
+
+/// A runtime whose last `Arc` is dropped inside one of its own tasks: stopping it there would
+/// wait for the core running that very task (before: a 10 s hang in `drop`, for ever in
+/// `shutdown(Duration::MAX)`). It panics at once, as tokio's does, and the panic is the task's
+/// result, with a message saying what to do.
+#[test]
+fn a_runtime_dropped_inside_its_own_task_panics_at_once_saying_what_to_do() -> io::Result<()> {
+    for shutdown in [false, true] {
+        let rt = Arc::new(tickless::Builder::new().cores(2).build()?);
+        let (go, wait) = std::sync::mpsc::channel::<()>();
+        let inner = rt.clone();
+        let task = rt.handle(1).spawn(async move {
+            // Until the outer `Arc` is gone: this task holds the last one.
+            wait.recv().unwrap();
+            if shutdown {
+                let rt = Arc::try_unwrap(inner).expect("the last handle");
+                let _ = rt.shutdown(std::time::Duration::MAX);
+            } else {
+                drop(inner);
+            }
+        });
+        drop(rt);
+        go.send(()).unwrap();
+        let err = task
+            .join()
+            .expect_err("dropping its own runtime must panic");
+        assert!(err.is_panic());
+        let message = err.into_panic();
+        let message = message
+            .downcast_ref::<String>()
+            .expect("a formatted message");
+        assert!(
+            message.contains("inside one of its own tasks") && message.contains("thread::spawn"),
+            "{message}"
+        );
+    }
+    Ok(())
+}

@@ -316,3 +316,42 @@ fn on_three_cores_the_accept_loop_takes_the_other_cores_in_turn() -> io::Result<
     }
     Ok(())
 }
+
+/// An accept loop on core 1 while no thread is in `block_on` (`main` waits in `join`): core 0
+/// runs nothing then, so placement must not hand it a connection. Every connection is
+/// answered, by core 1, and nothing is placed on core 0. (Before: about half the connections
+/// were placed on the idle core 0, whose inbox nobody drained, and their clients hung.)
+#[test]
+fn no_connection_is_placed_on_core_0_while_no_thread_is_in_block_on() -> io::Result<()> {
+    let rt = Builder::new().cores(2).build()?;
+    let std_listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let addr = std_listener.local_addr()?;
+    let connections = 20;
+    let accept_loop = rt.handle(1).spawn(async move {
+        let listener = TcpListener::from_std(std_listener)?;
+        let mut served = Vec::new();
+        for _ in 0..connections {
+            let (stream, _) = listener.accept().await?;
+            served.push(tickless::spawn(serve(stream)));
+        }
+        for s in served {
+            s.await.expect("a connection task failed")?;
+        }
+        io::Result::Ok(())
+    });
+    let mut cores = Vec::new();
+    let mut conns = Vec::new();
+    for _ in 0..connections {
+        // One at a time: each is accepted before the next, so each spawn follows an accept.
+        let mut c = BufReader::new(std::net::TcpStream::connect(addr)?);
+        let mut line = String::new();
+        c.read_line(&mut line)?;
+        cores.push(line.trim().parse::<usize>().expect("a core index"));
+        conns.push(c);
+    }
+    drop(conns);
+    accept_loop.join().expect("the accept loop failed")?;
+    assert!(cores.iter().all(|&c| c == 1), "served by {cores:?}");
+    assert_eq!(rt.stats().cores[1].tasks_placed, 0);
+    Ok(())
+}

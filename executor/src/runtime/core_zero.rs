@@ -30,6 +30,7 @@ use super::tokio_context::TokioContext;
 use crate::context::{assert_not_in_runtime, with_current};
 use crate::stats::CoreStats;
 use crate::worker::id::{thread_token, CoreId};
+use crate::worker::shared::Shared;
 use crate::worker::Core;
 
 /// Core 0, with its lease; see the module's docs.
@@ -83,11 +84,15 @@ impl CoreZero {
                 bound == 0,
                 "tickless: `block_on` called on another thread than the last one while core 0 \
                  has {bound} `spawn_local` task(s) alive: a `!Send` task runs on the thread that \
-                 spawned it only. Call `block_on` on that thread, or let those tasks finish \
-                 (or abort them) first."
+                 spawned it only. Call `block_on` on that thread, or, before leaving it, let \
+                 those tasks finish there: await their handles in that `block_on`, or abort \
+                 them and then await the handles (an aborted task's future is dropped when \
+                 core 0 next runs, on that thread). Use `tickless::spawn` for tasks that must \
+                 not tie core 0 to a thread."
             );
             shared.set_home(me);
         }
+        let _driven = Driven::new(shared);
         let _pinned = self.pin_here(me);
         let _entered = self.core.enter();
         let _tokio = tokio.enter();
@@ -126,9 +131,32 @@ impl CoreZero {
         &self.core
     }
 
+    /// Leaks the core: its state is never dropped (the runtime is dropped on a thread that
+    /// cannot enter core 0's context, inside another core's task).
+    pub(super) fn leak(&mut self) {
+        std::mem::forget(Rc::clone(&self.core));
+    }
+
     /// Whether this thread built the runtime.
     pub(super) fn is_building_thread(&self) -> bool {
         thread_token() == self.built_on
+    }
+}
+
+/// Marks core 0 as driven (a thread is in `block_on`) until dropped, for placement.
+struct Driven<'a>(&'a Shared);
+
+impl<'a> Driven<'a> {
+    /// Core 0 of `shared` is driven from now on.
+    fn new(shared: &'a Shared) -> Driven<'a> {
+        shared.set_driven(true);
+        Driven(shared)
+    }
+}
+
+impl Drop for Driven<'_> {
+    fn drop(&mut self) {
+        self.0.set_driven(false);
     }
 }
 

@@ -57,6 +57,13 @@ const DROP_TIMEOUT: Duration = Duration::from_secs(10);
 /// it; call [`shutdown`](Self::shutdown) to choose the timeout (`Duration::MAX`: wait as
 /// long as it takes, as tokio) and get the error instead.
 ///
+/// Dropping it (or calling `shutdown`) inside one of its own tasks panics at once, as tokio's
+/// does: stopping the runtime waits for its cores, one of which is running the task that
+/// stops it. Drop it outside the runtime, after `block_on` returns, or hand it to a thread of
+/// its own (`std::thread::spawn(move || drop(rt))`). The panic costs the task its result (a
+/// [`JoinError`] that `is_panic`); the runtime's other cores are asked to stop, and core 0,
+/// whose tasks cannot be dropped on another core's thread, is leaked with them.
+///
 /// # A core that dies
 ///
 /// Tasks' panics are caught where they run; a core's thread dies only of a panic in the
@@ -114,7 +121,9 @@ const DROP_TIMEOUT: Duration = Duration::from_secs(10);
 ///   Nested in a task or a `block_on` it panics, as before.
 /// - **`spawn_local` tasks stay on their thread.** While a `spawn_local` task of core 0 is
 ///   alive, `block_on` on another thread panics, saying so; call it on the thread that
-///   spawned the task, or let the task finish (or abort it) first. `tickless::spawn`'s tasks
+///   spawned the task, or let the task finish there first (abort it and await its handle in
+///   a `block_on` on that thread: an aborted task's future is dropped when core 0 next runs
+///   it). `tickless::spawn`'s tasks
 ///   (`Send`) have no such tie. Shut down or dropped on another thread, the runtime cannot drop
 ///   such a task's future there: it leaks it (its destructor never runs), resolves its handle as
 ///   cancelled, and reports it in [`ShutdownError::leaked_local`].
@@ -440,6 +449,20 @@ impl Runtime {
         if std::mem::replace(&mut self.stopped, true) {
             return Ok(());
         }
+        if let Some(index) = self.own_core_here() {
+            for s in &self.shared[1..] {
+                s.request_stop();
+            }
+            // Core 0's tasks may be dropped only in core 0's context, which this thread (a
+            // task of core `index`) cannot enter.
+            self.core.leak();
+            panic!(
+                "tickless: the runtime was dropped or shut down inside one of its own tasks (on \
+                 core {index}): stopping it waits for every core, this one included, to finish \
+                 what it runs. Drop it outside the runtime, after `block_on` returns, or on a \
+                 thread of its own: `std::thread::spawn(move || drop(rt))`."
+            );
+        }
         for s in &self.shared[1..] {
             s.request_stop();
         }
@@ -493,6 +516,18 @@ impl Runtime {
                 leaked_local,
             })
         }
+    }
+}
+
+impl Runtime {
+    /// The index of the core of this runtime that runs on this thread now, if any.
+    fn own_core_here(&self) -> Option<usize> {
+        crate::context::with_current(|core| {
+            self.shared
+                .iter()
+                .position(|s| Arc::ptr_eq(s, core.shared()))
+        })
+        .flatten()
     }
 }
 

@@ -130,12 +130,15 @@ impl<T> JoinHandle<T> {
     /// # Panics
     ///
     /// When called on the thread of the task's own core: from one of its tasks or its
-    /// `block_on`, or, for core 0, from the thread that built the runtime outside `block_on`
-    /// (core 0 runs only inside `block_on`). Either way the core would wait for itself
-    /// forever: `.await` the handle (in `block_on`, for core 0) instead.
+    /// `block_on`, or, for core 0, from the thread that last ran core 0 (the last thread in
+    /// `block_on`; until the first `block_on`, the thread that built the runtime), inside
+    /// `block_on` or not: core 0 runs only inside `block_on`, and that thread is the one
+    /// expected to run it. Either way the core would wait for itself forever: `.await` the
+    /// handle (in `block_on`, for core 0) instead.
     ///
-    /// A task of core 0 joined from another thread finishes only while core 0's thread runs
-    /// `block_on`: with none running, `join` waits until one does.
+    /// A task of core 0 joined from any other thread finishes only while some thread runs
+    /// `block_on`: with none running, `join` waits until one does. (`tickless::spawn` places
+    /// no task on core 0 while no thread is in `block_on`; `rt.handle(0).spawn` does.)
     ///
     /// # Examples
     ///

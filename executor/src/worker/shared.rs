@@ -55,6 +55,11 @@ pub struct Shared<U = Unparker> {
     unparker: Mutex<Option<U>>,
     /// Set to ask the core's loop to stop (and when it died).
     stop: AtomicBool,
+    /// Whether a thread runs the core's loop now: for cores 1 and up, their own thread, from
+    /// their start on; for core 0, the thread in `block_on`, while it is there. Placement
+    /// sends work only to a core that is driven (core 0 runs nothing while no thread is in
+    /// `block_on`).
+    driven: AtomicBool,
     /// Tasks spawned onto the core and not yet finished, for placement.
     pub(crate) load: Load,
     /// The CPU the core's thread ran on when it last woke from a park (`usize::MAX`: not yet
@@ -87,6 +92,7 @@ impl<U: Unpark> Shared<U> {
             },
             unparker: Mutex::new(Some(unparker)),
             stop: AtomicBool::new(false),
+            driven: AtomicBool::new(id.index != 0),
             load: Load::default(),
             cpu: AtomicUsize::new(usize::MAX),
             published: Published::default(),
@@ -176,11 +182,18 @@ impl<U: Unpark> Shared<U> {
         self.stop.load(Ordering::Acquire)
     }
 
-    /// Whether a task may be placed here: the core is neither stopping nor dead. (A hint: a
-    /// placed spawn that races the stop is refused and its handle says cancelled, as any
-    /// spawn onto a stopped core.)
+    /// Whether a task may be placed here: a thread runs the core now (for core 0, one is in
+    /// `block_on`), and it is neither stopping nor dead. (A hint: a placed spawn that races
+    /// the stop is refused and its handle says cancelled, as any spawn onto a stopped core;
+    /// one that races the end of core 0's `block_on` runs at the next `block_on`.)
     pub(crate) fn takes_placed_work(&self) -> bool {
-        !self.stop.load(Ordering::Relaxed)
+        self.driven.load(Ordering::Relaxed) && !self.stop.load(Ordering::Relaxed)
+    }
+
+    /// Core 0: a thread is in `block_on` (`true`, holding the lease) or has left it.
+    pub(crate) fn set_driven(&self, driven: bool) {
+        // A hint for placement, ordering nothing.
+        self.driven.store(driven, Ordering::Relaxed);
     }
 
     /// Its load, as placement compares it.
