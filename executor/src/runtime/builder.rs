@@ -75,7 +75,8 @@ impl Default for Builder {
 }
 
 impl Builder {
-    /// The defaults: one core per CPU the process may run on, not pinned; `Lazy` re-arming,
+    /// The defaults: one core per CPU the process may use (see [`cores`](Self::cores): the
+    /// affinity mask and the container's CPU quota), not pinned; `Lazy` re-arming,
     /// 1 µs timer resolution, a default slack that grows with a timer's length up to 1,024 µs
     /// (see [`default_slack_growing`](Self::default_slack_growing)), a learned wakeup lead of
     /// at most 100 µs (see [`wakeup_lead_max`](Self::wakeup_lead_max)), no idle spinning, real
@@ -116,7 +117,13 @@ impl Builder {
     }
 
     /// The number of cores (executor threads, core 0 being the thread that calls
-    /// [`Runtime::block_on`]). Default: every CPU the process may run on.
+    /// [`Runtime::block_on`]).
+    ///
+    /// Default: [`std::thread::available_parallelism`], as tokio's: the CPUs of the process's
+    /// affinity mask (`taskset`, `cpuset`), further limited by a cgroup CPU quota (a
+    /// Kubernetes `limits.cpu: 2` on a 64-CPU node gives 2 cores, not 64: a core per CPU of
+    /// the node would let CFS throttle every core at once), rounded down, and at least 1.
+    /// With [`pin`](Self::pin), core `i` runs on the `i`-th CPU of the mask.
     ///
     /// # Panics
     ///
@@ -623,7 +630,7 @@ impl Builder {
     pub fn build(&mut self) -> io::Result<Runtime> {
         self.validate()?;
         let allowed = tickless_io::internal::cpu::allowed_cpus()?;
-        let n = self.cores.unwrap_or(allowed.len().max(1));
+        let n = self.cores.unwrap_or_else(|| default_cores(allowed.len()));
         let cpus: Vec<Option<usize>> = (0..n)
             .map(|i| self.pin.then(|| allowed.get(i).copied()).flatten())
             .collect();
@@ -691,4 +698,12 @@ impl Builder {
         peers.set(rt.shared.clone().into_boxed_slice());
         Ok(rt)
     }
+}
+
+/// The default core count: `available_parallelism` (the affinity mask and the cgroup CPU
+/// quota), or, if it cannot tell, the CPUs of the mask (`mask`); at least 1.
+fn default_cores(mask: usize) -> usize {
+    std::thread::available_parallelism()
+        .map_or(mask, |n| n.get())
+        .max(1)
 }
