@@ -14,7 +14,7 @@
 //! | `leading` | whether `program` subtracts the learned lead (off on paused time) | `set_leading` | `set_leading` |
 //! | `dirty` | something happened that the policy may re-arm for: the next `on_idle` looks | an insert earlier than `armed`, a cancel (`OnIdle`), a reset, an expiry, `device_fired`, `device_lost` | `on_idle` |
 //! | `unarmed` | a timer may be due that the device will not announce (inserted before `armed` since the last flush, or the arming is spent): a core that stays busy must read the clock | with `dirty`, except on a cancel | `on_idle` (after it, the device fires no later than the earliest timer, whatever the policy) |
-//! | `early` | the last expiry came by the lead ahead of `armed` and found nothing due: the driver waits the rest out awake | `device_fired` | `take_early`, an `advance` that finds something due |
+//! | `early` | the last expiry came by the lead ahead of `armed` and found nothing due, or was another thread's programming for a timer it handed over, which leads by the same lead: the driver waits the rest out awake | `device_fired`, `remote_fired` | `take_early`, an `advance` that finds something due, `device_lost` |
 //! | `detached` | timers inserted while `armed` was no later than the end of their windows, kept out of the wheel's lists | `insert_prepared` | `attach_detached`, before anything reads the wheel for expiry or arming |
 //!
 //! The states a core's driver sees, and their transitions:
@@ -511,6 +511,21 @@ impl<T, D: ClockDevice> TimerQueue<T, D> {
         self.early = false;
         self.dirty = true;
         self.unarmed = true;
+    }
+
+    /// The device fired, programmed by another thread for a timer it handed over (the
+    /// inbox's remote arming): the queue forgets what it armed, as on
+    /// [`device_lost`](Self::device_lost), and takes the expiry as early, since the handing
+    /// thread programmed it the published lead ahead of that timer's deadline, as the queue
+    /// would have: once the timer is taken from the inbox, [`take_early`](Self::take_early)
+    /// lets the driver wait the rest out awake instead of arming the device for an instant
+    /// already past and waking a second time. (A timer due by then is simply expired.)
+    pub fn remote_fired(&mut self) {
+        self.device_lost();
+        if self.leading {
+            self.early = true;
+            self.armed_lead = self.lead.ns();
+        }
     }
 
     /// Whether arming programs the device ahead of the armed instant by the lead (the

@@ -222,3 +222,31 @@ fn next_deadline_is_the_first_deadline_not_the_end_of_its_window() {
     assert_eq!(q.pop_expired().map(|(_, v)| v), Some("wide"));
     assert_eq!(q.next_deadline(), Some(7_200 * US));
 }
+
+/// Another thread programmed the device for a timer it handed over, the lead ahead of its
+/// deadline (the inbox's remote arming), and it fired: the queue forgets its own arming and
+/// takes the expiry as early, with the lead it has learned, so that the driver, once it has
+/// taken the handed timer, waits the rest out awake instead of arming for an instant already
+/// past and waking again.
+#[test]
+fn a_remote_arming_that_fires_is_early_by_the_learned_lead() {
+    let mut q = queue(100);
+    let now = teach(&mut q, 40);
+    q.insert(now + 60_000 * US, Slack::None, "far");
+    q.on_idle().expect("armed for the far timer");
+    q.remote_fired();
+    assert_eq!(q.armed(), None, "the queue's own arming is forgotten");
+    // The handed timer, taken from the inbox after the wakeup: 30 µs away, within the lead.
+    let deadline = now + 100 * US;
+    q.insert(deadline, Slack::None, "handed");
+    assert_eq!(q.take_early(), Some(40 * US), "early by the learned lead");
+    assert_eq!(q.take_early(), None, "taken");
+    assert!(q.needs_clock(), "unarmed until the next flush");
+
+    // Paused time programs no lead: nothing is early then.
+    let mut q = queue(100);
+    teach(&mut q, 40);
+    q.set_leading(false);
+    q.remote_fired();
+    assert_eq!(q.take_early(), None);
+}

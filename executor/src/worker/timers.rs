@@ -357,9 +357,11 @@ impl Timers {
     pub(crate) fn device_event(&self, woken: bool) {
         let mut queue = self.queue.borrow_mut();
         if queue.device().touched() {
-            // Another thread programmed the timerfd for a timer it handed over (in the inbox):
-            // what the queue armed is not what fired.
-            queue.device_lost();
+            // Another thread programmed the timerfd for a timer it handed over (in the inbox),
+            // the lead ahead of its deadline: what the queue armed is not what fired, and the
+            // core waits the rest of the lead out awake once it has taken the timer (one
+            // wakeup per handed timer, not a second for an arming already past).
+            queue.remote_fired();
             return;
         }
         if queue.armed().is_some() {
