@@ -470,3 +470,40 @@ fn a_sleep_of_one_runtime_dropped_inside_another_cancels_its_own_timer_only() ->
     assert_eq!(a.stats().cores[0].timer_cancels, 1);
     Ok(())
 }
+
+/// A timer follows the task that polls it: a `Sleep` first polled on core 0 and then awaited
+/// by a task of core 1 registers on core 1's wheel, and its entry on core 0 is cancelled
+/// through core 0's inbox; it fires once, on core 1. Counted, not timed.
+#[test]
+fn a_sleep_polled_on_another_core_moves_its_timer_there() -> io::Result<()> {
+    let rt = two_cores()?;
+    let before = rt.stats();
+    let handle = rt.handle(1);
+    rt.block_on(async move {
+        let mut sleep = Box::pin(sleep(Duration::from_millis(20)));
+        // Registered on core 0's wheel by this first poll.
+        assert!(futures_lite::future::poll_once(sleep.as_mut())
+            .await
+            .is_none());
+        handle
+            .spawn(async move {
+                sleep.await;
+                tickless::core_id()
+            })
+            .await
+    })
+    .map(|core| assert_eq!(core, 1))
+    .map_err(io::Error::other)?;
+    wait_parked(&rt);
+    let after = rt.stats();
+    let (c0, c1) = (
+        after.cores[0] - before.cores[0],
+        after.cores[1] - before.cores[1],
+    );
+    assert_eq!(
+        (c0.timer_inserts, c0.timer_cancels, c0.timer_fires),
+        (1, 1, 0)
+    );
+    assert_eq!((c1.timer_inserts, c1.timer_fires), (1, 1));
+    Ok(())
+}
