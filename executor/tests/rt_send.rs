@@ -364,3 +364,26 @@ fn join_on_the_thread_that_runs_core_0_panics_wherever_core_0_moved() {
     assert!(first.contains("would wait for itself"), "{first}");
     assert!(second.contains("would wait for itself"), "{second}");
 }
+
+/// Core 0's counters read from another thread while a thread is in `block_on` are the ones it
+/// published (at its last park, or when the last `block_on` ended): never behind a reading
+/// taken before. (Before, core 0 never published: they read 0, then jumped back.)
+#[test]
+fn core_0_s_counters_read_during_another_block_on_never_go_back() -> std::io::Result<()> {
+    let rt = Builder::new().cores(1).build()?;
+    rt.block_on(async {
+        for _ in 0..100 {
+            tickless::task::yield_now().await;
+        }
+    });
+    let before = rt.stats().cores[0];
+    assert!(before.polls >= 100);
+    let during =
+        rt.block_on(async { thread::scope(|s| s.spawn(|| rt.stats().cores[0]).join().unwrap()) });
+    assert!(
+        during.polls >= before.polls && during.idles >= before.idles,
+        "read {during:?} during, {before:?} before"
+    );
+    assert!(during.polls <= rt.stats().cores[0].polls);
+    Ok(())
+}

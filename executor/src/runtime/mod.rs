@@ -394,9 +394,11 @@ impl Runtime {
         Handle::new(shared.clone(), self.blocking.clone())
     }
 
-    /// Counters per core and in total. Core 0's are exact, and so are every core's remote-wake
-    /// counters; the others' are as of each core's last idle transition (exact while it
-    /// sleeps).
+    /// Counters per core and in total. Every core's remote-wake counters are exact. The rest
+    /// are as of the core's last park (exact while it sleeps, and once its loop has ended),
+    /// except core 0's when read on the thread in `block_on` or while no thread is in one:
+    /// exact then. So core 0's, read from another thread while one is in `block_on`, are as
+    /// of its last park or the end of the last `block_on`, never behind an earlier reading.
     ///
     /// # Examples
     ///

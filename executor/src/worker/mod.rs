@@ -308,12 +308,11 @@ impl Core {
         }
     }
 
-    /// Publishes the counters for other threads (plain stores, no read-modify-write). Core 0
-    /// never needs to: it is the runtime's own thread, which reads its counters directly.
+    /// Publishes the counters for other threads (plain stores, no read-modify-write): before
+    /// every park, and when the loop ends. Core 0 too: while one thread is in `block_on`,
+    /// another reads these.
     fn publish(&self) {
-        if self.shared.id.index != 0 {
-            self.shared.publish(&self.stats());
-        }
+        self.shared.publish(&self.stats());
     }
 
     /// This core's counters, exact (on its own thread).
