@@ -108,6 +108,7 @@ impl Builder {
                 always_wake: false,
                 device: ClockDevice::TimerFd,
                 placement: Placement::Spread,
+                resolver: crate::dns::resolve_on_pool,
             },
             max_blocking_threads: DEFAULT_MAX_THREADS,
             blocking_keep_alive: DEFAULT_KEEP_ALIVE,
