@@ -693,3 +693,25 @@ impl Builder {
         Ok(rt)
     }
 }
+
+// The default build, here beside `Builder::build`: the runtime's module is below its builder,
+// which names `Runtime`, and does not name `Builder` back.
+impl Runtime {
+    /// A runtime with the default [`Builder`] settings.
+    ///
+    /// # Errors
+    ///
+    /// As [`Builder::build`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = tickless::Runtime::new()?; // one core per CPU the process may run on
+    /// let answer = rt.block_on(async { tickless::spawn(async { 6 * 7 }).await });
+    /// assert_eq!(answer.unwrap(), 42);
+    /// # std::io::Result::Ok(())
+    /// ```
+    pub fn new() -> io::Result<Runtime> {
+        Builder::new().build()
+    }
+}
