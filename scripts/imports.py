@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks the module layering and the size of a crate's source files.
 
-    python3 scripts/imports.py [--list] [--cycles | --lines] [--max N] DIR...
+    python3 scripts/imports.py [--list] [--cycles | --lines] [--max N] [--layers FILE] DIR...
     python3 scripts/imports.py --self-test
 
 Each DIR is a crate's `src/` (a DIR that does not exist is skipped, with a note). For each:
@@ -20,8 +20,13 @@ Each DIR is a crate's `src/` (a DIR that does not exist is skipped, with a note)
   `/* */`), `#[cfg(test)]` / `#[cfg(all(test, ..))]` modules excluded (the attribute, the
   module and its body). Files over --max (default 450) are reported.
 
---list prints each file's targets, and every file's line count. Exit status 1 if a cycle or a
-file over the limit was found, 2 on a usage error.
+- layers (with --layers FILE): FILE (ARCHITECTURE.md) has, after a line
+  `<!-- layers: DIR -->`, a table whose rows are the crate's layers, top first, each naming its
+  files in `code` spans (a file, `dir/{a,b}.rs`, or `dir/` for the rest of a folder; the most
+  specific wins). Every file must be in a row, and no edge may go to a row above its own.
+
+--list prints each file's targets, and every file's line count. Exit status 1 if a cycle, an
+edge up the layers or a file over the limit was found, 2 on a usage error.
 """
 
 from __future__ import annotations
@@ -432,6 +437,76 @@ def cycle_through(graph: dict[str, dict[str, list[str]]], comp: list[str]) -> li
     return comp
 
 
+# --- layers ------------------------------------------------------------------------------------
+
+
+def expand_braces(pattern: str) -> list[str]:
+    m = re.search(r"\{([^{}]*)\}", pattern)
+    if not m:
+        return [pattern]
+    return [
+        x
+        for alt in m.group(1).split(",")
+        for x in expand_braces(pattern[: m.start()] + alt.strip() + pattern[m.end() :])
+    ]
+
+
+def read_layers(doc: str, root: str) -> list[list[str]] | None:
+    """The layers (top first, each a list of patterns) that `doc` gives for `root`, or None."""
+    with open(doc, encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    marker = re.compile(rf"<!--\s*layers:\s*{re.escape(root.rstrip('/'))}/?\s*(?:\(.*\))?\s*-->")
+    for i, line in enumerate(lines):
+        if marker.search(line):
+            break
+    else:
+        return None
+    layers = []
+    for line in lines[i + 1 :]:
+        if not line.strip():
+            if layers:
+                break
+            continue
+        if not line.lstrip().startswith("|"):
+            break
+        cells = line.strip().strip("|").split("|")
+        if len(cells) < 2 or set(cells[1].strip()) <= set("-: "):
+            continue
+        patterns = [x for span in re.findall(r"`([^`]+)`", cells[1]) for x in expand_braces(span)]
+        if patterns:
+            layers.append(patterns)
+    return layers
+
+
+def layer_of(rel: str, layers: list[list[str]]) -> int | None:
+    """The row of `rel`: an exact file first, else the row of its longest folder pattern."""
+    best, best_len = None, -1
+    for i, patterns in enumerate(layers):
+        for p in patterns:
+            if p == rel:
+                return i
+            if p.endswith("/") and rel.startswith(p) and len(p) > best_len:
+                best, best_len = i, len(p)
+    return best
+
+
+def check_layers(graph: dict[str, dict[str, list[str]]], layers: list[list[str]]) -> list[str]:
+    """The problems: files in no row, and edges to a row above the file's own."""
+    problems = []
+    for rel in sorted(graph):
+        mine = layer_of(rel, layers)
+        if mine is None:
+            problems.append(f"{rel}: in no layer")
+            continue
+        for target, paths in sorted(graph[rel].items()):
+            theirs = layer_of(target, layers)
+            if theirs is not None and theirs < mine:
+                problems.append(
+                    f"{rel} (layer {mine + 1}) uses {target} (layer {theirs + 1}, above): {paths[0]}"
+                )
+    return problems
+
+
 # --- the command -------------------------------------------------------------------------------
 
 
@@ -466,6 +541,18 @@ def check(root: str, args: argparse.Namespace, out=sys.stdout) -> bool:
                 print(f"  {a} -> {b}  ({graph[a][b][0]})", file=out)
         if not comps:
             print(f"{root}: no import cycle ({len(graph)} files)", file=out)
+        if args.layers:
+            layers = read_layers(args.layers, root)
+            if layers is None:
+                ok = False
+                print(f"{root}: {args.layers} has no <!-- layers: {root} --> table", file=out)
+            else:
+                problems = check_layers(graph, layers)
+                for problem in problems:
+                    ok = False
+                    print(f"{root}/{problem}", file=out)
+                if not problems:
+                    print(f"{root}: every edge goes down {len(layers)} layers ({args.layers})", file=out)
     if not args.cycles:
         if args.list:
             print(f"{root}: lines of code", file=out)
@@ -560,6 +647,21 @@ def self_test() -> int:
         comps = cycles(graph)
         assert comps == [["worker/mod.rs", "worker/shared.rs"]], comps
         assert cycle_through(graph, comps[0]) == ["worker/mod.rs", "worker/shared.rs", "worker/mod.rs"]
+        doc = os.path.join(root, "LAYERS.md")
+        with open(doc, "w", encoding="utf-8") as f:
+            f.write(
+                f"<!-- layers: {root} -->\n| layer | files |\n|---|---|\n"
+                "| top | `lib.rs`, `catch.rs` |\n| core | `worker/` |\n"
+                "| bottom | `context.rs`, `worker/{shared}.rs` |\n\nafter\n"
+            )
+        layers = read_layers(doc, root)
+        assert layers == [["lib.rs", "catch.rs"], ["worker/"], ["context.rs", "worker/shared.rs"]]
+        assert layer_of("worker/mod.rs", layers) == 1 and layer_of("worker/shared.rs", layers) == 2
+        problems = check_layers(graph, layers)
+        assert problems == [
+            "context.rs (layer 3) uses worker/mod.rs (layer 2, above): crate::worker",
+            "worker/shared.rs (layer 3) uses worker/mod.rs (layer 2, above): crate::worker::Core",
+        ], problems
     print("self-test passed")
     return 0
 
@@ -571,6 +673,7 @@ def main() -> int:
     parser.add_argument("--cycles", action="store_true", help="check import cycles only")
     parser.add_argument("--lines", action="store_true", help="check lines of code only")
     parser.add_argument("--max", type=int, default=MAX_LINES, help="lines of code allowed")
+    parser.add_argument("--layers", metavar="FILE", help="check the layers FILE gives")
     parser.add_argument("--self-test", action="store_true", help="test this script")
     args = parser.parse_args()
     if args.self_test:
