@@ -17,6 +17,7 @@ use std::rc::Rc;
 
 use tickless_io::internal::EnterGuard;
 
+use crate::catch::Counting;
 use crate::worker::Core;
 
 /// The message every API that needs a runtime panics with outside one.
@@ -55,6 +56,9 @@ pub(crate) fn with_current<R>(f: impl FnOnce(&Core) -> R) -> Option<R> {
 /// current before (nothing, except while a runtime is dropped inside another). `!Send` (it
 /// holds an `Rc`): it is dropped on the thread that made it.
 pub(crate) struct Entered {
+    /// The core's panic counters made current for `catch`; dropped (restoring the previous
+    /// ones) before `_core`, which keeps them valid.
+    _counting: Counting,
     /// The core made current: held, so that the pointer in `CURRENT` stays valid.
     _core: Rc<Core>,
     /// The core current before (null: none), held by the guard outside this one.
@@ -94,7 +98,12 @@ impl Core {
     pub(crate) fn enter_for_shutdown(self: &Rc<Self>) -> Entered {
         let _guard = self.reactor().enter();
         let previous = CURRENT.with(|c| c.replace(Rc::as_ptr(self)));
+        // SAFETY: the counters are a field of this core, which the guard holds an `Rc` of in
+        // `_core`, a field dropped after `_counting`; `Entered` is dropped on this thread, in
+        // the reverse order of its making (see `CURRENT`), and so is the `Counting` in it.
+        let _counting = unsafe { Counting::new(self.caught()) };
         Entered {
+            _counting,
             _core: Rc::clone(self),
             previous,
             _guard,

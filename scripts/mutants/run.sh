@@ -12,8 +12,9 @@
 #   scripts/mutants/run.sh --summary timer    # print the summary of the last run only
 #
 # Output goes to target/mutants-<name>/mutants.out/ (<name>: timer, executor, the package, or
-# "files"; MUTANTS_NAME overrides it). MUTANTS_JOBS sets --jobs (default 1: on a small machine
-# parallel builds only fight over the CPUs). The score is caught / (caught + missed): unviable
+# "files"; MUTANTS_NAME overrides it); a plain `cargo mutants` writes to target/mutants/
+# (.cargo/mutants.toml), never into the tree. MUTANTS_JOBS sets --jobs (default 1: on a small
+# machine parallel builds only fight over the CPUs). The score is caught / (caught + missed): unviable
 # mutants (they do not build) and timeouts (usually an infinite loop) are reported apart.
 set -euo pipefail
 cd "$(dirname "$0")/../.."

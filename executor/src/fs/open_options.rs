@@ -1,5 +1,6 @@
 //! `OpenOptions`: how to open a [`File`], as `std::fs::OpenOptions`, opened on the blocking
-//! pool.
+//! pool; and `File`'s constructors by path (`open`, `create`, `create_new`, `options`), which
+//! are options set for the caller (here, so that `file.rs` does not name `OpenOptions` back).
 
 use std::io;
 use std::os::unix::fs::OpenOptionsExt;
@@ -181,5 +182,135 @@ impl From<std::fs::OpenOptions> for OpenOptions {
     /// Options as set on a `std::fs::OpenOptions`.
     fn from(std: std::fs::OpenOptions) -> OpenOptions {
         OpenOptions { std }
+    }
+}
+
+// Opening by path: `File`'s constructors that are `OpenOptions` set for the caller.
+impl File {
+    /// Opens a file for reading, on the blocking pool.
+    ///
+    /// # Errors
+    ///
+    /// As `std::fs::File::open` (`NotFound`, `PermissionDenied`, ...).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use futures_lite::AsyncReadExt;
+    /// use std::io::ErrorKind;
+    /// use tickless::fs::File;
+    ///
+    /// let rt = tickless::Runtime::new()?;
+    /// rt.block_on(async {
+    ///     let name = format!("tickless-open-doc-{}", std::process::id());
+    ///     let path = std::env::temp_dir().join(name);
+    ///     let missing = File::open(&path).await.unwrap_err();
+    ///     assert_eq!(missing.kind(), ErrorKind::NotFound); // `open` never creates
+    ///     tickless::fs::write(&path, "hello").await?;
+    ///     let mut text = String::new();
+    ///     File::open(&path).await?.read_to_string(&mut text).await?;
+    ///     assert_eq!(text, "hello");
+    ///     tickless::fs::remove_file(&path).await
+    /// })?;
+    /// # std::io::Result::Ok(())
+    /// ```
+    pub async fn open(path: impl AsRef<Path>) -> io::Result<File> {
+        OpenOptions::new().read(true).open(path).await
+    }
+
+    /// Opens a file for writing, creating it or truncating it, on the blocking pool.
+    ///
+    /// # Errors
+    ///
+    /// As `std::fs::File::create`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use futures_lite::AsyncWriteExt;
+    /// use tickless::fs::File;
+    ///
+    /// let rt = tickless::Runtime::new()?;
+    /// rt.block_on(async {
+    ///     let name = format!("tickless-create-doc-{}", std::process::id());
+    ///     let path = std::env::temp_dir().join(name);
+    ///     tickless::fs::write(&path, "old and longer").await?;
+    ///     let mut file = File::create(&path).await?; // emptied
+    ///     file.write_all(b"new").await?;
+    ///     file.flush().await?;
+    ///     assert_eq!(tickless::fs::read_to_string(&path).await?, "new");
+    ///     tickless::fs::remove_file(&path).await
+    /// })?;
+    /// # std::io::Result::Ok(())
+    /// ```
+    pub async fn create(path: impl AsRef<Path>) -> io::Result<File> {
+        OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)
+            .await
+    }
+
+    /// Creates a new file for reading and writing, failing if it exists, on the blocking pool.
+    ///
+    /// # Errors
+    ///
+    /// `AlreadyExists` if it exists; otherwise as `std::fs::File::create_new`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use futures_lite::AsyncWriteExt;
+    /// use std::io::ErrorKind;
+    /// use tickless::fs::File;
+    ///
+    /// let rt = tickless::Runtime::new()?;
+    /// rt.block_on(async {
+    ///     let name = format!("tickless-create-new-doc-{}", std::process::id());
+    ///     let path = std::env::temp_dir().join(name);
+    ///     let mut file = File::create_new(&path).await?;
+    ///     file.write_all(b"first").await?;
+    ///     file.flush().await?;
+    ///     let again = File::create_new(&path).await.unwrap_err();
+    ///     assert_eq!(again.kind(), ErrorKind::AlreadyExists); // the first file is untouched
+    ///     assert_eq!(tickless::fs::read_to_string(&path).await?, "first");
+    ///     tickless::fs::remove_file(&path).await
+    /// })?;
+    /// # std::io::Result::Ok(())
+    /// ```
+    pub async fn create_new(path: impl AsRef<Path>) -> io::Result<File> {
+        OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .await
+    }
+
+    /// Options to open a file with, every one unset: [`OpenOptions::new`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use futures_lite::AsyncWriteExt;
+    /// use tickless::fs::File;
+    ///
+    /// let rt = tickless::Runtime::new()?;
+    /// rt.block_on(async {
+    ///     let name = format!("tickless-options-doc-{}", std::process::id());
+    ///     let path = std::env::temp_dir().join(name);
+    ///     for line in ["one\n", "two\n"] {
+    ///         let mut log = File::options().create(true).append(true).open(&path).await?;
+    ///         log.write_all(line.as_bytes()).await?;
+    ///         log.flush().await?;
+    ///     }
+    ///     assert_eq!(tickless::fs::read_to_string(&path).await?, "one\ntwo\n");
+    ///     tickless::fs::remove_file(&path).await
+    /// })?;
+    /// # std::io::Result::Ok(())
+    /// ```
+    pub fn options() -> OpenOptions {
+        OpenOptions::new()
     }
 }

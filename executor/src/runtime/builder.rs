@@ -109,6 +109,7 @@ impl Builder {
                 always_wake: false,
                 device: ClockDevice::TimerFd,
                 placement: Placement::Spread,
+                resolver: crate::dns::resolve_on_pool,
             },
             max_blocking_threads: DEFAULT_MAX_THREADS,
             blocking_keep_alive: DEFAULT_KEEP_ALIVE,
@@ -706,4 +707,26 @@ fn default_cores(mask: usize) -> usize {
     std::thread::available_parallelism()
         .map_or(mask, |n| n.get())
         .max(1)
+}
+
+// The default build, here beside `Builder::build`: the runtime's module is below its builder,
+// which names `Runtime`, and does not name `Builder` back.
+impl Runtime {
+    /// A runtime with the default [`Builder`] settings.
+    ///
+    /// # Errors
+    ///
+    /// As [`Builder::build`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = tickless::Runtime::new()?; // one core per CPU the process may use
+    /// let answer = rt.block_on(async { tickless::spawn(async { 6 * 7 }).await });
+    /// assert_eq!(answer.unwrap(), 42);
+    /// # std::io::Result::Ok(())
+    /// ```
+    pub fn new() -> io::Result<Runtime> {
+        Builder::new().build()
+    }
 }

@@ -10,7 +10,6 @@ mod tokio_context;
 
 use std::fmt;
 use std::future::Future;
-use std::io;
 use std::rc::Rc;
 use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle as ThreadHandle;
@@ -272,24 +271,6 @@ impl fmt::Display for ShutdownError {
 impl std::error::Error for ShutdownError {}
 
 impl Runtime {
-    /// A runtime with the default [`Builder`] settings.
-    ///
-    /// # Errors
-    ///
-    /// As [`Builder::build`].
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let rt = tickless::Runtime::new()?; // one core per CPU the process may run on
-    /// let answer = rt.block_on(async { tickless::spawn(async { 6 * 7 }).await });
-    /// assert_eq!(answer.unwrap(), 42);
-    /// # std::io::Result::Ok(())
-    /// ```
-    pub fn new() -> io::Result<Runtime> {
-        Builder::new().build()
-    }
-
     /// A runtime of core 0 alone, to which the builder adds the others.
     fn new_parts(
         core: Rc<Core>,

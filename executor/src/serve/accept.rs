@@ -14,7 +14,30 @@ use crate::time::{self, Instant};
 use super::conns::{ConnInfo, Conns};
 use super::stats::Counters;
 use super::stop::Stop;
-use super::{Config, CoreReport};
+
+/// The accept-error hook's type.
+pub(super) type ErrorHook = Arc<dyn Fn(usize, &io::Error) + Send + Sync>;
+
+/// A [`Serve`]'s settings, shared by its cores.
+pub(super) struct Config {
+    /// First back-off after a failed `accept`.
+    pub(super) backoff: Duration,
+    /// Largest back-off.
+    pub(super) max_backoff: Duration,
+    /// Set `TCP_NODELAY` on accepted streams.
+    pub(super) nodelay: bool,
+    /// Called with the core and the error at the first failure of each run.
+    pub(super) on_error: ErrorHook,
+}
+
+/// What one core's loop reports when it ends.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct CoreReport {
+    /// Connections open at the stop that ended by themselves in time.
+    pub(super) drained: usize,
+    /// Connections aborted at the deadline.
+    pub(super) aborted: usize,
+}
 
 /// Accepts in a row before the loop yields to the core's other tasks.
 const ACCEPT_BURST: u32 = 64;

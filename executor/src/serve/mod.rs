@@ -20,27 +20,12 @@ use crate::{Handle, JoinHandle, Runtime};
 pub use conns::{ConnInfo, ShutdownRequested};
 pub use stats::{ServeCounters, ServeStats};
 
-use accept::Loop;
+use accept::{Config, CoreReport, ErrorHook, Loop};
 use stats::Counters;
 #[cfg(loom)]
 pub use stop::Stop;
 #[cfg(not(loom))]
 use stop::Stop;
-
-/// The accept-error hook's type.
-type ErrorHook = Arc<dyn Fn(usize, &io::Error) + Send + Sync>;
-
-/// A [`Serve`]'s settings, shared by its cores.
-pub(crate) struct Config {
-    /// First back-off after a failed `accept`.
-    backoff: Duration,
-    /// Largest back-off.
-    max_backoff: Duration,
-    /// Set `TCP_NODELAY` on accepted streams.
-    nodelay: bool,
-    /// Called with the core and the error at the first failure of each run.
-    on_error: ErrorHook,
-}
 
 /// Binds one listener per core and serves connections on the core that accepted them: the
 /// builder behind [`serve_per_core`], for its settings.
@@ -401,15 +386,6 @@ where
     F: Future<Output = ()> + 'static,
 {
     Serve::new(addr).start(rt, handler)
-}
-
-/// What one core's loop reports when it ends.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct CoreReport {
-    /// Connections open at the stop that ended by themselves in time.
-    drained: usize,
-    /// Connections aborted at the deadline.
-    aborted: usize,
 }
 
 /// How a [`Server::shutdown`] went.

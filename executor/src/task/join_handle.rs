@@ -16,8 +16,7 @@ use crate::task::harness::ResultSlot;
 use crate::task::join_error::JoinError;
 use crate::worker::id::CoreId;
 use crate::worker::registry;
-use crate::worker::shared::Shared;
-use crate::worker::timers::Due;
+use crate::worker::shared::{Due, Shared};
 
 /// An owned permission to await a task's output (or abort it).
 ///

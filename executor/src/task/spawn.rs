@@ -13,8 +13,7 @@ use crate::task::bound::Bound;
 use crate::task::deferred::DeferredStart;
 use crate::task::harness::{ResultSlot, TaskFuture};
 use crate::task::join_handle::JoinHandle;
-use crate::worker::shared::{Runnable, Shared};
-use crate::worker::timers::Due;
+use crate::worker::shared::{Due, Runnable, Shared};
 use crate::worker::Core;
 
 /// The schedule function of every task: the local queue when woken on its core's thread (the

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use tickless_io::internal::Resolve;
 use tickless_timer::{Config, Slack};
 
 use crate::worker::device::ClockDevice;
@@ -29,6 +30,9 @@ pub(crate) struct CoreConfig {
     pub(crate) device: ClockDevice,
     /// Where `spawn` puts new tasks.
     pub(crate) placement: Placement,
+    /// How `TcpStream::connect` looks up host names on the core (the runtime's lookup on its
+    /// blocking pool, `dns::resolve_on_pool`: given from above, since it spawns a task).
+    pub(crate) resolver: Resolve,
 }
 
 /// How the slack of a timer that gives none is chosen.

@@ -10,8 +10,13 @@
 //! The rest of the folder is one concept a file: [`run`] (the loop and one turn of it),
 //! [`idle`] (the idle sequence and the idle governor), [`block_on`] (the `block_on` future and
 //! its waker), [`shutdown`] (dropping every task on its core), [`timers`] (the time types'
-//! interface to the wheel), [`placement`] (where `spawn` puts a new task), [`registry`]
-//! (reaching a core by id), [`clock`], [`device`], [`config`] and [`id`].
+//! interface to the wheel), [`placement`] (where `spawn` puts a new task) and [`load`] (what it
+//! compares), [`registry`] (reaching a core by id), [`clock`], [`device`], [`config`] and [`id`].
+//!
+//! In the crate's layers (ARCHITECTURE.md), this file is the core: `run`, `idle`, `shutdown` and
+//! `block_on` are above it (with `context`, the current core, between), the other files of the
+//! folder below it; none of them, nor the files below the core (`catch`, `blocking`), names
+//! `Core`.
 
 pub(crate) mod block_on;
 pub(crate) mod clock;
@@ -20,6 +25,7 @@ pub mod device;
 pub(crate) mod governor;
 pub(crate) mod id;
 pub(crate) mod idle;
+pub(crate) mod load;
 pub(crate) mod placement;
 pub(crate) mod registry;
 pub(crate) mod run;
@@ -39,7 +45,7 @@ use tickless_io::internal::Reactor;
 use tickless_timer::internal::Op;
 
 use crate::blocking::BlockingPool;
-use crate::catch::{drop_caught, wake_caught};
+use crate::catch::{drop_caught, wake_caught, Caught};
 use crate::stats::CoreStats;
 use clock::{nanos, Clock};
 use config::CoreConfig;
@@ -47,8 +53,8 @@ use device::ClockDevice;
 use governor::Governor;
 use id::{CoreId, CoreKey};
 use placement::{Peers, Placement};
-use shared::{Runnable, Shared};
-use timers::{Due, Timers};
+use shared::{Due, Runnable, Shared};
+use timers::Timers;
 
 /// Counters only the core touches (the others live where they are counted: the timer queue,
 /// the hand-over, the clock, the reactor).
@@ -72,10 +78,6 @@ struct Counters {
     idles: Cell<u64>,
     /// Task polls that panicked.
     task_panics: Cell<u64>,
-    /// Task futures or outputs whose destructor panicked.
-    drop_panics: Cell<u64>,
-    /// Wakes by the core (timers, hand-overs) that panicked; the reactor counts its own.
-    wake_panics: Cell<u64>,
     /// Tasks `spawn` placed on another core.
     placed: Cell<u64>,
 }
@@ -112,6 +114,9 @@ pub(crate) struct Core {
     blocking: Arc<BlockingPool>,
     /// Counters.
     counters: Counters,
+    /// Destructors and wakes of user values that panicked (`catch` counts them here); the
+    /// reactor counts its wakers' panics itself.
+    caught: Caught,
     /// Hand-overs taken in one go, kept to reuse the allocation.
     ops_buf: RefCell<Vec<Op<Due>>>,
     /// Where `spawn` puts new tasks.
@@ -164,7 +169,7 @@ impl Core {
             }
         };
         // Host names given to `TcpStream::connect` are looked up on the blocking pool.
-        reactor.set_resolver(crate::dns::resolve_on_pool);
+        reactor.set_resolver(config.resolver);
         let clock = Clock::new(config.paused, config.timer.resolution);
         let shared = Arc::new(Shared::with_unparker(
             id,
@@ -191,6 +196,7 @@ impl Core {
                 .then(|| Cell::new(Governor::new(config.pinned))),
             blocking,
             counters: Counters::default(),
+            caught: Caught::default(),
             ops_buf: RefCell::new(Vec::new()),
             fired_buf: RefCell::new(Vec::new()),
             placement: config.placement,
@@ -282,12 +288,17 @@ impl Core {
 
     /// Counts a destructor of a task's future or output that panicked.
     pub(crate) fn count_drop_panic(&self) {
-        bump(&self.counters.drop_panics);
+        self.caught.count_drop();
     }
 
     /// Counts a wake that panicked.
     pub(crate) fn count_wake_panic(&self) {
-        bump(&self.counters.wake_panics);
+        self.caught.count_wake();
+    }
+
+    /// The panic counters `catch` counts in while this core is entered.
+    pub(crate) fn caught(&self) -> &Caught {
+        &self.caught
     }
 
     /// Acts on a fired timer or a handed-over value: wakes it or queues its task.
@@ -349,8 +360,8 @@ impl Core {
             io_polls: io.polls,
             io_events: io.events,
             task_panics: c.task_panics.get(),
-            drop_panics: c.drop_panics.get(),
-            wake_panics: c.wake_panics.get() + io.waker_panics,
+            drop_panics: self.caught.drops(),
+            wake_panics: self.caught.wakes() + io.waker_panics,
             alive_tasks: self.tasks.borrow().len() as u64,
             accepts: io.accepts,
             tasks_placed: c.placed.get(),

@@ -19,8 +19,7 @@ use tickless_timer::internal::Op;
 
 use super::block_on::MainWaker;
 use super::device::ClockDevice;
-use super::shared::{Shared, Unpark};
-use super::timers::Due;
+use super::shared::{Due, Shared, Unpark};
 use super::{bump, Core};
 use crate::catch::drop_caught;
 

@@ -1,17 +1,19 @@
 //! The part of a core other threads may touch: its inbox, its eventfd, its stop flag, its
-//! published counters, and the word on why it died.
+//! published counters, and the word on why it died; and what its inbox and its timer wheel carry
+//! ([`Due`], which holds a [`Runnable`], which holds the `Shared`: one type knot, so one file).
 
 use std::sync::Arc;
+use std::task::Waker;
 
 use tickless_io::internal::Unparker;
 use tickless_timer::internal::{Inbox, Op, Wake as WakeDecision};
 
 use crate::stats::{CoreStats, Published};
 use crate::sync::{lock, AtomicBool, AtomicU64, AtomicUsize, Mutex, Ordering};
+use crate::task::DeferredStart;
 use crate::worker::id::thread_token;
 use crate::worker::id::CoreId;
-use crate::worker::placement::Load;
-use crate::worker::timers::Due;
+use crate::worker::load::Load;
 
 /// A task ready to run, carrying (in its header) the shared half of the core it belongs to:
 /// its schedule function then captures nothing, which lets a wake by value hand the waker's
@@ -20,6 +22,21 @@ use crate::worker::timers::Due;
 /// clones the `Arc` before the hand-over, since once handed over the task (and the header that
 /// holds the `Arc`) may run and be freed on its core before the hand-over returns.
 pub type Runnable = async_task::Runnable<Arc<Shared>>;
+
+/// What a core does when an entry of its timer wheel or its inbox is due: the values both
+/// carry (the inbox's are due at once).
+pub enum Due {
+    /// A `Sleep`'s task, to wake.
+    Wake(Waker),
+    /// A task to put in the run queue: a remote spawn (`Handle::spawn`), or a task woken from
+    /// another thread.
+    Schedule(Runnable),
+    /// A task to put in the run queue from a deadline on (`Handle::spawn_at`), in the wheel
+    /// until then.
+    ScheduleAt(Runnable, Arc<DeferredStart>),
+    /// Abort a `spawn_at` task still waiting in the wheel (from its `JoinHandle::abort`).
+    Abort(Arc<DeferredStart>),
+}
 
 /// What wakes a core blocked in `epoll_wait`, from another thread: the core's eventfd in
 /// production, a model thread's unpark in `loom-tests/`.

@@ -28,8 +28,7 @@ use tickless_timer::internal::Op;
 
 use super::registry;
 use super::run::{take_handed_over, Driver};
-use super::shared::{Shared, Unpark};
-use super::timers::Due;
+use super::shared::{Due, Shared, Unpark};
 use super::Core;
 use crate::catch::{drop_caught, wake_caught};
 

@@ -22,11 +22,10 @@ use std::task::Waker;
 use tickless_timer::{Config, PreparedSlack, Slack, TimerHandle, TimerQueue, TimerStats};
 
 use crate::catch::drop_caught;
-use crate::task::DeferredStart;
 use crate::worker::clock::Clock;
 use crate::worker::config::DefaultSlack;
 use crate::worker::device::{ClockDevice, Device};
-use crate::worker::shared::{Runnable, Shared};
+use crate::worker::shared::{Due, Shared};
 
 /// A sleep's span when it is not known (`sleep_until`, `Interval`). Zero, so that "long
 /// enough for the long default slack" is one comparison; a sleep made for zero is treated the
@@ -35,21 +34,6 @@ pub(crate) const NO_SPAN: u64 = 0;
 
 /// Timers fired in one batch before the loop turns back to tasks and I/O.
 pub(crate) const TIMER_BUDGET: usize = 1024;
-
-/// What a core does when an entry of its timer wheel or its inbox is due: the values both
-/// carry (the inbox's are due at once).
-pub enum Due {
-    /// A `Sleep`'s task, to wake.
-    Wake(Waker),
-    /// A task to put in the run queue: a remote spawn (`Handle::spawn`), or a task woken from
-    /// another thread.
-    Schedule(Runnable),
-    /// A task to put in the run queue from a deadline on (`Handle::spawn_at`), in the wheel
-    /// until then.
-    ScheduleAt(Runnable, Arc<DeferredStart>),
-    /// Abort a `spawn_at` task still waiting in the wheel (from its `JoinHandle::abort`).
-    Abort(Arc<DeferredStart>),
-}
 
 /// The core's timers.
 pub(crate) struct Timers {
