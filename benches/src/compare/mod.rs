@@ -441,7 +441,15 @@ fn run(opts: &Options) -> usize {
         }
     }
 
-    print_report(opts, &results, &syscall_results, &notes, started.elapsed());
+    if !jobs.is_empty() {
+        print_report(opts, &results, &syscall_results, &notes, started.elapsed());
+    } else {
+        for n in &notes {
+            for l in report::wrap(n, "# note: ", "#   ", summary::WIDTH) {
+                println!("{l}");
+            }
+        }
+    }
     if opts.only.is_empty() || opts.only.contains(&Workload::Latency) {
         failed += latency(opts.size);
     }
