@@ -465,3 +465,88 @@ fn closed_loop(
         late_sends: 0,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+    use std::thread;
+
+    /// A blocking HTTP server on a thread per connection: every request head answered with the
+    /// hello response, until the client closes.
+    fn http_server() -> SocketAddr {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut s) = stream else { return };
+                thread::spawn(move || {
+                    let mut buf = Vec::new();
+                    let mut chunk = [0u8; 1024];
+                    loop {
+                        while let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                            buf.drain(..end + 4);
+                            let answer = b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nhello";
+                            if s.write_all(answer).is_err() {
+                                return;
+                            }
+                        }
+                        match s.read(&mut chunk) {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                        }
+                    }
+                });
+            }
+        });
+        addr
+    }
+
+    fn config(addr: SocketAddr, pacing: Pacing) -> Config {
+        Config {
+            addr,
+            protocol: Protocol::Http { path: "/".into() },
+            conns: 4,
+            pacing,
+            warmup: Duration::from_millis(20),
+            window: Duration::from_millis(100),
+            seed: 5,
+            spin: Duration::from_micros(20),
+            drain: Duration::from_secs(10),
+        }
+    }
+
+    #[test]
+    fn every_scheduled_request_is_sent_answered_and_recorded_once() {
+        let addr = http_server();
+        let pacing = Pacing::Open {
+            rate: 2_000.0,
+            arrivals: Arrivals::Uniform,
+        };
+        let mut marks = Vec::new();
+        let o = run(&config(addr, pacing), &mut |m| marks.push(m)).unwrap();
+        // 2,000/s evenly over 120 ms, 200 of them in the window: each answered and recorded.
+        assert_eq!(o.answered, 200);
+        assert_eq!(o.unanswered, 0);
+        assert_eq!(o.latency.len(), 200);
+        assert!((o.offered_rps - 2_000.0).abs() < 1e-6);
+        assert_eq!(marks, [Mark::Opens, Mark::Closes]);
+    }
+
+    #[test]
+    fn closed_loop_records_what_it_answered_and_marks_the_window() {
+        let addr = http_server();
+        let mut marks = Vec::new();
+        let o = run(&config(addr, Pacing::Closed), &mut |m| marks.push(m)).unwrap();
+        assert!(o.answered > 0);
+        assert_eq!(o.latency.len(), o.answered);
+        assert_eq!(marks, [Mark::Opens, Mark::Closes]);
+    }
+
+    #[test]
+    fn only_loopback_is_loaded() {
+        let cfg = config(([192, 0, 2, 1], 80).into(), Pacing::Closed);
+        let e = run(&cfg, &mut |_| {}).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+    }
+}

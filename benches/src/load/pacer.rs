@@ -113,20 +113,13 @@ impl Pacer {
                 break;
             }
             let conn = self.next % n;
-            let lane = &mut self.lanes[conn];
             self.next += 1;
+            let lane = &mut self.lanes[conn];
             if lane.inflight.is_none() && lane.queue.is_empty() {
                 lane.inflight = Some(Inflight { due });
-                // Ready at its due time (the lane was free by then).
-                Self::sent_at(
-                    &mut self.send_late,
-                    &mut self.late_sends,
-                    &mut self.sent,
-                    self.window,
-                    due,
-                    due.max(lane.free_since),
-                    now,
-                );
+                // Ready at its due time, or when its lane became free if that was later.
+                let ready = due.max(lane.free_since);
+                self.record_send(due, ready, now);
                 send.push(conn);
             } else {
                 lane.queue.push_back(due);
@@ -134,21 +127,14 @@ impl Pacer {
         }
     }
 
-    fn sent_at(
-        hist: &mut Histogram<u64>,
-        late_sends: &mut u64,
-        sent: &mut u64,
-        window: (u64, u64),
-        due: u64,
-        ready: u64,
-        now: u64,
-    ) {
-        *sent += 1;
-        if due >= window.0 && due < window.1 {
+    /// A request due at `due`, ready to go at `ready`, is sent at `now`.
+    fn record_send(&mut self, due: u64, ready: u64, now: u64) {
+        self.sent += 1;
+        if self.counts(due) {
             let late = now.saturating_sub(ready);
-            hist.saturating_record(late.max(1));
+            self.send_late.saturating_record(late.max(1));
             if late > LATE_NS {
-                *late_sends += 1;
+                self.late_sends += 1;
             }
         }
     }
@@ -171,22 +157,14 @@ impl Pacer {
             self.answered += 1;
         }
         lane.free_since = now;
-        match lane.queue.pop_front() {
-            Some(due) => {
-                lane.inflight = Some(Inflight { due });
-                Self::sent_at(
-                    &mut self.send_late,
-                    &mut self.late_sends,
-                    &mut self.sent,
-                    self.window,
-                    due,
-                    now, // ready when the answer came: the wait before is the server's
-                    now,
-                );
-                true
-            }
-            None => false,
-        }
+        let next = lane.queue.pop_front();
+        let Some(due) = next else {
+            return false;
+        };
+        lane.inflight = Some(Inflight { due });
+        // Ready when the answer came: the wait before it is the server's.
+        self.record_send(due, now, now);
+        true
     }
 
     /// Whether every request has been released and answered.
