@@ -4,7 +4,8 @@
 # should have been sent. Both load the same server, the HTTP hello service through
 # `tickless::http` on one core pinned to CPU 0, at the same rate, over 64 connections, from
 # CPU 1, alternating over the rounds; the script prints each run's p50 / p99 / p99.9 side by
-# side, in µs.
+# side, in µs: `loadgen-p` (Poisson arrivals, as the latency workload), `loadgen-u` (evenly
+# spaced, as oha's) and `oha`.
 #
 #   benches/scripts/latency_vs_oha.sh [--rate 10000] [--duration 5] [--rounds 2]
 #                                     [--runtime tickless|tokio]
@@ -40,7 +41,7 @@ while [ $# -gt 0 ]; do
         --duration) duration=$2; shift 2 ;;
         --rounds) rounds=$2; shift 2 ;;
         --runtime) runtime=$2; shift 2 ;;
-        -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
         *) echo "unknown argument: $1 (try --help)" >&2; exit 2 ;;
     esac
 done
@@ -75,16 +76,20 @@ addr=$(sed -n 's/^listening=//p' "$work/out")
 url="http://$addr/"
 echo "# server: http_hello on $runtime, 1 core on CPU 0, $url; clients on CPU 1, $rate requests/s, 64 connections, ${duration} s per run"
 
-printf '%-8s %5s %10s %10s %10s %10s %12s\n' tool round p50_us p99_us p999_us max_us achieved_rps
+printf '%-9s %5s %10s %10s %10s %10s %12s\n' tool round p50_us p99_us p999_us max_us achieved_rps
 for round in $(seq "$rounds"); do
-    taskset -c 1 "$bin" --url "$url" --rate "$rate" --duration "${duration}s" --warmup 1s \
-        --conns 64 >"$work/loadgen"
-    python3 - "$work/loadgen" "$round" <<'PY'
+    # loadgen twice: its own Poisson schedule, and evenly spaced as oha's, to tell the
+    # schedule's share of a difference from the rest.
+    for arrivals in poisson uniform; do
+        taskset -c 1 "$bin" --url "$url" --rate "$rate" --duration "${duration}s" --warmup 1s \
+            --conns 64 --arrivals "$arrivals" >"$work/loadgen"
+        python3 - "$work/loadgen" "$round" "loadgen-${arrivals:0:1}" <<'PY'
 import sys
 f = dict(kv.split("=", 1) for kv in open(sys.argv[1]).read().split() if "=" in kv)
-print("%-8s %5s %10s %10s %10s %10s %12s" % ("loadgen", sys.argv[2], f["p50_us"], f["p99_us"],
-      f["p999_us"], f["max_us"], f["achieved_rps"]))
+print("%-9s %5s %10s %10s %10s %10s %12s" % (sys.argv[3], sys.argv[2], f["p50_us"],
+      f["p99_us"], f["p999_us"], f["max_us"], f["achieved_rps"]))
 PY
+    done
     taskset -c 1 oha -q "$rate" -z "${duration}s" -c 64 --latency-correction --no-tui \
         --output-format json "$url" >"$work/oha.json"
     python3 - "$work/oha.json" "$round" <<'PY'
@@ -92,7 +97,7 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 p = d["latencyPercentiles"]
 us = lambda s: "%.1f" % (s * 1e6) if s is not None else "nan"
-print("%-8s %5s %10s %10s %10s %10s %12.0f" % ("oha", sys.argv[2], us(p["p50"]), us(p["p99"]),
+print("%-9s %5s %10s %10s %10s %10s %12.0f" % ("oha", sys.argv[2], us(p["p50"]), us(p["p99"]),
       us(p["p99.9"]), us(d["summary"]["slowest"]), d["summary"]["requestsPerSec"]))
 PY
 done
