@@ -9,7 +9,7 @@
 //!
 //! The first form loads the server at `R` requests per second (HTTP/1.1 keep-alive `GET`s,
 //! or with `--kv` the key-value protocol) for the warm-up and then the recorded duration, and
-//! prints one line: `rate= offered_rps= achieved_rps= p50_us= p90_us= p99_us= p999_us= max_us=
+//! prints one line: `rate= offered_rps= achieved_rps= p50_us= p75_us= p90_us= p99_us= p999_us= max_us=
 //! answered= unanswered= late_share= send_late_p99_us=`, latency timed from each request's
 //! scheduled send. `--closed` measures the closed-loop maximum instead. The second form serves
 //! until its standard input closes, after printing `listening=<addr>`.
@@ -122,12 +122,13 @@ fn main() -> ExitCode {
                 Pacing::Closed => "closed".into(),
             };
             println!(
-                "rate={rate} offered_rps={:.0} achieved_rps={:.0} p50_us={:.1} p90_us={:.1} \
+                "rate={rate} offered_rps={:.0} achieved_rps={:.0} p50_us={:.1} p75_us={:.1} p90_us={:.1} \
                  p99_us={:.1} p999_us={:.1} max_us={:.1} answered={} unanswered={} \
                  late_share={:.4} send_late_p99_us={:.1}",
                 o.offered_rps,
                 o.achieved_rps,
                 us(0.5),
+                us(0.75),
                 us(0.9),
                 us(0.99),
                 us(0.999),
