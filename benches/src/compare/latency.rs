@@ -409,6 +409,8 @@ pub struct Report {
     pub notes: Vec<String>,
     /// Failed measurements.
     pub failed: usize,
+    /// The largest share of a point's requests the generator sent over 1 ms late.
+    pub worst_late: f64,
 }
 
 /// Runs the workload; `plots` is the folder for the charts (`None`: none written).
@@ -423,6 +425,14 @@ pub fn run(size: Size, plots: Option<&std::path::Path>) -> Report {
         }
     };
     report.notes.extend(note);
+    // As the other workloads: each server's run waits for a quiet machine (within a budget),
+    // and the runs others disturbed anyway are named.
+    let mut patience = super::quiet::Patience::new(match size {
+        Size::Full => Duration::from_secs(300),
+        Size::Quick => Duration::from_secs(120),
+        Size::Smoke => Duration::ZERO,
+    });
+    let mut disturbed: Vec<String> = Vec::new();
     report.notes.push(format!(
         "latency: {} connections, one generator thread (epoll), Poisson arrivals, each request \
          timed from its scheduled send; closed-loop maximum over {:?}, each load over {:?} after \
@@ -445,14 +455,27 @@ pub fn run(size: Size, plots: Option<&std::path::Path>) -> Report {
             for &(shape, runtime) in group.members {
                 let title = format!("latency {} {runtime} ({})", shape.name(), placement.name());
                 eprintln!("{title}");
-                match member(
+                if size != Size::Smoke {
+                    patience.wait_quiet();
+                }
+                let window = super::quiet::Window::start();
+                let measured = member(
                     &sizes,
                     shape,
                     runtime,
                     placement,
                     &mut tokio_max,
                     &mut report,
-                ) {
+                );
+                let others = window.and_then(|w| w.others()).unwrap_or(0.0);
+                if others > super::quiet::MAX_OTHERS && size != Size::Smoke {
+                    disturbed.push(format!(
+                        "{} {runtime} {} ({others:.2})",
+                        shape.name(),
+                        placement.name()
+                    ));
+                }
+                match measured {
                     Ok(points) => {
                         let name = if shape == Shape::KvPerCore {
                             format!("{runtime} serve_per_core")
@@ -485,6 +508,28 @@ pub fn run(size: Size, plots: Option<&std::path::Path>) -> Report {
                 }
             }
         }
+    }
+    if !disturbed.is_empty() {
+        report.notes.push(format!(
+            "latency: other processes used more than {:.2} CPUs during {} of the servers' runs \
+             (CPUs used on average in brackets; treat those figures as rough): {}",
+            super::quiet::MAX_OTHERS,
+            disturbed.len(),
+            disturbed.join(", ")
+        ));
+    }
+    if !report.lines.is_empty() {
+        report.notes.push(format!(
+            "latency: did the generator keep up? At worst it sent {:.1}% of a point's requests \
+             more than 1 ms after they were ready{}",
+            100.0 * report.worst_late,
+            if report.worst_late > 0.01 {
+                " (late_share on each line): a point over 1% measured the client (its CPU \
+                 taken by others, say) as much as the server"
+            } else {
+                ""
+            }
+        ));
     }
     report
 }
@@ -546,6 +591,7 @@ fn member(
             .lines
             .push(line(shape, placement, &format!("{f}"), runtime, &p));
         points.push((f, p.outcome.latency_us(0.5), p.outcome.latency_us(0.99)));
+        report.worst_late = report.worst_late.max(p.outcome.late_share());
     }
     let base = unloaded.outcome.latency_us(0.5);
     let p99s: Vec<(f64, f64)> = points.iter().map(|p| (p.0, p.2)).collect();
