@@ -8,9 +8,16 @@
 #
 #   benches/scripts/http_load.sh [--app hello|axum] [--threads N] [--connections N]
 #                                [--duration 5s] [--rounds N] [--split] [--syscalls]
+#                                [--rate R]
 #
 # --split (hello only) pins the server to CPU 0 (one tickless core, one tokio worker) and wrk to
 # CPU 1 (one thread): the two sides never share a CPU.
+#
+# --rate R measures open-loop instead of with wrk: `loadgen` (benches/src/load/) sends R requests
+# a second on a Poisson schedule over the same connections, each timed from its scheduled send
+# (wrk is closed-loop: a stalled connection sends nothing, and the percentiles leave out what it
+# did not send). Its rps is the achieved rate, its p50..p99 include the waits a stall caused.
+# wrk still does the 1 s warm-up.
 #
 # --syscalls adds, after the rounds, one more run of each server (2 s of the same load) under
 # `perf stat -e raw_syscalls:sys_enter` and prints the server's system calls per request
@@ -41,16 +48,18 @@ rounds=3
 app=hello
 split=0
 syscalls=0
+rate=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --app) app=$2; shift 2 ;;
         --split) split=1; shift ;;
         --syscalls) syscalls=1; shift ;;
+        --rate) rate=$2; shift 2 ;;
         --threads) threads=$2; shift 2 ;;
         --connections) connections=$2; shift 2 ;;
         --duration) duration=$2; shift 2 ;;
         --rounds) rounds=$2; shift 2 ;;
-        -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,40p' "$0"; exit 0 ;;
         *) echo "unknown argument: $1 (try --help)" >&2; exit 2 ;;
     esac
 done
@@ -88,6 +97,10 @@ fi
 echo "# building the servers (release)" >&2
 CARGO_TARGET_DIR=$target_dir cargo build --release -q "${build[@]}"
 bin_dir="$target_dir/release/examples"
+if [ -n "$rate" ]; then
+    cargo build --release -q -p tickless-benches --bin loadgen
+    loadgen=${CARGO_TARGET_DIR:-target}/release/loadgen
+fi
 
 work=$(mktemp -d)
 server_pid=""
@@ -190,7 +203,12 @@ run_one() {
     sys0=$(sys_ticks "$server_pid")
     delay0=$(run_delay_ns "$server_pid")
     pre0=$(preempted "$server_pid")
-    "${wrk_cpu[@]}" wrk -t"$threads" -c"$connections" -d"$duration" --latency "$url$path" >"$work/wrk"
+    if [ -n "$rate" ]; then
+        "${wrk_cpu[@]}" "$loadgen" --url "$url$path" --rate "$rate" --duration "$duration" \
+            --warmup 0 --conns "$connections" >"$work/load"
+    else
+        "${wrk_cpu[@]}" wrk -t"$threads" -c"$connections" -d"$duration" --latency "$url$path" >"$work/wrk"
+    fi
     cpu1=$(cpu_ticks "$server_pid")
     sys1=$(sys_ticks "$server_pid")
     delay1=$(run_delay_ns "$server_pid")
@@ -198,6 +216,16 @@ run_one() {
     stop_server
 
     local requests rps errors p50 p75 p90 p99
+    if [ -n "$rate" ]; then
+        load_field() { tr ' ' '\n' <"$work/load" | awk -F= -v k="$1" '$1 == k { print $2 }'; }
+        requests=$(load_field answered)
+        rps=$(load_field achieved_rps)
+        errors=$(load_field unanswered)
+        p50=$(load_field p50_us)
+        p75=$(load_field p75_us)
+        p90=$(load_field p90_us)
+        p99=$(load_field p99_us)
+    else
     requests=$(awk '/requests in/ { print $1 }' "$work/wrk")
     rps=$(awk '/^Requests\/sec:/ { print $2 }' "$work/wrk")
     errors=$(awk '/Socket errors:/ { gsub(",", ""); print $4 + $6 + $8 + $10 }
@@ -206,6 +234,7 @@ run_one() {
     p75=$(to_us "$(awk '$1 == "75%" { print $2 }' "$work/wrk")")
     p90=$(to_us "$(awk '$1 == "90%" { print $2 }' "$work/wrk")")
     p99=$(to_us "$(awk '$1 == "99%" { print $2 }' "$work/wrk")")
+    fi
     local cpu_us
     cpu_us=$(awk -v t=$((cpu1 - cpu0)) -v hz="$clk_tck" -v n="$requests" \
         'BEGIN { printf "%.2f", t * 1000000 / hz / n }')
@@ -222,7 +251,11 @@ run_one() {
 }
 
 echo "# $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')), $(rustc --version)"
-echo "# wrk -t$threads -c$connections -d$duration --latency, GET $path, $rounds rounds, $placement"
+if [ -n "$rate" ]; then
+    echo "# loadgen --rate $rate --conns $connections --duration $duration (open loop, Poisson), GET $path, $rounds rounds, $placement"
+else
+    echo "# wrk -t$threads -c$connections -d$duration --latency, GET $path, $rounds rounds, $placement"
+fi
 : >"$work/results"
 for round in $(seq 1 "$rounds"); do
     for pair in "tickless:$tickless_bin" "tokio:$tokio_bin"; do

@@ -9,6 +9,7 @@
 //! (`rt`), the comparison's driver (`compare`), and the few system calls they make (`sys`).
 
 pub mod compare;
+pub mod load;
 pub mod rt;
 pub mod stats;
 pub mod sys;

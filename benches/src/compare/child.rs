@@ -88,6 +88,10 @@ fn run(args: &[String]) -> io::Result<Vec<String>> {
             server::client::main(rest)?;
             return Ok(Vec::new()); // it printed its lines as it went
         }
+        if first == super::latency::SERVER {
+            super::latency::serve_main(rest)?;
+            return Ok(Vec::new());
+        }
     }
     if let [probe, name] = args {
         if probe == "probe" {
@@ -188,6 +192,7 @@ fn run(args: &[String]) -> io::Result<Vec<String>> {
         Workload::PingpongSame | Workload::PingpongCross | Workload::PingpongTimeout => {
             unreachable!("handled above")
         }
+        Workload::Latency => return Err(usage()), // the parent runs it
     })
 }
 

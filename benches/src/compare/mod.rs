@@ -15,6 +15,7 @@
 //! Progress goes to stderr, the waits for a quiet machine included.
 
 mod child;
+pub mod latency;
 mod plan;
 mod quiet;
 mod report;
@@ -54,7 +55,8 @@ const USAGE: &str = "usage: compare [--quick | --smoke] [--only WORKLOAD,...] \
                fewer repetitions
   --smoke      a few seconds, tiny counts: checks every path runs, measures nothing
   --only       workloads: pingpong_same,pingpong_cross,pingpong_timeout,sleep_precision,idle,
-               timer_churn,server_tokio_shape
+               timer_churn,server_tokio_shape,latency (open-loop latency against load: see
+               benches/README.md; charts in benches/results/latency_*.svg)
   --runtimes   contenders: tickless,tickless_spin50us,tickless_slack1ms,tickless_slack0,
                tickless_slack10us,tickless_slack100us,tickless_prop4,tickless_prop16,
                tickless_prop64,tickless_knee8ms,
@@ -439,7 +441,18 @@ fn run(opts: &Options) -> usize {
         }
     }
 
-    print_report(opts, &results, &syscall_results, &notes, started.elapsed());
+    if !jobs.is_empty() {
+        print_report(opts, &results, &syscall_results, &notes, started.elapsed());
+    } else {
+        for n in &notes {
+            for l in report::wrap(n, "# note: ", "#   ", summary::WIDTH) {
+                println!("{l}");
+            }
+        }
+    }
+    if opts.only.is_empty() || opts.only.contains(&Workload::Latency) {
+        failed += latency(opts.size);
+    }
     if opts.http && opts.size != Size::Smoke {
         failed += http_hello(opts.size) as usize;
     }
@@ -505,6 +518,28 @@ fn disturbed_note(disturbed: &[Disturbed], measured: usize) -> String {
          figures as rough",
         counts.join(", ")
     )
+}
+
+/// The `latency` workload (`latency.rs`): its notes and lines; returns how many of its
+/// measurements failed. The charts go to `benches/results/` except in smoke runs.
+fn latency(size: Size) -> usize {
+    let plots = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/results"));
+    let began = Instant::now();
+    let report = latency::run(size, (size != Size::Smoke).then_some(plots));
+    println!();
+    println!(
+        "# latency: took={:.0}s (open loop; charts in benches/results/latency_*.svg)",
+        began.elapsed().as_secs_f64()
+    );
+    for n in &report.notes {
+        for l in report::wrap(n, "# note: ", "#   ", summary::WIDTH) {
+            println!("{l}");
+        }
+    }
+    for l in &report.lines {
+        println!("{l}");
+    }
+    report.failed
 }
 
 /// The `http_hello` workload: the load script prints its results in this binary's format

@@ -25,11 +25,14 @@ pub enum Workload {
     /// A key-value server written the tokio way (one listener, a task per connection) on
     /// tickless and tokio, and on tickless's `serve_per_core`, under a client's load.
     ServerTokioShape,
+    /// Open-loop latency at fixed fractions of tokio's maximum load, per server shape
+    /// (`latency.rs`): run by the parent itself, not as jobs.
+    Latency,
 }
 
 impl Workload {
     /// Every workload, in the order they are run and reported.
-    pub const ALL: [Workload; 7] = [
+    pub const ALL: [Workload; 8] = [
         Workload::PingpongSame,
         Workload::PingpongCross,
         Workload::PingpongTimeout,
@@ -37,6 +40,7 @@ impl Workload {
         Workload::Idle,
         Workload::TimerChurn,
         Workload::ServerTokioShape,
+        Workload::Latency,
     ];
 
     /// Its name in the output.
@@ -49,6 +53,7 @@ impl Workload {
             Workload::Idle => "idle",
             Workload::TimerChurn => "timer_churn",
             Workload::ServerTokioShape => "server_tokio_shape",
+            Workload::Latency => "latency",
         }
     }
 
@@ -143,6 +148,8 @@ impl Workload {
             ],
             // tokio here is its multi-thread runtime, as a tokio server runs.
             Workload::ServerTokioShape => &["tickless", RUNTIMES[0], "tickless_per_core"],
+            // Its servers and loads are `latency.rs`'s, run by the parent.
+            Workload::Latency => &[],
         }
     }
 

@@ -322,3 +322,66 @@ pub fn server_per_core(
         })
     })
 }
+
+/// The latency workload's servers on tickless, each serving until the process exits: `cores`
+/// cores, unpinned (the caller's CPU mask, inherited, decides where they run); `listening` is
+/// called with the address once the server accepts.
+pub mod serving {
+    use std::io;
+    use std::net::SocketAddr;
+
+    use super::{shape, Config};
+    use crate::workload::hello::Hello;
+    use crate::workload::server::{Db, Placement};
+
+    fn localhost() -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], 0))
+    }
+
+    /// The hello service through `tickless::http::serve` with its defaults (as `axum::serve`'s).
+    ///
+    /// # Errors
+    ///
+    /// Building the runtime or binding failed.
+    pub fn http_hello(cores: usize, listening: impl FnOnce(SocketAddr)) -> io::Result<()> {
+        let rt = Config::DEFAULT.builder(cores).build()?;
+        let server = tickless::http::serve(&rt, localhost(), Hello)?;
+        listening(server.local_addr());
+        rt.block_on(std::future::pending::<()>());
+        Ok(())
+    }
+
+    /// `server_tokio_shape`'s server the tokio way: one listener, a task per connection.
+    ///
+    /// # Errors
+    ///
+    /// Building the runtime, binding or accepting failed.
+    pub fn kv_tokio_shape(cores: usize, listening: impl FnOnce(SocketAddr)) -> io::Result<()> {
+        let rt = Config::DEFAULT.builder(cores).build()?;
+        rt.block_on(async move {
+            let listener = tickless::net::TcpListener::bind(localhost()).await?;
+            listening(listener.local_addr()?);
+            let seen = std::sync::Arc::new(Placement::new(cores));
+            shape::serve(listener, Db::default(), seen).await
+        })
+    }
+
+    /// The same handler under `serve_per_core`.
+    ///
+    /// # Errors
+    ///
+    /// Building the runtime or binding failed.
+    pub fn kv_per_core(cores: usize, listening: impl FnOnce(SocketAddr)) -> io::Result<()> {
+        let rt = Config::DEFAULT.builder(cores).build()?;
+        let (db, seen) = (Db::default(), std::sync::Arc::new(Placement::new(cores)));
+        let per_core = tickless::net::serve_per_core(&rt, localhost(), move |stream, _conn| {
+            let (db, seen) = (db.clone(), seen.clone());
+            async move {
+                let _ = shape::connection(stream, db, seen).await;
+            }
+        })?;
+        listening(per_core.local_addr());
+        rt.block_on(std::future::pending::<()>());
+        Ok(())
+    }
+}

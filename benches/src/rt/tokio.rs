@@ -223,3 +223,65 @@ pub fn server_tokio_shape(
         })
     })
 }
+
+/// The latency workload's servers on tokio's multi-thread runtime with `cores` workers, each
+/// serving until the process exits, the accept loop in `block_on` as `#[tokio::main]` runs it;
+/// `listening` is called with the address once the server accepts.
+pub mod serving {
+    use std::io;
+    use std::net::SocketAddr;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    use hyper_util::rt::{TokioExecutor, TokioIo};
+    use hyper_util::server::conn::auto;
+
+    use super::{shape, WORKER};
+    use crate::workload::hello::hello;
+    use crate::workload::server::{Db, Placement};
+
+    fn runtime(cores: usize) -> io::Result<tokio::runtime::Runtime> {
+        let next = Arc::new(AtomicUsize::new(0));
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(cores)
+            .enable_all()
+            .on_thread_start(move || WORKER.with(|w| w.set(next.fetch_add(1, Ordering::Relaxed))))
+            .build()
+    }
+
+    /// The hello service on hyper-util's `auto` server with the settings `axum::serve` uses
+    /// (no timer, no header timeout), a task per connection.
+    ///
+    /// # Errors
+    ///
+    /// Building the runtime, binding or accepting failed.
+    pub fn http_hello(cores: usize, listening: impl FnOnce(SocketAddr)) -> io::Result<()> {
+        runtime(cores)?.block_on(async move {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+            listening(listener.local_addr()?);
+            let http = auto::Builder::new(TokioExecutor::new());
+            loop {
+                let (stream, _) = listener.accept().await?;
+                stream.set_nodelay(true)?;
+                let http = http.clone();
+                tokio::spawn(async move {
+                    let service = hyper::service::service_fn(hello);
+                    let _ordinary_end = http.serve_connection(TokioIo::new(stream), service).await;
+                });
+            }
+        })
+    }
+
+    /// `server_tokio_shape`'s server, as `compare` runs it.
+    ///
+    /// # Errors
+    ///
+    /// Building the runtime, binding or accepting failed.
+    pub fn kv_tokio_shape(cores: usize, listening: impl FnOnce(SocketAddr)) -> io::Result<()> {
+        runtime(cores)?.block_on(async move {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+            listening(listener.local_addr()?);
+            shape::serve(listener, Db::default(), Arc::new(Placement::new(cores))).await
+        })
+    }
+}

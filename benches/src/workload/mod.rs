@@ -3,6 +3,7 @@
 //! Each runtime's glue (in `rt/`) builds the runtime the way its users would and runs the
 //! workload's shared code in it; everything that decides *what* is measured lives here, once.
 
+pub mod hello;
 pub mod pingpong;
 pub mod server;
 pub mod timers;

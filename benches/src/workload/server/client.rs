@@ -342,7 +342,7 @@ async fn connection(stream: TcpStream, seed: u64, t0: Instant, t1: Instant) -> i
 
 /// The answer to `SET k<key> v<key>` or `GET k<key>`: `OK`, or the value every `SET` of that
 /// key writes, or `NONE` before the first.
-fn check(set: bool, key: u64, reply: &[u8]) -> io::Result<()> {
+pub(crate) fn check(set: bool, key: u64, reply: &[u8]) -> io::Result<()> {
     let ok = if set {
         reply == b"OK\n"
     } else {

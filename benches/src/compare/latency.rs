@@ -1,0 +1,692 @@
+//! The `latency` workload: each server shape on tickless and on tokio, loaded open-loop at
+//! fixed fractions of tokio's closed-loop maximum, on dedicated CPUs (server on one, the
+//! generator on another) and on shared ones.
+//!
+//! For each shape and placement, each runtime in turn (tokio first, whose maximum sets the
+//! loads) gets a fresh server process (`compare __child latency_server <shape> <runtime>
+//! cores=N [cpu=K]`, which prints `listening=<addr>` and serves until its standard input
+//! closes), and the generator (`load::gen`, on a thread of this process) measures:
+//!
+//! 1. the closed-loop maximum (`load=closed`): 64 connections, each sending as soon as it has
+//!    its answer;
+//! 2. the unloaded median (`load=unloaded`): a low rate, for the ZygOS figure;
+//! 3. p50, p99 and p99.9 at each fraction of tokio's maximum (`load=0.25` ...), the requests on
+//!    a Poisson schedule, each timed from its scheduled send.
+//!
+//! The server's CPU per request is its process's utime + stime (`/proc/<pid>/stat`) over the
+//! recorded window, per answer in it. Prints
+//! `workload=latency shape=<s> cpus=<dedicated|shared> load=<f> runtime=<r> p50_us= p99_us=
+//! p999_us= achieved_rps= cpu_us_per_req= offered_rps= late_share= send_late_p99_us=
+//! unanswered=`, then per runtime the ZygOS figure (`workload=latency_zygos ... zygos_load=`:
+//! the highest measured load up to which p99 stays under 10x the unloaded median), and writes
+//! `benches/results/latency_<group>_<cpus>.svg`.
+
+use std::io::{self, BufRead, BufReader, Write};
+use std::net::SocketAddr;
+use std::process::{Child, Stdio};
+use std::thread;
+use std::time::Duration;
+
+use super::child::fmt_num;
+use super::plan::Size;
+use super::runner::child_command;
+use crate::load::gen::{self, Mark, Outcome, Pacing};
+use crate::load::plot::{self, Series};
+use crate::load::proto::Protocol;
+use crate::load::schedule::Arrivals;
+
+/// A server shape and the runtimes it runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// "Hello, world!" over HTTP/1.1: `tickless::http::serve` and hyper-util's server on tokio.
+    HttpHello,
+    /// `server_tokio_shape`'s key-value server, one listener and a task per connection.
+    KvTokioShape,
+    /// The same handler under tickless's `serve_per_core`.
+    KvPerCore,
+}
+
+impl Shape {
+    /// Its name in the output.
+    pub fn name(self) -> &'static str {
+        match self {
+            Shape::HttpHello => "http_hello",
+            Shape::KvTokioShape => "kv_tokio_shape",
+            Shape::KvPerCore => "kv_per_core",
+        }
+    }
+
+    fn named(name: &str) -> Option<Shape> {
+        [Shape::HttpHello, Shape::KvTokioShape, Shape::KvPerCore]
+            .into_iter()
+            .find(|s| s.name() == name)
+    }
+
+    fn protocol(self) -> Protocol {
+        match self {
+            Shape::HttpHello => Protocol::Http { path: "/".into() },
+            Shape::KvTokioShape | Shape::KvPerCore => Protocol::KeyValue,
+        }
+    }
+}
+
+/// Servers measured together, on one chart: the first is tokio's, whose closed-loop maximum
+/// sets every member's loads.
+#[derive(Debug, Clone, Copy)]
+pub struct Group {
+    /// The chart's name.
+    pub name: &'static str,
+    /// `(shape, runtime)`, tokio's first.
+    pub members: &'static [(Shape, &'static str)],
+}
+
+/// The HTTP group.
+const HTTP: Group = Group {
+    name: "http_hello",
+    members: &[(Shape::HttpHello, "tokio"), (Shape::HttpHello, "tickless")],
+};
+
+/// The key-value group: the tokio shape on both runtimes and tickless's own shape.
+const KV: Group = Group {
+    name: "kv",
+    members: &[
+        (Shape::KvTokioShape, "tokio"),
+        (Shape::KvTokioShape, "tickless"),
+        (Shape::KvPerCore, "tickless"),
+    ],
+};
+
+/// Where the server and the generator run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Placement {
+    /// The server pinned to one CPU with one core (one tokio worker), the generator pinned to
+    /// another.
+    Dedicated {
+        /// The server's CPU.
+        server: usize,
+        /// The generator's CPU.
+        client: usize,
+    },
+    /// Neither pinned; the server has a core (a worker) per CPU of the process.
+    Shared {
+        /// The server's cores or workers.
+        cores: usize,
+    },
+}
+
+impl Placement {
+    fn name(&self) -> &'static str {
+        match self {
+            Placement::Dedicated { .. } => "dedicated",
+            Placement::Shared { .. } => "shared",
+        }
+    }
+
+    fn cores(&self) -> usize {
+        match self {
+            Placement::Dedicated { .. } => 1,
+            Placement::Shared { cores } => *cores,
+        }
+    }
+
+    fn text(&self) -> String {
+        match self {
+            Placement::Dedicated { server, client } => format!(
+                "dedicated: server on CPU {server} (1 core / 1 worker), generator on CPU {client}"
+            ),
+            Placement::Shared { cores } => {
+                format!("shared: server ({cores} cores / {cores} workers) and generator unpinned")
+            }
+        }
+    }
+}
+
+/// The workload's sizes at one run length.
+#[derive(Debug, Clone)]
+pub struct Sizes {
+    /// Groups measured.
+    pub groups: Vec<Group>,
+    /// Whether the shared placement is measured too.
+    pub shared: bool,
+    /// Fractions of tokio's maximum.
+    pub fractions: Vec<f64>,
+    /// Closed loop: warm-up and window.
+    pub closed: (Duration, Duration),
+    /// Each open-loop point: warm-up and window.
+    pub point: (Duration, Duration),
+    /// Highest rate of the unloaded point, requests per second.
+    pub unloaded_rate: f64,
+    /// A cap on every open-loop rate (smoke: a few hundred requests a point).
+    pub rate_cap: Option<f64>,
+    /// Connections.
+    pub conns: usize,
+}
+
+impl Sizes {
+    /// The sizes of `size`.
+    pub fn of(size: Size) -> Sizes {
+        let ms = Duration::from_millis;
+        let fractions = vec![0.25, 0.5, 0.75, 0.9];
+        match size {
+            Size::Full => Sizes {
+                groups: vec![HTTP, KV],
+                shared: true,
+                fractions,
+                closed: (ms(1_000), ms(3_000)),
+                point: (ms(1_000), ms(4_000)),
+                unloaded_rate: 1_000.0,
+                rate_cap: None,
+                conns: 64,
+            },
+            Size::Quick => Sizes {
+                groups: vec![HTTP, KV],
+                shared: true,
+                fractions,
+                closed: (ms(300), ms(1_000)),
+                point: (ms(300), ms(1_000)),
+                unloaded_rate: 1_000.0,
+                rate_cap: None,
+                conns: 64,
+            },
+            Size::Smoke => Sizes {
+                groups: vec![HTTP],
+                shared: false,
+                fractions: vec![0.5],
+                closed: (ms(50), ms(150)),
+                point: (ms(100), ms(300)),
+                unloaded_rate: 200.0,
+                rate_cap: Some(1_000.0),
+                conns: 64,
+            },
+        }
+    }
+}
+
+/// The placements this machine allows: dedicated where the process may run on two CPUs.
+fn placements(shared: bool) -> io::Result<(Vec<Placement>, Option<String>)> {
+    let cpus = crate::sys::allowed_cpus()?;
+    let mut out = Vec::new();
+    let mut note = None;
+    if cpus.len() >= 2 {
+        out.push(Placement::Dedicated {
+            server: cpus[0],
+            client: cpus[1],
+        });
+    } else {
+        note = Some(format!(
+            "latency: dedicated CPUs skipped: the process may run on {cpus:?}"
+        ));
+    }
+    if shared || out.is_empty() {
+        out.push(Placement::Shared { cores: cpus.len() });
+    }
+    Ok((out, note))
+}
+
+/// A server process under test.
+struct Server {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl Server {
+    fn start(shape: Shape, runtime: &str, placement: &Placement) -> io::Result<Server> {
+        let mut args = vec![
+            SERVER.to_string(),
+            shape.name().into(),
+            runtime.into(),
+            format!("cores={}", placement.cores()),
+        ];
+        if let Placement::Dedicated { server, .. } = placement {
+            args.push(format!("cpu={server}"));
+        }
+        let mut child = child_command(&[], &args)?
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()?;
+        let mut line = String::new();
+        let stdout = child.stdout.take().expect("piped");
+        BufReader::new(stdout).read_line(&mut line)?;
+        let addr = line
+            .trim()
+            .strip_prefix("listening=")
+            .and_then(|a| a.parse().ok());
+        match addr {
+            Some(addr) => Ok(Server { child, addr }),
+            None => {
+                let _ = child.kill();
+                let _ = child.wait();
+                Err(io::Error::other(format!(
+                    "the {} server on {runtime} did not start (said {line:?})",
+                    shape.name()
+                )))
+            }
+        }
+    }
+
+    /// Its CPU time so far (user + system, every thread).
+    fn cpu(&self) -> Option<Duration> {
+        proc_cpu(self.child.id())
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take()); // it exits when its standard input closes
+        for _ in 0..100 {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            thread::sleep(Duration::from_millis(10));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// utime + stime of process `pid` from `/proc/<pid>/stat` (fields 14 and 15, counted after
+/// the command name, which ends at the last `)`).
+pub fn proc_cpu(pid: u32) -> Option<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+    // SAFETY: sysconf takes a name and returns a value or -1.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    let hz = u64::try_from(hz).ok().filter(|&h| h > 0)?;
+    Some(Duration::from_nanos(ticks * 1_000_000_000 / hz))
+}
+
+/// One measurement's result.
+struct Point {
+    outcome: Outcome,
+    /// Server CPU over the window, µs per answer in it.
+    cpu_us_per_req: Option<f64>,
+}
+
+/// Runs the generator against `server` on a thread of its own (pinned to the client CPU when
+/// dedicated), the server's CPU read at the window's ends.
+fn measure(
+    server: &Server,
+    placement: &Placement,
+    protocol: &Protocol,
+    conns: usize,
+    pacing: Pacing,
+    (warmup, window): (Duration, Duration),
+    seed: u64,
+) -> io::Result<Point> {
+    let cfg = gen::Config {
+        addr: server.addr,
+        protocol: protocol.clone(),
+        conns,
+        pacing,
+        warmup,
+        window,
+        seed,
+        // On a CPU of its own the generator may spin before each send; shared, it sleeps to
+        // within a few µs and leaves the CPU to the server.
+        spin: match placement {
+            Placement::Dedicated { .. } => Duration::from_micros(50),
+            Placement::Shared { .. } => Duration::from_micros(5),
+        },
+        drain: Duration::from_secs(2),
+    };
+    let client = match placement {
+        Placement::Dedicated { client, .. } => Some(*client),
+        Placement::Shared { .. } => None,
+    };
+    let (mut before, mut after) = (None, None);
+    let outcome = thread::scope(|s| {
+        thread::Builder::new()
+            .name("load-gen".into())
+            .spawn_scoped(s, || {
+                if let Some(cpu) = client {
+                    crate::sys::pin_current_thread(cpu)?;
+                }
+                gen::run(&cfg, &mut |m| match m {
+                    Mark::Opens => before = server.cpu(),
+                    Mark::Closes => after = server.cpu(),
+                })
+            })?
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p))
+    })?;
+    let cpu_us_per_req = match (before, after) {
+        (Some(b), Some(a)) if outcome.answered > 0 => Some(
+            a.saturating_sub(b).as_secs_f64() * 1e6 / outcome.achieved_rps / window.as_secs_f64(),
+        ),
+        _ => None,
+    };
+    Ok(Point {
+        outcome,
+        cpu_us_per_req,
+    })
+}
+
+/// A result line.
+fn line(shape: Shape, placement: &Placement, load: &str, runtime: &str, p: &Point) -> String {
+    let o = &p.outcome;
+    let mut l = format!(
+        "workload=latency shape={} cpus={} load={load} runtime={runtime} p50_us={} p99_us={} \
+         p999_us={} achieved_rps={} cpu_us_per_req={}",
+        shape.name(),
+        placement.name(),
+        fmt_num(o.latency_us(0.5)),
+        fmt_num(o.latency_us(0.99)),
+        fmt_num(o.latency_us(0.999)),
+        fmt_num(o.achieved_rps),
+        p.cpu_us_per_req.map_or("nan".into(), fmt_num),
+    );
+    if o.offered_rps > 0.0 {
+        l += &format!(
+            " offered_rps={} late_share={} send_late_p99_us={} unanswered={}",
+            fmt_num(o.offered_rps),
+            fmt_num(o.late_share()),
+            fmt_num(o.send_late.value_at_quantile(0.99) as f64 / 1_000.0),
+            o.unanswered
+        );
+    }
+    l
+}
+
+/// The highest of `points` (load, p99 µs), by increasing load, up to which p99 stays under
+/// `limit_us`; 0 if the first is over.
+pub fn zygos_load(points: &[(f64, f64)], limit_us: f64) -> f64 {
+    points
+        .iter()
+        .take_while(|p| p.1 < limit_us)
+        .last()
+        .map_or(0.0, |p| p.0)
+}
+
+/// What the workload printed and how many of its measurements failed.
+#[derive(Debug, Default)]
+pub struct Report {
+    /// Result lines, in `compare`'s format.
+    pub lines: Vec<String>,
+    /// Notes (`# note:` lines).
+    pub notes: Vec<String>,
+    /// Failed measurements.
+    pub failed: usize,
+    /// The largest share of a point's requests the generator sent over 1 ms late.
+    pub worst_late: f64,
+}
+
+/// Runs the workload; `plots` is the folder for the charts (`None`: none written).
+pub fn run(size: Size, plots: Option<&std::path::Path>) -> Report {
+    let sizes = Sizes::of(size);
+    let mut report = Report::default();
+    let (placements, note) = match placements(sizes.shared) {
+        Ok(p) => p,
+        Err(e) => {
+            report.notes.push(format!("latency skipped: {e}"));
+            return report;
+        }
+    };
+    report.notes.extend(note);
+    // As the other workloads: each server's run waits for a quiet machine (within a budget),
+    // and the runs others disturbed anyway are named.
+    let mut patience = super::quiet::Patience::new(match size {
+        Size::Full => Duration::from_secs(300),
+        Size::Quick => Duration::from_secs(120),
+        Size::Smoke => Duration::ZERO,
+    });
+    let mut disturbed: Vec<String> = Vec::new();
+    report.notes.push(format!(
+        "latency: {} connections, one generator thread (epoll), Poisson arrivals, each request \
+         timed from its scheduled send; closed-loop maximum over {:?}, each load over {:?} after \
+         {:?} of warm-up; unloaded median at {} requests/s at most; {}",
+        sizes.conns,
+        sizes.closed.1,
+        sizes.point.1,
+        sizes.point.0,
+        sizes.unloaded_rate,
+        placements
+            .iter()
+            .map(Placement::text)
+            .collect::<Vec<_>>()
+            .join("; ")
+    ));
+    for group in &sizes.groups {
+        for placement in &placements {
+            let mut series = Vec::new();
+            let mut tokio_max = None;
+            for &(shape, runtime) in group.members {
+                let title = format!("latency {} {runtime} ({})", shape.name(), placement.name());
+                eprintln!("{title}");
+                if size != Size::Smoke {
+                    patience.wait_quiet();
+                }
+                let window = super::quiet::Window::start();
+                let measured = member(
+                    &sizes,
+                    shape,
+                    runtime,
+                    placement,
+                    &mut tokio_max,
+                    &mut report,
+                );
+                let others = window.and_then(|w| w.others()).unwrap_or(0.0);
+                if others > super::quiet::MAX_OTHERS && size != Size::Smoke {
+                    disturbed.push(format!(
+                        "{} {runtime} {} ({others:.2})",
+                        shape.name(),
+                        placement.name()
+                    ));
+                }
+                match measured {
+                    Ok(points) => {
+                        let name = if shape == Shape::KvPerCore {
+                            format!("{runtime} serve_per_core")
+                        } else {
+                            runtime.to_string()
+                        };
+                        series.push(Series { name, points });
+                    }
+                    Err(e) => {
+                        report.failed += 1;
+                        eprintln!("{title} FAILED: {e}");
+                        report.notes.push(format!("{title} failed: {e}"));
+                        if tokio_max.is_none() {
+                            break; // no loads to run the others at
+                        }
+                    }
+                }
+            }
+            if let (Some(dir), false) = (plots, series.is_empty()) {
+                let path = dir.join(format!("latency_{}_{}.svg", group.name, placement.name()));
+                let title = format!(
+                    "{}: latency against load, {} CPUs (p99 solid, p50 dashed)",
+                    group.name,
+                    placement.name()
+                );
+                if let Err(e) = std::fs::write(&path, plot::svg(&title, &series)) {
+                    report
+                        .notes
+                        .push(format!("latency: cannot write {}: {e}", path.display()));
+                }
+            }
+        }
+    }
+    if !disturbed.is_empty() {
+        report.notes.push(format!(
+            "latency: other processes used more than {:.2} CPUs during {} of the servers' runs \
+             (CPUs used on average in brackets; treat those figures as rough): {}",
+            super::quiet::MAX_OTHERS,
+            disturbed.len(),
+            disturbed.join(", ")
+        ));
+    }
+    if !report.lines.is_empty() {
+        report.notes.push(format!(
+            "latency: did the generator keep up? At worst it sent {:.1}% of a point's requests \
+             more than 1 ms after they were ready{}",
+            100.0 * report.worst_late,
+            if report.worst_late > 0.01 {
+                " (late_share on each line): a point over 1% measured the client (its CPU \
+                 taken by others, say) as much as the server"
+            } else {
+                ""
+            }
+        ));
+    }
+    report
+}
+
+/// One server: closed-loop maximum, unloaded median, the loads. Returns the chart's points.
+fn member(
+    sizes: &Sizes,
+    shape: Shape,
+    runtime: &str,
+    placement: &Placement,
+    tokio_max: &mut Option<f64>,
+    report: &mut Report,
+) -> io::Result<Vec<(f64, f64, f64)>> {
+    let server = Server::start(shape, runtime, placement)?;
+    let protocol = shape.protocol();
+    let closed = measure(
+        &server,
+        placement,
+        &protocol,
+        sizes.conns,
+        Pacing::Closed,
+        sizes.closed,
+        1,
+    )?;
+    report
+        .lines
+        .push(line(shape, placement, "closed", runtime, &closed));
+    let max = *tokio_max.get_or_insert(closed.outcome.achieved_rps);
+    let cap = |r: f64| sizes.rate_cap.map_or(r, |c| r.min(c)).max(1.0);
+    let open = |rate: f64| Pacing::Open {
+        rate: cap(rate),
+        arrivals: Arrivals::Poisson,
+    };
+    let unloaded_rate = sizes.unloaded_rate.min(0.02 * max).max(100.0);
+    let unloaded = measure(
+        &server,
+        placement,
+        &protocol,
+        sizes.conns,
+        open(unloaded_rate),
+        sizes.point,
+        2,
+    )?;
+    report
+        .lines
+        .push(line(shape, placement, "unloaded", runtime, &unloaded));
+    let mut points = Vec::new();
+    for (i, &f) in sizes.fractions.iter().enumerate() {
+        let p = measure(
+            &server,
+            placement,
+            &protocol,
+            sizes.conns,
+            open(f * max),
+            sizes.point,
+            3 + i as u64,
+        )?;
+        report
+            .lines
+            .push(line(shape, placement, &format!("{f}"), runtime, &p));
+        points.push((f, p.outcome.latency_us(0.5), p.outcome.latency_us(0.99)));
+        report.worst_late = report.worst_late.max(p.outcome.late_share());
+    }
+    let base = unloaded.outcome.latency_us(0.5);
+    let p99s: Vec<(f64, f64)> = points.iter().map(|p| (p.0, p.2)).collect();
+    report.lines.push(format!(
+        "workload=latency_zygos shape={} cpus={} runtime={runtime} unloaded_p50_us={} \
+         p99_limit_us={} zygos_load={}",
+        shape.name(),
+        placement.name(),
+        fmt_num(base),
+        fmt_num(10.0 * base),
+        fmt_num(zygos_load(&p99s, 10.0 * base)),
+    ));
+    Ok(points)
+}
+
+/// The server child's subcommand: `compare __child latency_server <shape> <runtime> cores=N
+/// [cpu=K]`.
+pub const SERVER: &str = "latency_server";
+
+/// The server child's main (`args` after [`SERVER`]): pins itself to `cpu` if given, serves
+/// on `cores` cores or workers, prints `listening=<addr>`, and exits when its standard input
+/// closes (the parent is done with it, or gone).
+///
+/// # Errors
+///
+/// Bad arguments, pinning, or the server failed.
+pub fn serve_main(args: &[String]) -> io::Result<()> {
+    let bad = || {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("usage: {SERVER} <shape> <tokio|tickless> cores=N [cpu=K]; got {args:?}"),
+        )
+    };
+    let [shape, runtime, rest @ ..] = args else {
+        return Err(bad());
+    };
+    let shape = Shape::named(shape).ok_or_else(bad)?;
+    let (mut cores, mut cpu) = (None, None);
+    for a in rest {
+        if let Some(n) = a.strip_prefix("cores=") {
+            cores = Some(n.parse::<usize>().ok().filter(|&n| n > 0).ok_or_else(bad)?);
+        } else if let Some(n) = a.strip_prefix("cpu=") {
+            cpu = Some(n.parse::<usize>().map_err(|_| bad())?);
+        } else {
+            return Err(bad());
+        }
+    }
+    let cores = cores.ok_or_else(bad)?;
+    if let Some(cpu) = cpu {
+        crate::sys::pin_current_thread(cpu)?; // every thread started from here inherits it
+    }
+    thread::Builder::new()
+        .name("stdin-watch".into())
+        .spawn(|| {
+            let _ = io::copy(&mut io::stdin(), &mut io::sink());
+            std::process::exit(0);
+        })?;
+    let listening = |addr: SocketAddr| {
+        let mut out = io::stdout().lock();
+        let _ = writeln!(out, "listening={addr}");
+        let _ = out.flush();
+    };
+    use crate::rt::{tickless::serving as tl, tokio::serving as tk};
+    match (shape, runtime.as_str()) {
+        (Shape::HttpHello, "tickless") => tl::http_hello(cores, listening),
+        (Shape::HttpHello, "tokio") => tk::http_hello(cores, listening),
+        (Shape::KvTokioShape, "tickless") => tl::kv_tokio_shape(cores, listening),
+        (Shape::KvTokioShape, "tokio") => tk::kv_tokio_shape(cores, listening),
+        (Shape::KvPerCore, "tickless") => tl::kv_per_core(cores, listening),
+        _ => Err(bad()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zygos_load_is_the_last_load_before_the_first_crossing() {
+        let pts = [(0.25, 50.0), (0.5, 80.0), (0.75, 400.0), (0.9, 90.0)];
+        assert_eq!(zygos_load(&pts, 100.0), 0.5, "a later dip does not count");
+        assert_eq!(zygos_load(&pts, 1_000.0), 0.9);
+        assert_eq!(zygos_load(&pts, 10.0), 0.0);
+    }
+
+    #[test]
+    fn proc_cpu_reads_this_process() {
+        assert!(proc_cpu(std::process::id()).is_some());
+        assert!(proc_cpu(u32::MAX).is_none());
+    }
+
+    #[test]
+    fn every_group_starts_with_tokio() {
+        for g in [HTTP, KV] {
+            assert_eq!(g.members[0].1, "tokio", "{}", g.name);
+        }
+    }
+}
