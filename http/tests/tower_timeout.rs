@@ -21,11 +21,11 @@ use http::{Request, Response, StatusCode};
 use http_body::{Body, Frame};
 use http_body_util::{BodyExt, Empty, Full};
 use tickless::time::{sleep, Instant, Sleep};
-use tickless::tower::{
+use tickless::{yield_now, Builder, CoreStats, Runtime};
+use tickless_http::tower::{
     RequestBodyTimeout, RequestBodyTimeoutLayer, ResponseFuture, Timeout, TimeoutBody,
     TimeoutError, TimeoutLayer,
 };
-use tickless::{yield_now, Builder, CoreStats, Runtime};
 use tower::{service_fn, Layer, Service, ServiceBuilder, ServiceExt};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -516,7 +516,7 @@ fn the_types_are_what_axum_asks_for() {
 /// `HandleErrorLayer` to answer; a fast one passes, its error boxed as tower boxes it.
 mod tower_s_timeout {
     use super::*;
-    use tickless::tower::timeout::{error::Elapsed, TimeoutLayer as TowerTimeoutLayer};
+    use tickless_http::tower::timeout::{error::Elapsed, TimeoutLayer as TowerTimeoutLayer};
 
     #[test]
     fn a_slow_service_fails_with_elapsed_at_the_deadline_after_one_timer() -> io::Result<()> {

@@ -22,10 +22,10 @@ use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper::{Request, Response};
 use hyper_util::server::conn::auto;
-use tickless::hyper_rt::{TicklessExecutor, TicklessIo, TicklessTimer};
 use tickless::net::{serve_per_core, Server, ShutdownReport, TcpStream};
 use tickless::time::{sleep, Instant};
 use tickless::{spawn_local, Builder};
+use tickless_http::hyper_rt::{TicklessExecutor, TicklessIo, TicklessTimer};
 
 /// The shutdown's grace period: far longer than anything the test does.
 const GRACE: Duration = Duration::from_secs(3600);

@@ -17,9 +17,9 @@ use hyper::body::Incoming;
 use hyper::rt::{Read, ReadBuf};
 use hyper::service::service_fn;
 use hyper::{Request, Response};
-use tickless::hyper_rt::TicklessIo;
 use tickless::net::UnixStream;
 use tickless::{spawn_local, Runtime};
+use tickless_http::hyper_rt::TicklessIo;
 
 /// Reads once through hyper's `Read` into `buf`.
 async fn read_once<T: Read + Unpin>(io: &mut T, buf: &mut ReadBuf<'_>) -> io::Result<()> {

@@ -1,4 +1,4 @@
-//! `tickless::http`: serving a tower service on every core and calling it with the client,
+//! `tickless_http`: serving a tower service on every core and calling it with the client,
 //! from outside the runtime (`serve`) and from inside (`run`), the request timeout in front of
 //! any body, hyper's header timeout as a setting, bind errors, and the graceful shutdown.
 
@@ -21,7 +21,7 @@ fn localhost() -> SocketAddr {
     SocketAddr::from(([127, 0, 0, 1], 0))
 }
 
-/// A response body with no `Default`: tower-http's (and `tickless::tower`'s) 408 cannot be
+/// A response body with no `Default`: tower-http's (and `tickless_http::tower`'s) 408 cannot be
 /// written in front of a service that answers with it.
 struct Text(Option<&'static str>);
 
@@ -48,7 +48,7 @@ impl Drop for Dropped {
 
 /// `GET uri` with a fresh client: the status and the body.
 async fn get(uri: String) -> (StatusCode, Bytes) {
-    let client = tickless::http::client::<Empty<Bytes>>();
+    let client = tickless_http::client::<Empty<Bytes>>();
     let res = client.get(uri.parse().unwrap()).await.unwrap();
     let status = res.status();
     (status, res.into_body().collect().await.unwrap().to_bytes())
@@ -70,7 +70,7 @@ fn a_request_timeout_answers_408_in_front_of_a_service_whose_body_has_no_default
             Ok::<_, Infallible>(Response::new(Text(Some("fast"))))
         }
     });
-    let server = tickless::http::Http::new()
+    let server = tickless_http::Http::new()
         .request_timeout(Duration::from_millis(20))
         .serve(&rt, localhost(), svc)?;
     let base = format!("http://{}", server.local_addr());
@@ -110,10 +110,10 @@ fn a_header_read_timeout_closes_a_connection_that_sends_no_head_and_none_is_the_
     use futures_lite::AsyncReadExt;
 
     let rt = Builder::new().cores(1).build()?;
-    let timed = tickless::http::Http::new()
+    let timed = tickless_http::Http::new()
         .header_read_timeout(Duration::from_millis(20))
         .serve(&rt, localhost(), ok())?;
-    let untimed = tickless::http::serve(&rt, localhost(), ok())?;
+    let untimed = tickless_http::serve(&rt, localhost(), ok())?;
     rt.block_on(async {
         // The server closes the silent connection: the read sees the end.
         let mut silent = tickless::net::TcpStream::connect(timed.local_addr()).await?;
@@ -146,7 +146,7 @@ fn run_serves_from_inside_the_runtime_and_ends_after_the_request_in_flight_at_th
                 Ok::<_, Infallible>(Response::new(Text(Some("finished"))))
             }
         });
-        let run = tickless::http::run("127.0.0.1:0", svc);
+        let run = tickless_http::run("127.0.0.1:0", svc);
         let uri = format!("http://{}/", run.local_addr()?);
         let request = tickless::spawn(get(uri));
         // The signal comes once the request is in flight (its handler sleeps); the shutdown
@@ -173,7 +173,7 @@ fn run_on_a_taken_address_fails_with_the_bind_error_at_local_addr_and_at_await()
     let addr = taken.local_addr()?;
     let rt = Builder::new().cores(2).build()?;
     rt.block_on(async {
-        let run = tickless::http::run(addr, ok());
+        let run = tickless_http::run(addr, ok());
         assert_eq!(
             run.local_addr().unwrap_err().kind(),
             io::ErrorKind::AddrInUse
@@ -184,7 +184,7 @@ fn run_on_a_taken_address_fails_with_the_bind_error_at_local_addr_and_at_await()
 }
 
 #[test]
-#[should_panic(expected = "tickless::http::run outside a tickless runtime")]
+#[should_panic(expected = "tickless_http::run outside a tickless runtime")]
 fn run_outside_a_runtime_says_so() {
-    drop(tickless::http::run("127.0.0.1:0", ok()));
+    drop(tickless_http::run("127.0.0.1:0", ok()));
 }

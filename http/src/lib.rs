@@ -1,10 +1,10 @@
-//! HTTP serving and a client on tickless's cores (feature `http`): what `axum::serve` and
+//! HTTP serving and a client on tickless's cores: what `axum::serve` and
 //! hyper-util's `Client` are on tokio, with hyper on the core that accepted the connection,
 //! hyper's timers on that core's wheel, and no tokio runtime.
 //!
 //! - [`serve`] serves any tower `Service` (an axum `Router` included) on every core of a
-//!   [`Runtime`], given the runtime: it returns the [`Server`] that
-//!   [`serve_per_core`](crate::net::serve_per_core) returns.
+//!   [`Runtime`](tickless::Runtime), given the runtime: it returns the [`Server`] that
+//!   [`serve_per_core`](tickless::net::serve_per_core) returns.
 //! - [`run`] does the same from inside the runtime (`#[tickless::main] async fn main`), as
 //!   `axum::serve(listener, app).await` does on tokio: its future ends when the
 //!   [graceful shutdown](Run::with_graceful_shutdown) it is given has finished.
@@ -21,7 +21,7 @@
 //! or HTTP/2 when it opens with HTTP/2's preface (prior knowledge, what gRPC clients speak), as
 //! with axum; HTTP/1.1 upgrades and HTTP/2's extended CONNECT (WebSockets) are served. hyper's
 //! background tasks run on the connection's core, and its timers are
-//! [`time::Sleep`](crate::time::Sleep)s on that core's wheel.
+//! [`time::Sleep`](tickless::time::Sleep)s on that core's wheel.
 //!
 //! A graceful shutdown ([`Server::shutdown`], or the end of [`Run`]'s signal) closes every
 //! core's listener, lets each request in flight finish and closes idle keep-alive connections at
@@ -42,7 +42,7 @@
 //! #[tickless::main]
 //! async fn main() -> std::io::Result<()> {
 //!     let app = axum::Router::new().route("/", axum::routing::get(|| async { "hello" }));
-//!     tickless::http::run("127.0.0.1:3000", app)
+//!     tickless_http::run("127.0.0.1:3000", app)
 //!         .with_graceful_shutdown(async { tickless::signal::ctrl_c().await.unwrap() })
 //!         .await
 //! }
@@ -62,10 +62,10 @@
 //! let hello = tower::service_fn(|_req: Request<hyper::body::Incoming>| async {
 //!     Ok::<_, Infallible>(Response::new(Full::<Bytes>::from("hello")))
 //! });
-//! let server = tickless::http::serve(&rt, "127.0.0.1:0".parse().unwrap(), hello)?;
+//! let server = tickless_http::serve(&rt, "127.0.0.1:0".parse().unwrap(), hello)?;
 //! let uri = format!("http://{}/", server.local_addr());
 //! rt.block_on(async {
-//!     let client = tickless::http::client::<Empty<Bytes>>();
+//!     let client = tickless_http::client::<Empty<Bytes>>();
 //!     let res = client.get(uri.parse().unwrap()).await.unwrap();
 //!     let body = res.into_body().collect().await.unwrap().to_bytes();
 //!     assert_eq!(body, "hello");
@@ -76,6 +76,8 @@
 
 mod body;
 mod client;
+pub mod hyper_rt;
+pub mod tower;
 mod upgrade;
 
 use std::fmt;
@@ -93,9 +95,9 @@ use hyper_util::service::TowerToHyperService;
 use tower_service::Service;
 
 use crate::hyper_rt::{TicklessExecutor, TicklessIo, TicklessTimer};
-use crate::net::{ConnInfo, Serve, Server, TcpStream};
-use crate::serve::Bound;
-use crate::{Handle, Runtime};
+use tickless::__private::Bound;
+use tickless::net::{ConnInfo, Serve, Server, TcpStream};
+use tickless::{Handle, Runtime};
 
 use body::Respond;
 pub use client::{client, Client, ClientStream, Connector};
@@ -106,7 +108,7 @@ pub use upgrade::{on_core, OnCore};
 /// # Examples
 ///
 /// ```
-/// use tickless::http::BoxError;
+/// use tickless_http::BoxError;
 ///
 /// fn parse_port(s: &str) -> Result<u16, BoxError> {
 ///     Ok(s.parse::<u16>()?) // any `Error + Send + Sync` converts with `?`
@@ -134,7 +136,7 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// #     Ok::<_, Infallible>(http::Response::new(http_body_util::Empty::<bytes::Bytes>::new()))
 /// # });
 /// let rt = tickless::Runtime::new()?; // one core per CPU
-/// let server = tickless::http::serve(&rt, "0.0.0.0:3000".parse().unwrap(), app)?;
+/// let server = tickless_http::serve(&rt, "0.0.0.0:3000".parse().unwrap(), app)?;
 /// rt.block_on(async {
 ///     tickless::signal::ctrl_c().await?;
 ///     server.shutdown(std::time::Duration::from_secs(10)).await
@@ -175,10 +177,10 @@ where
 ///     let hello = tower::service_fn(|_req: Request<hyper::body::Incoming>| async {
 ///         Ok::<_, Infallible>(Response::new(Full::<Bytes>::from("hello")))
 ///     });
-///     let run = tickless::http::run("127.0.0.1:0", hello);
+///     let run = tickless_http::run("127.0.0.1:0", hello);
 ///     let uri = format!("http://{}/", run.local_addr()?);
 ///     let client = tickless::spawn(async move {
-///         let client = tickless::http::client::<Empty<Bytes>>();
+///         let client = tickless_http::client::<Empty<Bytes>>();
 ///         let res = client.get(uri.parse().unwrap()).await.unwrap();
 ///         res.into_body().collect().await.unwrap().to_bytes()
 ///     });
@@ -218,7 +220,7 @@ where
 /// # });
 ///
 /// let rt = tickless::Runtime::new()?;
-/// let server = tickless::http::Http::new()
+/// let server = tickless_http::Http::new()
 ///     .header_read_timeout(Duration::from_secs(30))
 ///     .request_timeout(Duration::from_secs(10))
 ///     .serve(&rt, "0.0.0.0:3000".parse().unwrap(), app)?;
@@ -248,7 +250,7 @@ impl Http {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use tickless::http::Http;
+    /// use tickless_http::Http;
     /// # use std::convert::Infallible;
     /// # let hello = tower::service_fn(|_: http::Request<hyper::body::Incoming>| async {
     /// #     let body = http_body_util::Full::<bytes::Bytes>::from("hello");
@@ -256,7 +258,7 @@ impl Http {
     /// # });
     ///
     /// let rt = tickless::Builder::new().cores(2).build()?;
-    /// // What `tickless::http::serve(&rt, addr, hello)` does:
+    /// // What `tickless_http::serve(&rt, addr, hello)` does:
     /// let server = Http::new().serve(&rt, "127.0.0.1:0".parse().unwrap(), hello)?;
     /// rt.block_on(server.shutdown(Duration::from_secs(5)))?;
     /// # std::io::Result::Ok(())
@@ -284,7 +286,7 @@ impl Http {
     /// ```
     /// use std::time::Duration;
     /// use futures_lite::AsyncReadExt;
-    /// use tickless::http::Http;
+    /// use tickless_http::Http;
     /// # use std::convert::Infallible;
     /// # let hello = tower::service_fn(|_: http::Request<hyper::body::Incoming>| async {
     /// #     let body = http_body_util::Full::<bytes::Bytes>::from("hello");
@@ -326,7 +328,7 @@ impl Http {
     /// use bytes::Bytes;
     /// use http::{Request, Response, StatusCode};
     /// use http_body_util::{Empty, Full};
-    /// use tickless::http::Http;
+    /// use tickless_http::Http;
     ///
     /// let rt = tickless::Builder::new().cores(1).start_paused(true).build()?;
     /// let slow = tower::service_fn(|_req: Request<hyper::body::Incoming>| async {
@@ -338,7 +340,7 @@ impl Http {
     ///     .serve(&rt, "127.0.0.1:0".parse().unwrap(), slow)?;
     /// let uri = format!("http://{}/", server.local_addr());
     /// rt.block_on(async {
-    ///     let client = tickless::http::client::<Empty<Bytes>>();
+    ///     let client = tickless_http::client::<Empty<Bytes>>();
     ///     let res = client.get(uri.parse().unwrap()).await.unwrap();
     ///     assert_eq!(res.status(), StatusCode::REQUEST_TIMEOUT);
     ///     server.shutdown(Duration::from_secs(5)).await
@@ -357,7 +359,7 @@ impl Http {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use tickless::http::Http;
+    /// use tickless_http::Http;
     /// # use std::convert::Infallible;
     /// # let hello = tower::service_fn(|_: http::Request<hyper::body::Incoming>| async {
     /// #     let body = http_body_util::Full::<bytes::Bytes>::from("hello");
@@ -393,7 +395,7 @@ impl Http {
     /// use bytes::Bytes;
     /// use http::{Request, Response};
     /// use http_body_util::{BodyExt, Empty, Full};
-    /// use tickless::http::Http;
+    /// use tickless_http::Http;
     ///
     /// let rt = tickless::Builder::new().cores(2).build()?;
     /// let hello = tower::service_fn(|_req: Request<hyper::body::Incoming>| async {
@@ -404,7 +406,7 @@ impl Http {
     ///     .serve(&rt, "127.0.0.1:0".parse().unwrap(), hello)?;
     /// let uri = format!("http://{}/", server.local_addr());
     /// rt.block_on(async {
-    ///     let client = tickless::http::client::<Empty<Bytes>>();
+    ///     let client = tickless_http::client::<Empty<Bytes>>();
     ///     let res = client.get(uri.parse().unwrap()).await.unwrap();
     ///     assert_eq!(res.into_body().collect().await.unwrap().to_bytes(), "hello");
     ///     server.shutdown(Duration::from_secs(5)).await
@@ -419,9 +421,9 @@ impl Http {
         B: Body + 'static,
         B::Error: Into<BoxError>,
     {
-        let bound = self.serve.clone_for(addr).bind(rt.cores())?;
+        let bound = Bound::bind(&self.serve, addr, rt.cores())?;
         let handles = (0..rt.cores()).map(|core| rt.handle(core)).collect();
-        Ok(self.start(addr, bound, handles, service))
+        Ok(self.start(bound, handles, service))
     }
 
     /// Serves `service` over HTTP on every core of the runtime running the caller, listening on
@@ -435,7 +437,7 @@ impl Http {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use tickless::http::Http;
+    /// use tickless_http::Http;
     /// # use std::convert::Infallible;
     /// # let hello = tower::service_fn(|_: http::Request<hyper::body::Incoming>| async {
     /// #     let body = http_body_util::Full::<bytes::Bytes>::from("hello");
@@ -462,10 +464,10 @@ impl Http {
         B::Error: Into<BoxError>,
     {
         let handles = Handle::all_current().expect(
-            "tickless::http::run outside a tickless runtime: call it from a task (in \
-             `#[tickless::main] async fn main`), or use tickless::http::serve(&rt, ..)",
+            "tickless_http::run outside a tickless runtime: call it from a task (in \
+             `#[tickless::main] async fn main`), or use tickless_http::serve(&rt, ..)",
         );
-        let bound = bind_first(addr, |addr| self.serve.clone_for(addr).bind(handles.len()));
+        let bound = bind_first(addr, |addr| Bound::bind(&self.serve, addr, handles.len()));
         Run {
             http: self.clone(),
             bound: bound.map(|bound| (bound, handles)),
@@ -487,13 +489,7 @@ impl Http {
     }
 
     /// Starts serving on the listeners `bound` for the cores of `handles`.
-    fn start<S, B>(
-        &self,
-        addr: SocketAddr,
-        bound: Bound,
-        handles: Vec<Handle>,
-        service: S,
-    ) -> Server
+    fn start<S, B>(&self, bound: Bound, handles: Vec<Handle>, service: S) -> Server
     where
         S: Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
         S::Future: 'static,
@@ -504,23 +500,20 @@ impl Http {
         let http = self.builder();
         let service = Respond::new(service, self.request_timeout);
         let first_byte = self.header_read_timeout;
-        self.serve
-            .clone_for(addr)
-            .start_bound(bound, handles, move |stream, conn| {
-                let http = http.clone();
-                let service = TowerToHyperService::new(service.clone());
-                async move {
-                    if let Some(limit) = first_byte {
-                        if !first_byte_within(&stream, limit, &conn).await {
-                            return;
-                        }
+        bound.start(&self.serve, handles, move |stream, conn| {
+            let http = http.clone();
+            let service = TowerToHyperService::new(service.clone());
+            async move {
+                if let Some(limit) = first_byte {
+                    if !first_byte_within(&stream, limit, &conn).await {
+                        return;
                     }
-                    let served =
-                        http.serve_connection_with_upgrades(TicklessIo::new(stream), service);
-                    // A client that resets or goes away is an ordinary end of a connection.
-                    let _ordinary_end = conn.graceful(served, |c| c.graceful_shutdown()).await;
                 }
-            })
+                let served = http.serve_connection_with_upgrades(TicklessIo::new(stream), service);
+                // A client that resets or goes away is an ordinary end of a connection.
+                let _ordinary_end = conn.graceful(served, |c| c.graceful_shutdown()).await;
+            }
+        })
     }
 }
 
@@ -531,7 +524,7 @@ impl Http {
 /// byte for hyper; the timer is one insert and cancel per connection.
 async fn first_byte_within(stream: &TcpStream, limit: Duration, conn: &ConnInfo) -> bool {
     let mut byte = [0u8; 1];
-    let mut first = std::pin::pin!(crate::time::timeout(limit, stream.peek(&mut byte)));
+    let mut first = std::pin::pin!(tickless::time::timeout(limit, stream.peek(&mut byte)));
     let mut stop = std::pin::pin!(conn.shutdown_requested());
     std::future::poll_fn(|cx| {
         if let Poll::Ready(came) = first.as_mut().poll(cx) {
@@ -588,7 +581,7 @@ type Signal = Pin<Box<dyn Future<Output = ()>>>;
 /// let taken = std::net::TcpListener::bind("127.0.0.1:0")?;
 /// let rt = tickless::Builder::new().cores(2).build()?;
 /// rt.block_on(async {
-///     let run = tickless::http::run(taken.local_addr().unwrap(), hello);
+///     let run = tickless_http::run(taken.local_addr().unwrap(), hello);
 ///     assert_eq!(run.local_addr().unwrap_err().kind(), ErrorKind::AddrInUse);
 ///     assert_eq!(run.await.unwrap_err().kind(), ErrorKind::AddrInUse);
 /// });
@@ -625,7 +618,7 @@ impl<S> Run<S> {
     /// # });
     /// let rt = tickless::Builder::new().cores(2).build()?;
     /// rt.block_on(async {
-    ///     let run = tickless::http::run("127.0.0.1:0", hello);
+    ///     let run = tickless_http::run("127.0.0.1:0", hello);
     ///     let addr = run.local_addr()?; // bound already, before `.await`
     ///     assert_ne!(addr.port(), 0);
     ///     run.with_graceful_shutdown(async {}).await
@@ -634,7 +627,7 @@ impl<S> Run<S> {
     /// ```
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         match &self.bound {
-            Ok((bound, _)) => Ok(bound.addr),
+            Ok((bound, _)) => Ok(bound.local_addr()),
             Err(e) => Err(io::Error::new(e.kind(), e.to_string())),
         }
     }
@@ -659,10 +652,10 @@ impl<S> Run<S> {
     ///
     /// let rt = tickless::Builder::new().cores(2).build()?;
     /// rt.block_on(async {
-    ///     let run = tickless::http::run("127.0.0.1:0", hello);
+    ///     let run = tickless_http::run("127.0.0.1:0", hello);
     ///     let uri: http::Uri = format!("http://{}/", run.local_addr()?).parse().unwrap();
     ///     let requests = tickless::spawn(async move {
-    ///         let client = tickless::http::client::<Empty<Bytes>>();
+    ///         let client = tickless_http::client::<Empty<Bytes>>();
     ///         for _ in 0..2 {
     ///             assert!(client.get(uri.clone()).await.unwrap().status().is_success());
     ///         }
@@ -694,7 +687,7 @@ impl<S> Run<S> {
     ///
     /// let rt = tickless::Builder::new().cores(2).build()?;
     /// rt.block_on(async {
-    ///     tickless::http::run("127.0.0.1:0", hello)
+    ///     tickless_http::run("127.0.0.1:0", hello)
     ///         .grace_period(Duration::from_secs(10)) // then connections still open are cut
     ///         .with_graceful_shutdown(async {})
     ///         .await
@@ -721,8 +714,7 @@ where
     fn into_future(self) -> Self::IntoFuture {
         Box::pin(async move {
             let (bound, handles) = self.bound?;
-            let addr = bound.addr;
-            let server = self.http.start(addr, bound, handles, self.service);
+            let server = self.http.start(bound, handles, self.service);
             match self.signal {
                 Some(signal) => signal.await,
                 None => std::future::pending().await,

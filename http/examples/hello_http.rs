@@ -40,11 +40,11 @@ use hyper::service::service_fn;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 use hyper_util::server::conn::auto;
-use tickless::hyper_rt::{TicklessExecutor, TicklessIo, TicklessTimer};
 use tickless::net::{serve_per_core, ConnInfo, TcpStream};
 use tickless::signal::{signal, SignalKind};
 use tickless::time::timeout;
 use tickless::Builder;
+use tickless_http::hyper_rt::{TicklessExecutor, TicklessIo, TicklessTimer};
 
 /// How long an idle keep-alive connection is kept.
 const KEEP_ALIVE: Duration = Duration::from_secs(5);
