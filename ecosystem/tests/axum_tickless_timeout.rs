@@ -1,5 +1,5 @@
 //! An axum 0.8 app served on tickless (tickless's hyper serving, tickless streams) with
-//! tickless's own `TimeoutLayer` (feature `tower`): tower-http's shape and behaviour, a 408 when
+//! tickless's own `TimeoutLayer` (`tickless_http::tower`): tower-http's shape and behaviour, a 408 when
 //! the deadline passes, its timer on the core's wheel. No tokio context: nothing of tokio's
 //! runtime is there to lean on, so the 408s can only come from tickless's timers. The clock is
 //! paused (the client runs on the same core), so the deadline is exact and the test waits for

@@ -1,7 +1,7 @@
 //! "Hello, world!" over HTTP/1.1 and HTTP/2 (prior knowledge) with hyper, one listener per core.
 //!
 //! ```text
-//! cargo run --release -p tickless --example hello_http -- [PORT] [--cores N] [--pin] [--tokio-io] [--no-governor]
+//! cargo run --release -p tickless-http --example hello_http -- [PORT] [--cores N] [--pin] [--tokio-io] [--no-governor]
 //! curl http://127.0.0.1:3000/
 //! curl --http2-prior-knowledge http://127.0.0.1:3000/
 //! ```

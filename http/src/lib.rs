@@ -3,7 +3,7 @@
 //! hyper's timers on that core's wheel, and no tokio runtime.
 //!
 //! - [`serve`] serves any tower `Service` (an axum `Router` included) on every core of a
-//!   [`Runtime`](tickless::Runtime), given the runtime: it returns the [`Server`] that
+//!   [`Runtime`], given the runtime: it returns the [`Server`] that
 //!   [`serve_per_core`](tickless::net::serve_per_core) returns.
 //! - [`run`] does the same from inside the runtime (`#[tickless::main] async fn main`), as
 //!   `axum::serve(listener, app).await` does on tokio: its future ends when the
@@ -313,7 +313,7 @@ impl Http {
 
     /// Answers `408 Request Timeout` (with an empty body) to a request whose response is not
     /// ready `timeout` after the request's head arrived, dropping the service's future: as
-    /// [`tower::TimeoutLayer`](crate::tower::TimeoutLayer) placed around the whole service, for
+    /// [`tower::TimeoutLayer`] placed around the whole service, for
     /// any body type. A response that is ready at its first poll costs no timer. Default: none.
     ///
     /// # Examples

@@ -1,4 +1,4 @@
-//! A graceful shutdown of a hyper server (features `hyper` and `tokio-io`):
+//! A graceful shutdown of a hyper server (tickless-http's `hyper_rt`):
 //! `ConnInfo::graceful` calls hyper's `graceful_shutdown` when `Server::shutdown` begins, so an
 //! idle keep-alive connection (HTTP/1.1 or HTTP/2) closes at once and a request in flight
 //! finishes; without it, an idle connection holds the shutdown until the grace period is over,

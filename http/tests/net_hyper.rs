@@ -1,4 +1,4 @@
-//! The tokio-io ecosystem on tickless (features `tokio-io` and `hyper`): hyper's HTTP/1.1 and
+//! The tokio-io ecosystem on tickless (tickless-http's `hyper_rt`, tickless's `tokio-io`): hyper's HTTP/1.1 and
 //! HTTP/2 server and client, over `TicklessIo` and over hyper-util's `TokioIo`, hyper's own
 //! timeouts on tickless timers, and tokio-util's codecs.
 

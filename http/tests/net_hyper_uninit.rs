@@ -1,4 +1,4 @@
-//! `TicklessIo`'s `hyper::rt::Read` (feature `hyper`): the stream reads straight into hyper's
+//! `TicklessIo`'s `hyper::rt::Read` (tickless-http's `hyper_rt`): the stream reads straight into hyper's
 //! uninitialised buffer, through its tokio `AsyncRead`; what hyper is told it got, a short
 //! read, end of file, a full buffer, a reader that cheats, and a request served over a Unix
 //! stream pair.

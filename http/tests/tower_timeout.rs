@@ -1,4 +1,4 @@
-//! The `tower` feature: tower-http's `TimeoutLayer` and `RequestBodyTimeoutLayer` on the core's
+//! `tickless_http::tower`: tower-http's `TimeoutLayer` and `RequestBodyTimeoutLayer` on the core's
 //! timer wheel. A slow service is answered 408 at its deadline and a fast one passes, each for
 //! the timer operations counted in `Runtime::stats`; a body fails after a gap between frames
 //! longer than the timeout, and not before; and the types are what axum's `Router::layer` asks.
