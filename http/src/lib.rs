@@ -76,6 +76,7 @@
 
 mod body;
 mod client;
+mod connect;
 pub mod hyper_rt;
 pub mod tower;
 mod upgrade;
@@ -83,16 +84,14 @@ mod upgrade;
 use std::fmt;
 use std::future::{Future, IntoFuture};
 use std::io;
+use std::marker::PhantomData;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::pin::Pin;
 use std::task::Poll;
 use std::time::Duration;
 
-use http::{Request, Response};
-use hyper::body::{Body, Incoming};
 use hyper_util::server::conn::auto;
 use hyper_util::service::TowerToHyperService;
-use tower_service::Service;
 
 use crate::hyper_rt::{TicklessExecutor, TicklessIo, TicklessTimer};
 use tickless::__private::Bound;
@@ -101,6 +100,7 @@ use tickless::{Handle, Runtime};
 
 use body::Respond;
 pub use client::{client, Client, ClientStream, Connector};
+pub use connect::{ConnService, MakeService, RequestService};
 pub use upgrade::{on_core, OnCore};
 
 /// What tower and hyper box their errors as.
@@ -143,13 +143,9 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// })?;
 /// # std::io::Result::Ok(())
 /// ```
-pub fn serve<S, B>(rt: &Runtime, addr: SocketAddr, service: S) -> io::Result<Server>
+pub fn serve<S, M>(rt: &Runtime, addr: SocketAddr, service: S) -> io::Result<Server>
 where
-    S: Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
-    S::Future: 'static,
-    S::Error: Into<BoxError>,
-    B: Body + 'static,
-    B::Error: Into<BoxError>,
+    S: ConnService<M>,
 {
     Http::new().serve(rt, addr, service)
 }
@@ -196,14 +192,10 @@ where
 /// # Panics
 ///
 /// Outside a tickless runtime.
-pub fn run<A, S, B>(addr: A, service: S) -> Run<S>
+pub fn run<A, S, M>(addr: A, service: S) -> Run<S, M>
 where
     A: ToSocketAddrs,
-    S: Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
-    S::Future: 'static,
-    S::Error: Into<BoxError>,
-    B: Body + 'static,
-    B::Error: Into<BoxError>,
+    S: ConnService<M>,
 {
     Http::new().run(addr, service)
 }
@@ -413,13 +405,9 @@ impl Http {
     /// })?;
     /// # std::io::Result::Ok(())
     /// ```
-    pub fn serve<S, B>(&self, rt: &Runtime, addr: SocketAddr, service: S) -> io::Result<Server>
+    pub fn serve<S, M>(&self, rt: &Runtime, addr: SocketAddr, service: S) -> io::Result<Server>
     where
-        S: Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
-        S::Future: 'static,
-        S::Error: Into<BoxError>,
-        B: Body + 'static,
-        B::Error: Into<BoxError>,
+        S: ConnService<M>,
     {
         let bound = Bound::bind(&self.serve, addr, rt.cores())?;
         let handles = (0..rt.cores()).map(|core| rt.handle(core)).collect();
@@ -454,14 +442,10 @@ impl Http {
     /// })?;
     /// # std::io::Result::Ok(())
     /// ```
-    pub fn run<A, S, B>(&self, addr: A, service: S) -> Run<S>
+    pub fn run<A, S, M>(&self, addr: A, service: S) -> Run<S, M>
     where
         A: ToSocketAddrs,
-        S: Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
-        S::Future: 'static,
-        S::Error: Into<BoxError>,
-        B: Body + 'static,
-        B::Error: Into<BoxError>,
+        S: ConnService<M>,
     {
         let handles = Handle::all_current().expect(
             "tickless_http::run outside a tickless runtime: call it from a task (in \
@@ -474,6 +458,7 @@ impl Http {
             service,
             signal: None,
             grace: None,
+            kind: PhantomData,
         }
     }
 
@@ -489,26 +474,28 @@ impl Http {
     }
 
     /// Starts serving on the listeners `bound` for the cores of `handles`.
-    fn start<S, B>(&self, bound: Bound, handles: Vec<Handle>, service: S) -> Server
+    fn start<S, M>(&self, bound: Bound, handles: Vec<Handle>, service: S) -> Server
     where
-        S: Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
-        S::Future: 'static,
-        S::Error: Into<BoxError>,
-        B: Body + 'static,
-        B::Error: Into<BoxError>,
+        S: ConnService<M>,
     {
         let http = self.builder();
-        let service = Respond::new(service, self.request_timeout);
+        let request_timeout = self.request_timeout;
         let first_byte = self.header_read_timeout;
         bound.start(&self.serve, handles, move |stream, conn| {
             let http = http.clone();
-            let service = TowerToHyperService::new(service.clone());
+            let make = service.clone();
             async move {
                 if let Some(limit) = first_byte {
                     if !first_byte_within(&stream, limit, &conn).await {
                         return;
                     }
                 }
+                // The connection's service: a clone of a request service, or what a
+                // make-service makes for the peer's address. An error closes the connection.
+                let Ok(service) = make.make(conn.peer_addr()).await else {
+                    return;
+                };
+                let service = TowerToHyperService::new(Respond::new(service, request_timeout));
                 let served = http.serve_connection_with_upgrades(TicklessIo::new(stream), service);
                 // A client that resets or goes away is an ordinary end of a connection.
                 let _ordinary_end = conn.graceful(served, |c| c.graceful_shutdown()).await;
@@ -557,13 +544,18 @@ fn bind_first<A: ToSocketAddrs>(
 }
 
 /// A shutdown signal.
-type Signal = Pin<Box<dyn Future<Output = ()>>>;
+type Signal = Pin<Box<dyn Future<Output = ()> + Send>>;
 
 /// HTTP served from inside the runtime: made by [`run`], a future once awaited.
 ///
 /// `.await` starts serving and completes with `Ok(())` when the shutdown begun by the
 /// [signal](Self::with_graceful_shutdown) has finished, or with the error that binding the
 /// listeners gave.
+///
+/// It is `Send`, and so is the future it becomes, as `axum::serve`'s: a server may run as a
+/// task of its own, `tickless::spawn(async move { run.await })` (the shape of
+/// `tokio::spawn(async move { axum::serve(listener, app).await })` in axum's tests). `M` says
+/// which kind of [`ConnService`] `S` is; it is inferred.
 ///
 /// # Examples
 ///
@@ -588,7 +580,7 @@ type Signal = Pin<Box<dyn Future<Output = ()>>>;
 /// # std::io::Result::Ok(())
 /// ```
 #[must_use = "nothing is served until it is awaited"]
-pub struct Run<S> {
+pub struct Run<S, M> {
     /// The settings.
     http: Http,
     /// The listeners (or why there are none) and the cores to serve them on.
@@ -599,9 +591,11 @@ pub struct Run<S> {
     signal: Option<Signal>,
     /// The grace period; `None` for as long as it takes.
     grace: Option<Duration>,
+    /// Which kind of [`ConnService`] `S` is.
+    kind: PhantomData<fn() -> M>,
 }
 
-impl<S> Run<S> {
+impl<S, M> Run<S, M> {
     /// The address the listeners are bound to (with the port the kernel picked for port 0).
     ///
     /// # Errors
@@ -635,7 +629,8 @@ impl<S> Run<S> {
     /// Shuts the server down gracefully when `signal` completes: every core stops accepting,
     /// requests in flight finish, idle connections close; the future then completes. As
     /// axum's `Serve::with_graceful_shutdown`, whose signal `signal::ctrl_c` makes here
-    /// (`async { tickless::signal::ctrl_c().await.unwrap() }`). The signal need not be `Send`.
+    /// (`async { tickless::signal::ctrl_c().await.unwrap() }`). The signal must be `Send`, as
+    /// axum's must, so that the server's future is `Send` (see [`Run`]).
     ///
     /// # Examples
     ///
@@ -666,7 +661,7 @@ impl<S> Run<S> {
     /// ```
     pub fn with_graceful_shutdown<F>(mut self, signal: F) -> Self
     where
-        F: Future<Output = ()> + 'static,
+        F: Future<Output = ()> + Send + 'static,
     {
         self.signal = Some(Box::pin(signal));
         self
@@ -700,16 +695,12 @@ impl<S> Run<S> {
     }
 }
 
-impl<S, B> IntoFuture for Run<S>
+impl<S, M> IntoFuture for Run<S, M>
 where
-    S: Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
-    S::Future: 'static,
-    S::Error: Into<BoxError>,
-    B: Body + 'static,
-    B::Error: Into<BoxError>,
+    S: ConnService<M>,
 {
     type Output = io::Result<()>;
-    type IntoFuture = Pin<Box<dyn Future<Output = io::Result<()>>>>;
+    type IntoFuture = Pin<Box<dyn Future<Output = io::Result<()>> + Send>>;
 
     fn into_future(self) -> Self::IntoFuture {
         Box::pin(async move {
@@ -726,7 +717,7 @@ where
     }
 }
 
-impl<S> fmt::Debug for Run<S> {
+impl<S, M> fmt::Debug for Run<S, M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Run")
             .field("local_addr", &self.local_addr().ok())

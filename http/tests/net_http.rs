@@ -188,3 +188,71 @@ fn run_on_a_taken_address_fails_with_the_bind_error_at_local_addr_and_at_await()
 fn run_outside_a_runtime_says_so() {
     drop(tickless_http::run("127.0.0.1:0", ok()));
 }
+
+#[test]
+fn run_s_future_is_send_and_serves_as_a_task_of_its_own() -> io::Result<()> {
+    fn send<T: Send>(t: T) -> T {
+        t
+    }
+    let rt = Builder::new().cores(2).build()?;
+    rt.block_on(async {
+        let run = send(tickless_http::run("127.0.0.1:0", ok()));
+        let uri = format!("http://{}/", run.local_addr()?);
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        // `tickless::spawn` takes `Send` futures only: axum's `tokio::spawn(axum::serve(..))`.
+        let server = tickless::spawn(async move {
+            run.with_graceful_shutdown(async move {
+                while stopped.try_recv().is_err() {
+                    tickless::time::sleep(Duration::from_millis(1)).await;
+                }
+            })
+            .await
+        });
+        assert_eq!(get(uri).await.0, StatusCode::OK);
+        stop.send(()).unwrap();
+        server.await.unwrap()
+    })
+}
+
+#[test]
+fn a_make_service_is_called_with_each_connection_s_peer_address() -> io::Result<()> {
+    use http_body_util::Full;
+    use tower::ServiceExt;
+
+    let rt = Builder::new().cores(2).build()?;
+    let peers = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = Arc::clone(&peers);
+    let make = tower::service_fn(move |peer: SocketAddr| {
+        seen.lock().unwrap().push(peer);
+        async move {
+            Ok::<_, Infallible>(tower::service_fn(move |_: Request<Incoming>| async move {
+                Ok::<_, Infallible>(Response::new(Full::<Bytes>::from(peer.to_string())))
+            }))
+        }
+    });
+    let server = tickless_http::serve(&rt, localhost(), make)?;
+    let addr = server.local_addr();
+    let local = rt.block_on(async {
+        // One connection by hand, so that its local address (the server's peer) is known.
+        let uri: http::Uri = format!("http://{addr}/").parse().unwrap();
+        let stream = tickless_http::Connector.oneshot(uri).await?;
+        let local = stream.get_ref().local_addr()?;
+        let (mut sender, conn) = hyper::client::conn::http1::handshake(stream)
+            .await
+            .map_err(io::Error::other)?;
+        let driver = tickless::spawn_local(conn);
+        let req = Request::get("/")
+            .header(http::header::HOST, "localhost")
+            .body(Empty::<Bytes>::new())
+            .unwrap();
+        let res = sender.send_request(req).await.map_err(io::Error::other)?;
+        let body = res.into_body().collect().await.unwrap().to_bytes();
+        assert_eq!(body, local.to_string());
+        drop(sender);
+        let _closed = driver.await;
+        server.shutdown(Duration::from_secs(5)).await?;
+        io::Result::Ok(local)
+    })?;
+    assert_eq!(*peers.lock().unwrap(), [local]);
+    Ok(())
+}

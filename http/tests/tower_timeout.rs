@@ -542,6 +542,47 @@ mod tower_s_timeout {
         Ok(())
     }
 
+    /// A `HandleErrorLayer` function written for tower tests for tower's own `Elapsed`: it
+    /// recognises this middleware's timeouts (a look-alike type would answer 500, not 408).
+    #[test]
+    fn the_error_is_tower_s_own_elapsed_and_the_builder_shorthand_gives_it() -> io::Result<()> {
+        use tickless_http::tower::ServiceBuilderExt;
+
+        fn status_of(err: &tower::BoxError) -> StatusCode {
+            if err.is::<tower::timeout::error::Elapsed>() {
+                StatusCode::REQUEST_TIMEOUT
+            } else {
+                StatusCode::INTERNAL_SERVER_ERROR
+            }
+        }
+        let rt = paused()?;
+        let before = rt.stats().total;
+        let (layered, shorthand) = rt.block_on(async {
+            let slow = |_: ()| async {
+                sleep(ms(100)).await;
+                Ok::<_, Infallible>("late")
+            };
+            let layered = ServiceBuilder::new()
+                .layer(TowerTimeoutLayer::new(ms(30)))
+                .service_fn(slow)
+                .oneshot(())
+                .await;
+            let shorthand = ServiceBuilder::new()
+                .tickless_timeout(ms(30))
+                .service_fn(slow)
+                .oneshot(())
+                .await;
+            (layered.unwrap_err(), shorthand.unwrap_err())
+        });
+        assert_eq!(status_of(&layered), StatusCode::REQUEST_TIMEOUT);
+        assert_eq!(status_of(&shorthand), StatusCode::REQUEST_TIMEOUT);
+        assert_eq!(status_of(&"down".into()), StatusCode::INTERNAL_SERVER_ERROR);
+        // Both on the core's wheel: each a timeout timer that fired, a sleep cancelled.
+        let s = since(&rt, before);
+        assert_eq!((s.timer_fires, s.timer_cancels), (2, 2), "{s:?}");
+        Ok(())
+    }
+
     #[test]
     fn a_fast_service_passes_and_its_errors_come_boxed_not_as_elapsed() -> io::Result<()> {
         let rt = paused()?;

@@ -43,6 +43,7 @@
 //!   them for `with_status_code`, which is here too).
 //! - [`TimeoutBody`] passes the inner body's `size_hint` and `is_end_stream` on.
 //! - tower-http's `ResponseBodyTimeoutLayer` has no counterpart here.
+//! - tower's `ServiceBuilder::timeout(d)` shorthand is [`ServiceBuilderExt::tickless_timeout`].
 //! - [`AnyBodyTimeoutLayer`] has no counterpart there: the 408 of [`TimeoutLayer`] for a
 //!   service whose response body has no `Default` (outside `TraceLayer`, say), its responses'
 //!   bodies in [`OrEmpty`].
@@ -140,10 +141,12 @@ macro_rules! inner_service_accessors {
 }
 
 mod body_timeout;
+mod builder;
 pub mod timeout;
 pub(crate) mod timeout_any;
 mod timeout_http;
 
 pub use body_timeout::{RequestBodyTimeout, RequestBodyTimeoutLayer, TimeoutBody, TimeoutError};
+pub use builder::ServiceBuilderExt;
 pub use timeout_any::{AnyBodyResponseFuture, AnyBodyTimeout, AnyBodyTimeoutLayer, OrEmpty};
 pub use timeout_http::{ResponseFuture, Timeout, TimeoutLayer};
