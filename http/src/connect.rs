@@ -143,12 +143,10 @@ where
     type Service = S;
     type Body = B;
 
-    fn make(mut self, peer: SocketAddr) -> impl Future<Output = Result<S, BoxError>> + 'static {
-        async move {
-            std::future::poll_fn(|cx| self.poll_ready(cx))
-                .await
-                .map_err(Into::into)?;
-            self.call(peer).await.map_err(Into::into)
-        }
+    async fn make(mut self, peer: SocketAddr) -> Result<S, BoxError> {
+        std::future::poll_fn(|cx| self.poll_ready(cx))
+            .await
+            .map_err(Into::into)?;
+        self.call(peer).await.map_err(Into::into)
     }
 }
