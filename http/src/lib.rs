@@ -1,8 +1,9 @@
-//! HTTP serving and a client on tickless's cores: what `axum::serve` and
-//! hyper-util's `Client` are on tokio, with hyper on the core that accepted the connection,
-//! hyper's timers on that core's wheel, and no tokio runtime.
+//! HTTP on tickless, the thread-per-core runtime (which itself has no HTTP dependency): what
+//! `axum::serve` and hyper-util's `Client` are on tokio, with hyper on the core that accepted
+//! the connection, hyper's timers on that core's wheel, and no tokio runtime.
 //!
-//! - [`serve`] serves any tower `Service` (an axum `Router` included) on every core of a
+//! - [`serve`] serves any tower `Service` (an axum `Router` included), or a make-service
+//!   called with each connection's address ([`ConnService`]), on every core of a
 //!   [`Runtime`], given the runtime: it returns the [`Server`] that
 //!   [`serve_per_core`](tickless::net::serve_per_core) returns.
 //! - [`run`] does the same from inside the runtime (`#[tickless::main] async fn main`), as
@@ -12,6 +13,8 @@
 //! - [`client`] is hyper-util's `Client` over tickless streams ([`Connector`]).
 //! - [`on_core`] runs an upgraded connection (a WebSocket) on the core that served its request,
 //!   where axum's `WebSocketUpgrade::on_upgrade` would run it on tokio's thread.
+//! - [`tower`] has tower-http's and tower's timeout layers with their timers on the core's
+//!   wheel; [`hyper_rt`], hyper's runtime traits on tickless, for serving with hyper directly.
 //!
 //! # What serving does
 //!
