@@ -555,6 +555,12 @@ type Signal = Pin<Box<dyn Future<Output = ()> + Send>>;
 /// [signal](Self::with_graceful_shutdown) has finished, or with the error that binding the
 /// listeners gave.
 ///
+/// Dropping the future stops serving, as dropping `axum::serve`'s stops accepting: the
+/// listeners close, and a graceful shutdown (within the [grace period](Self::grace_period))
+/// lets the requests in flight finish and closes idle connections. So a server run as an
+/// aborted task, or in a `select!` whose other branch won, is gone. A `Run` dropped before
+/// it is awaited has served nothing; its listeners close with it.
+///
 /// It is `Send`, and so is the future it becomes, as `axum::serve`'s: a server may run as a
 /// task of its own, `tickless::spawn(async move { run.await })` (the shape of
 /// `tokio::spawn(async move { axum::serve(listener, app).await })` in axum's tests). `M` says
@@ -708,15 +714,47 @@ where
     fn into_future(self) -> Self::IntoFuture {
         Box::pin(async move {
             let (bound, handles) = self.bound?;
+            // No bound: the shutdown's deadline saturates at a year.
+            let grace = self.grace.unwrap_or(Duration::MAX);
+            let core_0 = handles[0].clone();
             let server = self.http.start(bound, handles, self.service);
+            // Dropped before the signal (the task serving it aborted, a `select!` that took
+            // another branch), the future shuts the server down as the signal would have.
+            let mut serving = StopOnDrop {
+                server: Some(server),
+                grace,
+                core_0,
+            };
             match self.signal {
                 Some(signal) => signal.await,
                 None => std::future::pending().await,
             }
-            // No bound: the shutdown's deadline saturates at a year.
-            let grace = self.grace.unwrap_or(Duration::MAX);
+            let server = serving.server.take().expect("taken once, here");
             server.shutdown(grace).await.map(drop)
         })
+    }
+}
+
+/// A server that [`Run`]'s future started, shut down (gracefully, within the grace period) if
+/// the future is dropped while it serves.
+struct StopOnDrop {
+    /// The server, until the signal has come.
+    server: Option<Server>,
+    /// The grace period.
+    grace: Duration,
+    /// A core of the runtime, to run the shutdown on wherever the future is dropped.
+    core_0: Handle,
+}
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        if let Some(server) = self.server.take() {
+            let grace = self.grace;
+            // Detached: the listeners close and the connections finish on their own cores.
+            drop(self.core_0.spawn(async move {
+                let _report = server.shutdown(grace).await;
+            }));
+        }
     }
 }
 

@@ -256,3 +256,26 @@ fn a_make_service_is_called_with_each_connection_s_peer_address() -> io::Result<
     assert_eq!(*peers.lock().unwrap(), [local]);
     Ok(())
 }
+
+#[test]
+fn dropping_run_s_future_stops_serving() -> io::Result<()> {
+    let rt = Builder::new().cores(2).build()?;
+    rt.block_on(async {
+        let run = tickless_http::run("127.0.0.1:0", ok());
+        let addr = run.local_addr()?;
+        let uri = format!("http://{addr}/");
+        let server = tickless::spawn(async move { run.await });
+        assert_eq!(get(uri).await.0, StatusCode::OK);
+        server.abort(); // drops the future, which had no signal: it would serve for ever
+        assert!(server.await.unwrap_err().is_cancelled());
+        // The listeners close once the shutdown the drop started has run: connecting is
+        // refused then. (A bound on the tries guards against a hang; it measures nothing.)
+        for _ in 0..10_000 {
+            match tickless::net::TcpStream::connect(addr).await {
+                Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => return Ok(()),
+                _ => tickless::time::sleep(Duration::from_millis(1)).await,
+            }
+        }
+        panic!("still accepting on {addr} after its future was dropped");
+    })
+}
