@@ -80,6 +80,7 @@
 mod body;
 mod client;
 mod connect;
+mod head;
 pub mod hyper_rt;
 pub mod tower;
 mod upgrade;
@@ -90,7 +91,6 @@ use std::io;
 use std::marker::PhantomData;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::pin::Pin;
-use std::task::Poll;
 use std::time::Duration;
 
 use hyper_util::server::conn::auto;
@@ -98,12 +98,13 @@ use hyper_util::service::TowerToHyperService;
 
 use crate::hyper_rt::{TicklessExecutor, TicklessIo, TicklessTimer};
 use tickless::__private::Bound;
-use tickless::net::{ConnInfo, Serve, Server, TcpStream};
+use tickless::net::{Serve, Server};
 use tickless::{Handle, Runtime};
 
 use body::Respond;
 pub use client::{client, Client, ClientStream, Connector};
 pub use connect::{ConnService, MakeService, RequestService};
+use head::Rewind;
 pub use upgrade::{on_core, OnCore};
 
 /// What tower and hyper box their errors as.
@@ -266,12 +267,23 @@ impl Http {
         }
     }
 
-    /// Closes a connection whose first byte has not arrived `timeout` after it was accepted,
-    /// and an HTTP/1 connection whose next request's head has not arrived `timeout` after the
-    /// previous response (hyper's `header_read_timeout`, which is also the keep-alive timeout
-    /// of an idle connection). The timers are sleeps on the core's wheel: an insert and a
-    /// cancel per connection and per request, no system call. Default: none, as `axum::serve`
-    /// (hyper's own default, with a timer set, is 30 s).
+    /// Closes a connection whose opening has not arrived `timeout` after it was accepted: the
+    /// bytes that choose the protocol and the whole first request head on HTTP/1.1, the
+    /// preface and the first frame (the client's SETTINGS) on HTTP/2; and an HTTP/1
+    /// connection whose next request's head has not arrived `timeout` after the previous
+    /// response (hyper's `header_read_timeout`, which is also the keep-alive timeout of an
+    /// idle connection). A client that sends one byte, half a head, or the preface and half a
+    /// SETTINGS frame, and stops, is disconnected at the timeout. The timers are sleeps on the
+    /// core's wheel: an insert and a cancel per connection and per request, no system call.
+    /// Default: none, as `axum::serve` (hyper's own default, with a timer set, is 30 s).
+    ///
+    /// # Implementation
+    ///
+    /// hyper-util's `auto` builder reads up to 24 bytes to tell HTTP/2's preface from HTTP/1
+    /// before hyper's header timer starts, and hyper's HTTP/2 has no header timer. So, with
+    /// the setting, the connection's task reads the opening itself (up to 16 KiB of an HTTP/1
+    /// head; hyper's own timer times the rest of a longer one), and hands it to hyper in front
+    /// of the stream. Without it, hyper reads the stream directly.
     ///
     /// # Examples
     ///
@@ -483,46 +495,33 @@ impl Http {
     {
         let http = self.builder();
         let request_timeout = self.request_timeout;
-        let first_byte = self.header_read_timeout;
-        bound.start(&self.serve, handles, move |stream, conn| {
+        let head_limit = self.header_read_timeout;
+        bound.start(&self.serve, handles, move |mut stream, conn| {
             let http = http.clone();
             let make = service.clone();
             async move {
-                if let Some(limit) = first_byte {
-                    if !first_byte_within(&stream, limit, &conn).await {
-                        return;
-                    }
-                }
+                // The protocol's choice and the first head (HTTP/2: its first frame), timed
+                // here; hyper times the later heads of HTTP/1.
+                let opening = match head_limit {
+                    None => Vec::new(),
+                    Some(limit) => match head::opening_within(&mut stream, limit, &conn).await {
+                        Some(opening) => opening,
+                        None => return,
+                    },
+                };
                 // The connection's service: a clone of a request service, or what a
                 // make-service makes for the peer's address. An error closes the connection.
                 let Ok(service) = make.make(conn.peer_addr()).await else {
                     return;
                 };
                 let service = TowerToHyperService::new(Respond::new(service, request_timeout));
-                let served = http.serve_connection_with_upgrades(TicklessIo::new(stream), service);
+                let io = Rewind::new(opening, TicklessIo::new(stream));
+                let served = http.serve_connection_with_upgrades(io, service);
                 // A client that resets or goes away is an ordinary end of a connection.
                 let _ordinary_end = conn.graceful(served, |c| c.graceful_shutdown()).await;
             }
         })
     }
-}
-
-/// Waits for a connection's first byte for at most `limit`, or until the server stops: whether
-/// it came. hyper-util's `auto` builder reads the first bytes (to tell HTTP/1 from HTTP/2)
-/// before hyper's header timer starts, so without this a client that connects and says nothing
-/// would hold its connection forever despite [`Http::header_read_timeout`]. Peeking leaves the
-/// byte for hyper; the timer is one insert and cancel per connection.
-async fn first_byte_within(stream: &TcpStream, limit: Duration, conn: &ConnInfo) -> bool {
-    let mut byte = [0u8; 1];
-    let mut first = std::pin::pin!(tickless::time::timeout(limit, stream.peek(&mut byte)));
-    let mut stop = std::pin::pin!(conn.shutdown_requested());
-    std::future::poll_fn(|cx| {
-        if let Poll::Ready(came) = first.as_mut().poll(cx) {
-            return Poll::Ready(matches!(came, Ok(Ok(n)) if n > 0));
-        }
-        stop.as_mut().poll(cx).map(|()| false)
-    })
-    .await
 }
 
 /// Binds with `bind` at the first of `addr`'s addresses that works, as tokio's

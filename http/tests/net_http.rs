@@ -279,3 +279,77 @@ fn dropping_run_s_future_stops_serving() -> io::Result<()> {
         panic!("still accepting on {addr} after its future was dropped");
     })
 }
+
+/// `header_read_timeout` times a connection's whole opening: each of these, sent and then
+/// nothing more, is closed by the server at the timeout (on paused time: the runtime jumps to
+/// the timer, no real time passes, and the test asserts on the close, not on a duration).
+#[test]
+fn a_header_read_timeout_closes_a_connection_stuck_anywhere_in_its_opening() -> io::Result<()> {
+    use futures_lite::{AsyncReadExt, AsyncWriteExt};
+
+    const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+    let settings_half: Vec<u8> = [PREFACE, &[0, 0, 6, 4, 0, 0, 0, 0, 0, 0, 3, 0]].concat();
+    let openings: [(&str, &[u8]); 5] = [
+        ("nothing", b""),
+        ("one byte", b"P"),
+        ("half a head", b"GET / HTTP/1.1\r\nhost: localhost\r\n"),
+        ("the HTTP/2 preface", PREFACE),
+        ("the preface and half a SETTINGS frame", &settings_half),
+    ];
+    let rt = Builder::new().cores(1).start_paused(true).build()?;
+    let server = tickless_http::Http::new()
+        .header_read_timeout(Duration::from_secs(30))
+        .serve(&rt, localhost(), ok())?;
+    rt.block_on(async {
+        for (what, opening) in openings {
+            let mut client = tickless::net::TcpStream::connect(server.local_addr()).await?;
+            client.write_all(opening).await?;
+            let start = tickless::time::Instant::now();
+            let mut got = Vec::new();
+            // Ends when the server closes; a server that kept it open would fail the test when
+            // paused time reached a minute, not hang it.
+            let read =
+                tickless::time::timeout(Duration::from_secs(60), client.read_to_end(&mut got));
+            read.await.expect(what)?;
+            assert!(got.is_empty(), "{what}: {got:?}");
+            // Paused time moved to the timer (its deadline and the default slack): the server
+            // waited for the timeout, neither less nor a second timeout more.
+            let waited = start.elapsed();
+            assert!(waited >= Duration::from_secs(30), "{what}: {waited:?}");
+            assert!(waited < Duration::from_secs(31), "{what}: {waited:?}");
+        }
+        server.shutdown(Duration::from_secs(5)).await
+    })?;
+    Ok(())
+}
+
+/// With `header_read_timeout`, what the server read ahead reaches hyper: HTTP/1.1 and HTTP/2
+/// (prior knowledge) requests are answered.
+#[test]
+fn a_header_read_timeout_serves_http1_and_http2_as_before() -> io::Result<()> {
+    use tickless_http::hyper_rt::{TicklessExecutor, TicklessIo};
+
+    let rt = Builder::new().cores(1).build()?;
+    let server = tickless_http::Http::new()
+        .header_read_timeout(Duration::from_secs(30))
+        .serve(&rt, localhost(), ok())?;
+    let addr = server.local_addr();
+    rt.block_on(async {
+        assert_eq!(get(format!("http://{addr}/")).await.0, StatusCode::OK);
+        let io = TicklessIo::new(tickless::net::TcpStream::connect(addr).await?);
+        let (mut h2, conn) = hyper::client::conn::http2::Builder::new(TicklessExecutor)
+            .handshake(io)
+            .await
+            .map_err(io::Error::other)?;
+        let driver = tickless::spawn_local(conn);
+        let req = Request::get(format!("http://{addr}/"))
+            .body(Empty::<Bytes>::new())
+            .unwrap();
+        let res = h2.send_request(req).await.map_err(io::Error::other)?;
+        assert_eq!(res.status(), StatusCode::OK);
+        drop(h2);
+        let _closed = driver.await;
+        server.shutdown(Duration::from_secs(5)).await
+    })?;
+    Ok(())
+}
