@@ -77,7 +77,7 @@ case "$app" in
         workload=http_hello path=/
         tickless_bin=hello_http tokio_bin=hello_http_tokio
         target_dir=${CARGO_TARGET_DIR:-target}
-        build=(-p tickless --example hello_http --example hello_http_tokio) ;;
+        build=(-p tickless-http --example hello_http --example hello_http_tokio) ;;
     axum)
         workload=http_axum path=/json
         tickless_bin=axum tokio_bin=axum_tokio

@@ -25,7 +25,7 @@ APPS = {
     "hello": ("http_load.txt", "http-figures", "http_hello",
               "tickless (`hello_http`)", "tokio multi-thread (`hello_http_tokio`)"),
     "axum": ("http_load_axum.txt", "http-axum-figures", "http_axum",
-             "axum on tickless (`axum`: `tickless::http::run`, tickless `TimeoutLayer`)",
+             "axum on tickless (`axum`: `tickless_http::run`, tickless `TimeoutLayer`)",
              "axum on tokio multi-thread (`axum_tokio`: `axum::serve`, tower-http `TimeoutLayer`)"),
     # `http_load.sh --split`: the hello servers alone on CPU 0, wrk alone on CPU 1.
     "split": ("http_load_split.txt", "http-split-figures", "http_hello",
@@ -86,7 +86,7 @@ def main():
         lines += [
             "The same comparison for an axum 0.8 app (`ecosystem/examples/axum.rs` and "
             "`axum_tokio.rs`: a `Router` with a JSON route on shared state, a slow route and a "
-            "10 s `TimeoutLayer`), loaded on `GET /json`; `tickless::http::run` against "
+            "10 s `TimeoutLayer`), loaded on `GET /json`; `tickless_http::run` against "
             "`axum::serve`.",
             "",
         ]

@@ -9,7 +9,7 @@
 //!
 //! The app (`app/mod.rs`, shared with `axum_tokio.rs`, the same app on tokio) is an axum
 //! `Router` with a JSON route, shared state and a slow route; its requests' 10 s timeout is
-//! `tickless::tower::TimeoutLayer`, a timer on the core's wheel. `tickless::http::run` is
+//! `tickless_http::tower::TimeoutLayer`, a timer on the core's wheel. `tickless_http::run` is
 //! tickless's `axum::serve`: every core accepts on its own `SO_REUSEPORT` listener and serves
 //! its connections start to end.
 //!
@@ -23,7 +23,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use tickless::tower::TimeoutLayer;
+use tickless_http::tower::TimeoutLayer;
 
 /// How long a shutdown waits for requests in flight.
 const GRACE: Duration = Duration::from_secs(10);
@@ -34,7 +34,7 @@ async fn main() -> io::Result<()> {
     let app = app::router(|d| Box::pin(tickless::time::sleep(d)))
         .layer(TimeoutLayer::new(Duration::from_secs(10)));
 
-    let run = tickless::http::run(SocketAddr::from(([127, 0, 0, 1], port)), app);
+    let run = tickless_http::run(SocketAddr::from(([127, 0, 0, 1], port)), app);
     println!("listening on http://{}", run.local_addr()?);
     run.with_graceful_shutdown(async {
         let _ = tickless::signal::ctrl_c().await;

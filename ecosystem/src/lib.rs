@@ -1,7 +1,7 @@
 //! What the ecosystem tests share: small helpers (an HTTP/1.1 client connection and a `GET`,
 //! handler counters for the timeout tests) and the one adapter tickless cannot ship, tonic's
 //! [`Connected`] on a tickless stream (tonic's trait and tickless's type are both foreign
-//! here). Serving and the HTTP client are tickless's own public `tickless::http`.
+//! here). Serving and the HTTP client are tickless's own public `tickless_http`.
 //!
 //! The tests themselves are in `tests/`, one file per library; this crate is not published.
 
@@ -13,13 +13,13 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use http::Request;
-use tickless::hyper_rt::TicklessIo;
 use tickless::net::TcpStream;
+use tickless_http::hyper_rt::TicklessIo;
 
 use tonic::transport::server::{Connected, TcpConnectInfo};
 
 /// What tower and hyper box their errors as.
-pub use tickless::http::BoxError;
+pub use tickless_http::BoxError;
 
 /// `127.0.0.1:0`: loopback, a port the kernel picks.
 pub fn localhost() -> SocketAddr {

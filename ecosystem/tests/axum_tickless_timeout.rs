@@ -1,5 +1,5 @@
 //! An axum 0.8 app served on tickless (tickless's hyper serving, tickless streams) with
-//! tickless's own `TimeoutLayer` (feature `tower`): tower-http's shape and behaviour, a 408 when
+//! tickless's own `TimeoutLayer` (`tickless_http::tower`): tower-http's shape and behaviour, a 408 when
 //! the deadline passes, its timer on the core's wheel. No tokio context: nothing of tokio's
 //! runtime is there to lean on, so the 408s can only come from tickless's timers. The clock is
 //! paused (the client runs on the same core), so the deadline is exact and the test waits for
@@ -14,9 +14,9 @@ use axum::routing::get;
 use axum::Router;
 use http::StatusCode;
 use tickless::time::Instant;
-use tickless::tower::TimeoutLayer;
 use tickless::Builder;
 use tickless_ecosystem_tests::{get as http_get, http1_client, localhost, HandlerCounts};
+use tickless_http::tower::TimeoutLayer;
 
 /// The deadline of every request.
 const TIMEOUT: Duration = Duration::from_secs(1);
@@ -46,7 +46,7 @@ fn tickless_timeout_layer_answers_408_at_its_deadline_and_200_for_the_fast_route
         .route("/fast", get(fast))
         .layer(TimeoutLayer::new(TIMEOUT))
         .with_state(Arc::clone(&counts));
-    let server = tickless::http::serve(&rt, localhost(), app)?;
+    let server = tickless_http::serve(&rt, localhost(), app)?;
     let addr = server.local_addr();
     let fires_before = rt.stats().total.timer_fires;
     rt.block_on(async {
@@ -84,7 +84,7 @@ fn tickless_timeout_layer_answers_408_at_its_deadline_and_200_for_the_fast_route
 #[test]
 fn tickless_request_body_timeout_ends_a_stalled_upload_and_not_a_whole_one() -> io::Result<()> {
     use futures_util::{AsyncReadExt, AsyncWriteExt};
-    use tickless::tower::RequestBodyTimeoutLayer;
+    use tickless_http::tower::RequestBodyTimeoutLayer;
 
     // Real time, not paused: under the paused clock, an answer written on the core at a timer's
     // deadline was read by a client of the same core only at the next timer's jump (with no
@@ -96,7 +96,7 @@ fn tickless_request_body_timeout_ends_a_stalled_upload_and_not_a_whole_one() -> 
             axum::routing::post(|body: String| async move { format!("got {}", body.len()) }),
         )
         .layer(RequestBodyTimeoutLayer::new(Duration::from_millis(100)));
-    let server = tickless::http::serve(&rt, localhost(), app)?;
+    let server = tickless_http::serve(&rt, localhost(), app)?;
     let addr = server.local_addr();
     rt.block_on(async {
         // Raw HTTP/1.1, to stall a body halfway; each connection closed after its answer.
@@ -128,7 +128,7 @@ fn tickless_request_body_timeout_ends_a_stalled_upload_and_not_a_whole_one() -> 
 
 #[test]
 fn any_body_timeout_layer_answers_408_outside_tower_http_s_trace_layer() -> io::Result<()> {
-    use tickless::tower::AnyBodyTimeoutLayer;
+    use tickless_http::tower::AnyBodyTimeoutLayer;
     use tower_http::trace::TraceLayer;
 
     // `TraceLayer`'s response body has no `Default`: tower-http's `TimeoutLayer` (and
@@ -141,7 +141,7 @@ fn any_body_timeout_layer_answers_408_outside_tower_http_s_trace_layer() -> io::
         .with_state(Arc::clone(&counts))
         .layer(TraceLayer::new_for_http())
         .layer(AnyBodyTimeoutLayer::new(TIMEOUT)); // outermost
-    let server = tickless::http::serve(&rt, localhost(), app)?;
+    let server = tickless_http::serve(&rt, localhost(), app)?;
     let addr = server.local_addr();
     rt.block_on(async {
         let mut client = http1_client(addr).await?;

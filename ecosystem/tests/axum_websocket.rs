@@ -8,7 +8,7 @@
 //!   echo runs on the tokio thread;
 //! - with tickless's streams (they are `Send`, as hyper's upgrades require) axum's
 //!   `on_upgrade` fails at once: its `tokio::spawn` takes the stream off its core;
-//! - wrapped in `tickless::http::on_core`, axum's own `on_upgrade` callback runs as a task of
+//! - wrapped in `tickless_http::on_core`, axum's own `on_upgrade` callback runs as a task of
 //!   the core that served the request, on tickless's streams; so does an upgrade done by hand.
 
 use std::io;
@@ -24,9 +24,9 @@ use axum::Router;
 use futures_util::{SinkExt, StreamExt};
 use hyper_util::rt::TokioIo;
 use hyper_util::service::TowerToHyperService;
-use tickless::hyper_rt::TicklessExecutor;
 use tickless::Builder;
 use tickless_ecosystem_tests::{localhost, other};
+use tickless_http::hyper_rt::TicklessExecutor;
 use tokio_tungstenite::tungstenite::Message as ClientMessage;
 
 /// What the server's sockets saw.
@@ -64,10 +64,10 @@ async fn echo(mut socket: WebSocket, seen: Arc<Seen>) {
     }
 }
 
-/// axum's own upgrade, its callback handed back to the core by `tickless::http::on_core`.
+/// axum's own upgrade, its callback handed back to the core by `tickless_http::on_core`.
 async fn upgrade_on_core(ws: WebSocketUpgrade, State(seen): State<Arc<Seen>>) -> Response {
     let core = tickless::core_id();
-    ws.on_upgrade(tickless::http::on_core(move |socket| async move {
+    ws.on_upgrade(tickless_http::on_core(move |socket| async move {
         assert_eq!(
             tickless::core_id(),
             core,
@@ -165,7 +165,7 @@ fn axum_websocket_echo_with_tokio_streams_served_on_a_tickless_core() -> io::Res
 /// Serves `app` with upgrades on every core of `rt`, on tickless streams, and runs the client
 /// against it: one connection.
 fn echo_on_tickless_streams(rt: &tickless::Runtime, app: Router) -> io::Result<()> {
-    let server = tickless::http::serve(rt, localhost(), app)?;
+    let server = tickless_http::serve(rt, localhost(), app)?;
     let addr = server.local_addr();
     rt.block_on(async {
         client(addr).await?;
@@ -292,7 +292,7 @@ fn many_sockets_through_on_core_all_echo() -> io::Result<()> {
     let app = Router::new()
         .route("/ws", get(upgrade_on_core))
         .with_state(Arc::clone(&seen));
-    let server = tickless::http::serve(&rt, localhost(), app)?;
+    let server = tickless_http::serve(&rt, localhost(), app)?;
     let addr = server.local_addr();
     rt.block_on(async {
         let clients: Vec<_> = (0..SOCKETS)

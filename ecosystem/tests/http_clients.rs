@@ -1,6 +1,6 @@
 //! HTTP clients from tickless tasks against a local tickless server (an axum app on tickless's
 //! hyper serving): reqwest 0.12 (plain HTTP, no TLS) and hyper-util's legacy `Client` with its
-//! own tokio connector, both under the tokio context; and `tickless::http::client`, hyper-util's
+//! own tokio connector, both under the tokio context; and `tickless_http::client`, hyper-util's
 //! `Client` with tickless's connector (tickless streams, no tokio context).
 
 use std::io;
@@ -13,10 +13,10 @@ use http::StatusCode;
 use http_body_util::{BodyExt, Empty};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioTimer;
-use tickless::hyper_rt::TicklessExecutor;
 use tickless::net::Server;
 use tickless::{Builder, Runtime};
 use tickless_ecosystem_tests::{localhost, other};
+use tickless_http::hyper_rt::TicklessExecutor;
 
 /// `/hello` says which core answered; `/echo` sends the body back upper-cased.
 fn app() -> Router {
@@ -32,7 +32,7 @@ fn app() -> Router {
 }
 
 fn server(rt: &Runtime) -> io::Result<Server> {
-    tickless::http::serve(rt, localhost(), app())
+    tickless_http::serve(rt, localhost(), app())
 }
 
 const REQUESTS: usize = 10;
@@ -139,7 +139,7 @@ fn hyper_util_client_with_a_tickless_connector_needs_no_tokio_context() -> io::R
         .parse()
         .map_err(other)?;
     rt.block_on(async {
-        let client = tickless::http::client();
+        let client = tickless_http::client();
         hello_through_one_pooled_connection(client, uri, &server).await?;
         server.shutdown(Duration::from_secs(10)).await
     })?;

@@ -125,7 +125,7 @@ fn tonic_routes_on_tickless_hyper_serving_without_any_tokio_context() -> io::Res
         .build()?
         .block_on(health());
     let routes = tonic::service::Routes::new(service).prepare();
-    let server = tickless::http::serve(&rt, localhost(), routes)?;
+    let server = tickless_http::serve(&rt, localhost(), routes)?;
     let addr = server.local_addr();
     let panics_before = rt.stats().total.task_panics;
     rt.block_on(async move {
@@ -155,9 +155,9 @@ fn tonic_routes_on_tickless_hyper_serving_without_any_tokio_context() -> io::Res
 
 mod send_streams {
     use super::*;
-    use tickless::http::Connector;
-    use tickless::hyper_rt::TicklessExecutor;
     use tickless_ecosystem_tests::TonicStream;
+    use tickless_http::hyper_rt::TicklessExecutor;
+    use tickless_http::Connector;
 
     #[test]
     fn a_channel_with_a_tickless_connector_and_executor_against_tickless_routes_without_tokio(
@@ -167,7 +167,7 @@ mod send_streams {
         // timer, and need the context.)
         let rt = Builder::new().cores(2).build()?;
         let (reporter, service) = rt.block_on(health());
-        let server = tickless::http::serve(
+        let server = tickless_http::serve(
             &rt,
             localhost(),
             tonic::service::Routes::new(service).prepare(),

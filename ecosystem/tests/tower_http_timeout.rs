@@ -53,7 +53,7 @@ const ROUNDS: usize = 5;
 fn tower_http_timeout_answers_408_for_the_slow_route_and_200_for_the_fast_one() -> io::Result<()> {
     let rt = Builder::new().cores(2).tokio_context(true).build()?;
     let counts = Arc::new(HandlerCounts::default());
-    let server = tickless::http::serve(&rt, localhost(), app(Arc::clone(&counts)))?;
+    let server = tickless_http::serve(&rt, localhost(), app(Arc::clone(&counts)))?;
     let addr = server.local_addr();
     let wakes_before = rt.stats().total;
     rt.block_on(async {
@@ -88,7 +88,7 @@ fn without_the_tokio_context_tower_http_timeout_panics_and_the_connection_closes
 {
     let rt = Builder::new().cores(1).build()?;
     let counts = Arc::new(HandlerCounts::default());
-    let server = tickless::http::serve(&rt, localhost(), app(Arc::clone(&counts)))?;
+    let server = tickless_http::serve(&rt, localhost(), app(Arc::clone(&counts)))?;
     let addr = server.local_addr();
     let panics_before = rt.stats().total.task_panics;
     rt.block_on(async {

@@ -47,13 +47,12 @@
 //!
 //! # Features
 //!
-//! - `http`: `tickless::http`, serving any tower service (an axum `Router`) on every core and
-//!   hyper-util's client over tickless streams (includes `hyper` and `tower`).
-//! - `tower`: tower-http's and tower's timeout layers on the core's wheel (`tickless::tower`).
-//! - `hyper`: hyper's runtime traits on tickless (`hyper_rt`).
 //! - `tokio-io`: tokio's `AsyncRead`/`AsyncWrite` on the stream types.
 //! - `tokio-compat`: a tokio context on every core, for libraries that call tokio inside
 //!   (`Builder::tokio_context`).
+//!
+//! HTTP (axum and any tower service on every core, hyper's runtime traits, the timeout layers
+//! on the core's wheel) is the `tickless-http` crate's: this one has no HTTP dependency.
 //!
 //! # Guides
 //!
@@ -66,10 +65,6 @@ mod catch;
 mod context;
 mod dns;
 pub mod fs;
-#[cfg(feature = "http")]
-pub mod http;
-#[cfg(feature = "hyper")]
-pub mod hyper_rt;
 mod park;
 pub mod runtime;
 mod serve;
@@ -78,8 +73,6 @@ mod stats;
 mod sync;
 pub mod task;
 pub mod time;
-#[cfg(feature = "tower")]
-pub mod tower;
 mod worker;
 
 /// Internals that the loom models in `loom-tests/` check; only built under `--cfg loom`.
@@ -121,6 +114,13 @@ pub mod __macro_support {
             crate::Builder::tokio_context(self, enabled)
         }
     }
+}
+
+/// Glue for the `tickless-http` crate, which serves HTTP on the accept loops of
+/// [`net::Serve`]: not for use by other crates, and not covered by semver.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::serve::Bound;
 }
 
 pub use context::core_id;

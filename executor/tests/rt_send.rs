@@ -228,61 +228,6 @@ fn a_pinning_runtime_pins_another_block_on_thread_to_core_0_s_cpu_for_the_call(
     Ok(())
 }
 
-/// An HTTP/1.1 server on a plain thread: answers `ok` to every request of every connection,
-/// counting the connections.
-fn keep_alive_server() -> std::io::Result<(std::net::SocketAddr, Arc<AtomicUsize>)> {
-    use std::io::{Read, Write};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
-    let addr = listener.local_addr()?;
-    let accepted = Arc::new(AtomicUsize::new(0));
-    let count = accepted.clone();
-    thread::spawn(move || {
-        for conn in listener.incoming() {
-            let Ok(mut conn) = conn else { return };
-            count.fetch_add(1, Ordering::SeqCst);
-            thread::spawn(move || {
-                let mut buf = Vec::new();
-                let mut chunk = [0u8; 1024];
-                while let Ok(n @ 1..) = conn.read(&mut chunk) {
-                    buf.extend_from_slice(&chunk[..n]);
-                    while let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                        buf.drain(..end + 4);
-                        let reply = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
-                        if conn.write_all(reply).is_err() {
-                            return;
-                        }
-                    }
-                }
-            });
-        }
-    });
-    Ok((addr, accepted))
-}
-
-#[test]
-fn a_blocking_http_client_keeps_its_pooled_connection_across_threads() -> std::io::Result<()> {
-    use bytes::Bytes;
-    use http_body_util::{BodyExt, Empty};
-
-    let (addr, accepted) = keep_alive_server()?;
-    let uri: hyper::Uri = format!("http://{addr}/").parse().unwrap();
-    let rt = Builder::new().cores(1).build()?;
-    let client = tickless::http::client::<Empty<Bytes>>();
-    let get = move |rt: &Runtime, client: &tickless::http::Client<Empty<Bytes>>| {
-        rt.block_on(async {
-            let res = client.get(uri.clone()).await.unwrap();
-            res.into_body().collect().await.unwrap().to_bytes()
-        })
-    };
-    assert_eq!(get(&rt, &client), "ok");
-    // The pooled connection's task lives on core 0 between the calls; it is a `Send` task, so
-    // the client moves on, and its next request reuses the connection from the other thread.
-    let body = thread::spawn(move || get(&rt, &client)).join().unwrap();
-    assert_eq!(body, "ok");
-    assert_eq!(accepted.load(Ordering::SeqCst), 1);
-    Ok(())
-}
-
 #[test]
 fn stats_from_another_thread_while_block_on_runs_do_not_wait_for_it() -> std::io::Result<()> {
     let rt = Builder::new().cores(1).build()?;

@@ -83,10 +83,27 @@ impl Handle {
 
 impl Handle {
     /// A handle to every core of the runtime running the caller, by index: what
-    /// [`Runtime::handle`](crate::Runtime::handle) gives for each core, from inside a task.
-    /// `None` outside a runtime.
-    #[cfg(feature = "http")]
-    pub(crate) fn all_current() -> Option<Vec<Handle>> {
+    /// [`Runtime::handle`](crate::Runtime::handle) gives for each core, from inside a task
+    /// that has no `Runtime` at hand (to start work on every core, as a server that listens on
+    /// each does). `None` outside a runtime.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = tickless::Builder::new().cores(2).build()?;
+    /// let cores = rt.block_on(async {
+    ///     let all = tickless::Handle::all_current().expect("inside the runtime");
+    ///     let mut cores = Vec::new();
+    ///     for handle in &all {
+    ///         cores.push(handle.spawn(async { tickless::core_id() }).await.unwrap());
+    ///     }
+    ///     cores
+    /// });
+    /// assert_eq!(cores, [0, 1]);
+    /// assert!(tickless::Handle::all_current().is_none()); // outside it
+    /// # std::io::Result::Ok(())
+    /// ```
+    pub fn all_current() -> Option<Vec<Handle>> {
         with_current(|core| {
             let blocking = core.blocking();
             core.peers().all().map(|cores| {

@@ -353,14 +353,18 @@ impl ConnInfo {
     ///
     /// It works with every hyper server connection (`http1`, `http2`, hyper-util's `auto`,
     /// with or without upgrades) and with any future that has a way to be asked to finish.
+    /// (`tickless-http`'s `serve` and `run` do this for every connection.)
     ///
     /// # Examples
     ///
-    /// ```no_run
+    /// A hyper server on every core, with `tickless-http`'s runtime traits for hyper (this
+    /// crate has no hyper dependency; `tickless-http`'s tests run this):
+    ///
+    /// ```ignore
     /// use std::time::Duration;
     /// use hyper::service::service_fn;
     /// use hyper_util::server::conn::auto;
-    /// use tickless::hyper_rt::{TicklessExecutor, TicklessIo, TicklessTimer};
+    /// use tickless_http::hyper_rt::{TicklessExecutor, TicklessIo, TicklessTimer};
     /// # async fn hello(_: hyper::Request<hyper::body::Incoming>)
     /// #     -> Result<hyper::Response<String>, std::convert::Infallible> { todo!() }
     ///

@@ -81,15 +81,6 @@ pub struct Serve {
 }
 
 impl Serve {
-    /// These settings for serving `addr`.
-    #[cfg(feature = "http")]
-    pub(crate) fn clone_for(&self, addr: SocketAddr) -> Serve {
-        Serve {
-            addr,
-            ..self.clone()
-        }
-    }
-
     /// Serving `addr` with the defaults: back-off from 10 ms doubling up to 1 s, `TCP_NODELAY`
     /// on, accept errors printed to stderr (once per run of failures).
     ///
@@ -261,7 +252,7 @@ impl Serve {
 
     /// Binds one listener for each of `cores` cores on the calling thread (so a bind error is
     /// returned at once, and port 0 becomes one port shared by all cores).
-    pub(crate) fn bind(&self, cores: usize) -> io::Result<Bound> {
+    fn bind(&self, cores: usize) -> io::Result<Bound> {
         // The first bind fixes the port (port 0 picks one); the others share it.
         let first = crate::net::TcpListener::bind_reuseport_std(self.addr)?;
         let addr = first.local_addr()?;
@@ -273,7 +264,7 @@ impl Serve {
     }
 
     /// Starts an accept loop on each core of `handles` with its listener of `bound`.
-    pub(crate) fn start_bound<H, F>(&self, bound: Bound, handles: Vec<Handle>, handler: H) -> Server
+    fn start_bound<H, F>(&self, bound: Bound, handles: Vec<Handle>, handler: H) -> Server
     where
         H: Fn(TcpStream, ConnInfo) -> F + Clone + Send + 'static,
         F: Future<Output = ()> + 'static,
@@ -322,12 +313,42 @@ impl Serve {
     }
 }
 
-/// Listeners bound for every core, not yet serving.
-pub(crate) struct Bound {
+/// Listeners bound for every core, not yet serving: what `tickless-http`'s `run` holds between
+/// the call (which binds, so that its `local_addr` is known at once) and the first poll (which
+/// starts serving). Public only through `__private`, for tickless-http.
+#[derive(Debug)]
+pub struct Bound {
     /// The address they share.
-    pub(crate) addr: SocketAddr,
+    addr: SocketAddr,
     /// One per core, by index.
     listeners: Vec<std::net::TcpListener>,
+}
+
+impl Bound {
+    /// Binds one listener on `addr` for each of `cores` cores on the calling thread, with the
+    /// settings of `serve` (whose own address is not used).
+    pub fn bind(serve: &Serve, addr: SocketAddr, cores: usize) -> io::Result<Bound> {
+        Serve {
+            addr,
+            ..serve.clone()
+        }
+        .bind(cores)
+    }
+
+    /// The address the listeners share (with the port the kernel picked for port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Starts an accept loop on each core of `handles` (one per listener, by index) with the
+    /// settings of `serve`, as [`Serve::start`] does.
+    pub fn start<H, F>(self, serve: &Serve, handles: Vec<Handle>, handler: H) -> Server
+    where
+        H: Fn(TcpStream, ConnInfo) -> F + Clone + Send + 'static,
+        F: Future<Output = ()> + 'static,
+    {
+        serve.start_bound(self, handles, handler)
+    }
 }
 
 impl fmt::Debug for Serve {

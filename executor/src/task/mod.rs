@@ -15,8 +15,6 @@ pub(crate) use deferred::DeferredStart;
 pub use join_error::JoinError;
 pub use join_handle::JoinHandle;
 pub use join_set::JoinSet;
-#[cfg(feature = "http")]
-pub(crate) use spawn::spawn_on;
 #[cfg(not(loom))]
 pub(crate) use spawn::spawn_remote;
 #[cfg(loom)]

@@ -228,7 +228,6 @@ impl Core {
     }
 
     /// Every core of the runtime, by index (for serving on all of them from a task).
-    #[cfg(feature = "http")]
     pub(crate) fn peers(&self) -> &Peers {
         &self.peers
     }

@@ -9,7 +9,7 @@ use http::{Request, Response, StatusCode};
 use tower_layer::Layer;
 use tower_service::Service;
 
-use crate::time;
+use tickless::time;
 
 /// Applies [`Timeout`] to a service: tower-http's `timeout::TimeoutLayer`, on the core's timer
 /// wheel.
@@ -29,7 +29,7 @@ use crate::time;
 /// use bytes::Bytes;
 /// use http::{Request, Response, StatusCode};
 /// use http_body_util::Full;
-/// use tickless::tower::TimeoutLayer;
+/// use tickless_http::tower::TimeoutLayer;
 /// use tower::{ServiceBuilder, ServiceExt};
 ///
 /// async fn slow(_: Request<Full<Bytes>>) -> Result<Response<Full<Bytes>>, Infallible> {
@@ -73,7 +73,7 @@ impl TimeoutLayer {
     /// use bytes::Bytes;
     /// use http::{Request, Response, StatusCode};
     /// use http_body_util::Empty;
-    /// use tickless::tower::TimeoutLayer;
+    /// use tickless_http::tower::TimeoutLayer;
     /// use tower::{service_fn, Layer, ServiceExt};
     ///
     /// let rt = tickless::Builder::new().start_paused(true).build()?;
@@ -105,7 +105,7 @@ impl TimeoutLayer {
     /// use bytes::Bytes;
     /// use http::{Request, Response, StatusCode};
     /// use http_body_util::Empty;
-    /// use tickless::tower::TimeoutLayer;
+    /// use tickless_http::tower::TimeoutLayer;
     /// use tower::{service_fn, Layer, ServiceExt};
     ///
     /// let rt = tickless::Builder::new().start_paused(true).build()?;
@@ -152,7 +152,7 @@ impl<S> Layer<S> for TimeoutLayer {
 /// use http::{Request, Response, StatusCode};
 /// use http_body_util::Empty;
 /// use bytes::Bytes;
-/// use tickless::tower::Timeout;
+/// use tickless_http::tower::Timeout;
 /// use tower::{service_fn, ServiceExt};
 ///
 /// let rt = tickless::Builder::new().start_paused(true).build()?;
@@ -187,7 +187,7 @@ impl<S> Timeout<S> {
     /// use bytes::Bytes;
     /// use http::{Request, Response, StatusCode};
     /// use http_body_util::Empty;
-    /// use tickless::tower::Timeout;
+    /// use tickless_http::tower::Timeout;
     /// use tower::{service_fn, ServiceExt};
     ///
     /// let rt = tickless::Builder::new().start_paused(true).build()?;
@@ -219,7 +219,7 @@ impl<S> Timeout<S> {
     /// use bytes::Bytes;
     /// use http::{Request, Response, StatusCode};
     /// use http_body_util::Empty;
-    /// use tickless::tower::Timeout;
+    /// use tickless_http::tower::Timeout;
     /// use tower::{service_fn, ServiceExt};
     ///
     /// let rt = tickless::Builder::new().start_paused(true).build()?;
@@ -259,7 +259,7 @@ impl<S> Timeout<S> {
     /// use bytes::Bytes;
     /// use http::{Request, Response, StatusCode};
     /// use http_body_util::Empty;
-    /// use tickless::tower::Timeout;
+    /// use tickless_http::tower::Timeout;
     /// use tower::{service_fn, ServiceBuilder, ServiceExt};
     ///
     /// let rt = tickless::Builder::new().start_paused(true).build()?;
@@ -296,7 +296,7 @@ impl<S> Timeout<S> {
     /// use bytes::Bytes;
     /// use http::{Request, Response, StatusCode};
     /// use http_body_util::Empty;
-    /// use tickless::tower::Timeout;
+    /// use tickless_http::tower::Timeout;
     /// use tower::{service_fn, ServiceBuilder, ServiceExt};
     ///
     /// let rt = tickless::Builder::new().start_paused(true).build()?;
@@ -341,7 +341,7 @@ where
 
 impl<F: Future> ResponseFuture<F> {
     /// `inner` with a deadline `timeout` from now, answered with `status_code` when it passes
-    /// (also the any-body timeout's and `tickless::http`'s request timeout's future).
+    /// (also the any-body timeout's and `tickless_http`'s request timeout's future).
     pub(crate) fn new(inner: F, timeout: Duration, status_code: StatusCode) -> Self {
         ResponseFuture {
             inner: time::timeout(timeout, inner),
@@ -352,7 +352,7 @@ impl<F: Future> ResponseFuture<F> {
 
 pin_project_lite::pin_project! {
     /// The response future of [`Timeout`]: the service's future and a
-    /// [`time::Timeout`](crate::time::Timeout) around it.
+    /// [`time::Timeout`](tickless::time::Timeout) around it.
     ///
     /// `Send` when the service's future is (see the [module docs](crate::tower#send)).
     ///
@@ -371,7 +371,7 @@ pin_project_lite::pin_project! {
     /// use bytes::Bytes;
     /// use http::{Request, Response, StatusCode};
     /// use http_body_util::Empty;
-    /// use tickless::tower::{ResponseFuture, Timeout};
+    /// use tickless_http::tower::{ResponseFuture, Timeout};
     /// use tower::{service_fn, Service, ServiceExt};
     ///
     /// let rt = tickless::Builder::new().start_paused(true).build()?;

@@ -12,7 +12,7 @@ use http_body::{Body, Frame, SizeHint};
 use tower_layer::Layer;
 use tower_service::Service;
 
-use crate::time::{self, Sleep};
+use tickless::time::{self, Sleep};
 
 /// The error type of a [`TimeoutBody`], as tower-http's (`tower::BoxError`).
 type BoxError = Box<dyn Error + Send + Sync>;
@@ -32,7 +32,7 @@ type BoxError = Box<dyn Error + Send + Sync>;
 /// use http::{Request, Response};
 /// use http_body_util::{BodyExt, Empty, StreamBody};
 /// use http_body::Frame;
-/// use tickless::tower::{RequestBodyTimeoutLayer, TimeoutBody, TimeoutError};
+/// use tickless_http::tower::{RequestBodyTimeoutLayer, TimeoutBody, TimeoutError};
 /// use tower::{ServiceBuilder, ServiceExt};
 ///
 /// type Stalling = StreamBody<futures_lite::stream::Boxed<Result<Frame<Bytes>, Infallible>>>;
@@ -79,7 +79,7 @@ impl RequestBodyTimeoutLayer {
     /// use bytes::Bytes;
     /// use http::{Request, Response};
     /// use http_body_util::{BodyExt, Full};
-    /// use tickless::tower::{RequestBodyTimeoutLayer, TimeoutBody};
+    /// use tickless_http::tower::{RequestBodyTimeoutLayer, TimeoutBody};
     /// use tower::{service_fn, Layer, ServiceExt};
     ///
     /// let rt = tickless::Builder::new().start_paused(true).build()?;
@@ -119,7 +119,7 @@ impl<S> Layer<S> for RequestBodyTimeoutLayer {
 /// use bytes::Bytes;
 /// use http::{Request, Response};
 /// use http_body_util::{BodyExt, Full};
-/// use tickless::tower::{RequestBodyTimeout, TimeoutBody};
+/// use tickless_http::tower::{RequestBodyTimeout, TimeoutBody};
 /// use tower::{service_fn, ServiceExt};
 ///
 /// let rt = tickless::Runtime::new()?;
@@ -157,7 +157,7 @@ impl<S> RequestBodyTimeout<S> {
     /// use http::{Request, Response};
     /// use http_body::Frame;
     /// use http_body_util::{BodyExt, StreamBody};
-    /// use tickless::tower::{RequestBodyTimeout, TimeoutBody, TimeoutError};
+    /// use tickless_http::tower::{RequestBodyTimeout, TimeoutBody, TimeoutError};
     /// use tower::{service_fn, ServiceExt};
     ///
     /// type Never = StreamBody<futures_lite::stream::Pending<Result<Frame<Bytes>, Infallible>>>;
@@ -196,7 +196,7 @@ impl<S> RequestBodyTimeout<S> {
     /// use bytes::Bytes;
     /// use http::{Request, Response};
     /// use http_body_util::Full;
-    /// use tickless::tower::{RequestBodyTimeout, TimeoutBody};
+    /// use tickless_http::tower::{RequestBodyTimeout, TimeoutBody};
     /// use tower::{ServiceBuilder, ServiceExt};
     ///
     /// let rt = tickless::Builder::new().start_paused(true).build()?;
@@ -265,7 +265,7 @@ pin_project_lite::pin_project! {
     ///
     /// use bytes::Bytes;
     /// use http_body_util::{BodyExt, Full};
-    /// use tickless::tower::TimeoutBody;
+    /// use tickless_http::tower::TimeoutBody;
     ///
     /// let rt = tickless::Runtime::new()?;
     /// rt.block_on(async {
@@ -298,7 +298,7 @@ impl<B> TimeoutBody<B> {
     /// use bytes::Bytes;
     /// use http_body::Frame;
     /// use http_body_util::{BodyExt, StreamBody};
-    /// use tickless::tower::{TimeoutBody, TimeoutError};
+    /// use tickless_http::tower::{TimeoutBody, TimeoutError};
     ///
     /// let rt = tickless::Builder::new().start_paused(true).build()?;
     /// rt.block_on(async {
@@ -369,7 +369,7 @@ where
 /// use bytes::Bytes;
 /// use http_body_util::{BodyExt, StreamBody};
 /// use http_body::Frame;
-/// use tickless::tower::{TimeoutBody, TimeoutError};
+/// use tickless_http::tower::{TimeoutBody, TimeoutError};
 ///
 /// let rt = tickless::Builder::new().start_paused(true).build()?;
 /// rt.block_on(async {

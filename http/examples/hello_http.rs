@@ -1,7 +1,7 @@
 //! "Hello, world!" over HTTP/1.1 and HTTP/2 (prior knowledge) with hyper, one listener per core.
 //!
 //! ```text
-//! cargo run --release -p tickless --example hello_http -- [PORT] [--cores N] [--pin] [--tokio-io] [--no-governor]
+//! cargo run --release -p tickless-http --example hello_http -- [PORT] [--cores N] [--pin] [--tokio-io] [--no-governor]
 //! curl http://127.0.0.1:3000/
 //! curl --http2-prior-knowledge http://127.0.0.1:3000/
 //! ```
@@ -40,11 +40,11 @@ use hyper::service::service_fn;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 use hyper_util::server::conn::auto;
-use tickless::hyper_rt::{TicklessExecutor, TicklessIo, TicklessTimer};
 use tickless::net::{serve_per_core, ConnInfo, TcpStream};
 use tickless::signal::{signal, SignalKind};
 use tickless::time::timeout;
 use tickless::Builder;
+use tickless_http::hyper_rt::{TicklessExecutor, TicklessIo, TicklessTimer};
 
 /// How long an idle keep-alive connection is kept.
 const KEEP_ALIVE: Duration = Duration::from_secs(5);

@@ -1,4 +1,4 @@
-//! The tokio-io ecosystem on tickless (features `tokio-io` and `hyper`): hyper's HTTP/1.1 and
+//! The tokio-io ecosystem on tickless (tickless-http's `hyper_rt`, tickless's `tokio-io`): hyper's HTTP/1.1 and
 //! HTTP/2 server and client, over `TicklessIo` and over hyper-util's `TokioIo`, hyper's own
 //! timeouts on tickless timers, and tokio-util's codecs.
 
@@ -16,10 +16,10 @@ use hyper::service::service_fn;
 use hyper::{Request, Response, Version};
 use hyper_util::rt::TokioIo;
 use hyper_util::server::conn::auto;
-use tickless::hyper_rt::{TicklessExecutor, TicklessIo, TicklessTimer};
 use tickless::net::{serve_per_core, Server, TcpStream};
 use tickless::time::timeout;
 use tickless::{spawn_local, Builder, Runtime};
+use tickless_http::hyper_rt::{TicklessExecutor, TicklessIo, TicklessTimer};
 use tokio_util::codec::{Framed, LinesCodec};
 
 fn localhost() -> SocketAddr {
@@ -42,7 +42,7 @@ async fn hello(req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallib
 /// Which adapter hands the streams to hyper.
 #[derive(Debug, Clone, Copy)]
 enum Adapter {
-    /// `tickless::hyper_rt::TicklessIo`.
+    /// `tickless_http::hyper_rt::TicklessIo`.
     Tickless,
     /// hyper-util's `TokioIo`, through the `tokio-io` feature.
     Tokio,

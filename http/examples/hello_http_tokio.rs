@@ -2,7 +2,7 @@
 //! the baseline `benches/scripts/http_load.sh` compares tickless with.
 //!
 //! ```text
-//! cargo run --release -p tickless --example hello_http_tokio -- [PORT] [--threads N]
+//! cargo run --release -p tickless-http --example hello_http_tokio -- [PORT] [--threads N]
 //! ```
 //!
 //! The port comes from the first argument, else `$PORT`, else 3000; the number of worker

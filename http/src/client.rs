@@ -9,7 +9,7 @@ use hyper::body::Body;
 use hyper_util::client::legacy::connect::{Connected, Connection};
 
 use crate::hyper_rt::{SendExecutor, TicklessIo, TicklessTimer};
-use crate::net::TcpStream;
+use tickless::net::TcpStream;
 
 /// hyper-util's legacy `Client` with tickless's [`Connector`]: what [`client`] makes.
 ///
@@ -20,7 +20,7 @@ use crate::net::TcpStream;
 /// ```
 /// use bytes::Bytes;
 /// use http_body_util::Full;
-/// use tickless::http::Client;
+/// use tickless_http::Client;
 ///
 /// #[derive(Clone)]
 /// struct Api {
@@ -29,7 +29,7 @@ use crate::net::TcpStream;
 /// }
 ///
 /// let api = Api {
-///     http: tickless::http::client(),
+///     http: tickless_http::client(),
 ///     base: http::Uri::from_static("http://127.0.0.1:3000"),
 /// };
 /// let _per_task = api.clone();
@@ -54,7 +54,7 @@ pub type Client<B> = hyper_util::client::legacy::Client<Connector, B>;
 /// use http_body_util::{BodyExt, Empty};
 ///
 /// # tickless::Runtime::new()?.block_on(async {
-/// let client = tickless::http::client::<Empty<Bytes>>();
+/// let client = tickless_http::client::<Empty<Bytes>>();
 /// let res = client.get("http://127.0.0.1:3000/".parse().unwrap()).await.unwrap();
 /// println!("{}: {:?}", res.status(), res.into_body().collect().await.unwrap().to_bytes());
 /// # });
@@ -86,8 +86,8 @@ where
 /// use bytes::Bytes;
 /// use http_body_util::Empty;
 /// use hyper_util::client::legacy::Client;
-/// use tickless::http::Connector;
-/// use tickless::hyper_rt::TicklessExecutor;
+/// use tickless_http::Connector;
+/// use tickless_http::hyper_rt::TicklessExecutor;
 ///
 /// let client: Client<Connector, Empty<Bytes>> =
 ///     Client::builder(TicklessExecutor).http2_only(true).build(Connector);
@@ -116,7 +116,7 @@ impl tower_service::Service<http::Uri> for Connector {
             // `TcpStream::connect`'s future is not `Send` (the resolver hook's boxed future is
             // not), so the connect runs as a task of this core, and this future, `Send`, awaits
             // its handle.
-            let stream = crate::spawn_local(TcpStream::connect((host, port))).await??;
+            let stream = tickless::spawn_local(TcpStream::connect((host, port))).await??;
             stream.set_nodelay(true)?;
             Ok(ClientStream(TicklessIo::new(stream)))
         })
@@ -136,7 +136,7 @@ impl ClientStream {
     /// # Examples
     ///
     /// ```
-    /// use tickless::http::Connector;
+    /// use tickless_http::Connector;
     /// use tickless::net::TcpListener;
     /// use tower::ServiceExt;
     ///
@@ -161,7 +161,7 @@ impl ClientStream {
     ///
     /// ```
     /// use futures_lite::{AsyncReadExt, AsyncWriteExt};
-    /// use tickless::http::Connector;
+    /// use tickless_http::Connector;
     /// use tickless::net::TcpListener;
     /// use tower::ServiceExt;
     ///

@@ -1,11 +1,11 @@
-//! hyper's runtime traits on tickless (feature `hyper`): [`TicklessTimer`] puts hyper's own
+//! hyper's runtime traits on tickless: [`TicklessTimer`] puts hyper's own
 //! timeouts (HTTP/1 header read and keep-alive, HTTP/2 keep-alive pings) on the core's timer
 //! wheel, [`TicklessExecutor`] spawns hyper's background tasks (HTTP/2 streams and the
 //! connection's driver) on the current core, and [`TicklessIo`] gives hyper a tickless stream.
 //!
-//! Two ways to hand hyper a [`TcpStream`](crate::net::TcpStream): [`TicklessIo`], which needs
-//! no hyper-util, or hyper-util's `TokioIo` with the `tokio-io` feature, as for any tokio-io
-//! library. They behave the same and cost the same: both let the stream read straight into
+//! Two ways to hand hyper a [`TcpStream`](tickless::net::TcpStream): [`TicklessIo`], which needs
+//! no hyper-util, or hyper-util's `TokioIo` (tickless's `tokio-io` feature, which this crate
+//! turns on), as for any tokio-io library. They behave the same and cost the same: both let the stream read straight into
 //! hyper's uninitialised buffer, with no zeroing and no copy.
 //!
 //! # Examples
@@ -21,7 +21,7 @@
 //! use http_body_util::Full;
 //! use hyper::{service::service_fn, Request, Response};
 //! use hyper_util::server::conn::auto;
-//! use tickless::hyper_rt::{TicklessExecutor, TicklessIo, TicklessTimer};
+//! use tickless_http::hyper_rt::{TicklessExecutor, TicklessIo, TicklessTimer};
 //!
 //! async fn hello(_: Request<hyper::body::Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
 //!     Ok(Response::new(Full::new(Bytes::from_static(b"Hello, world!"))))
@@ -56,15 +56,15 @@ use std::time::{Duration, Instant};
 
 use futures_io::AsyncWrite;
 
-use crate::time::{self, Sleep};
+use tickless::time::{self, Sleep};
 
 /// hyper's [`Executor`](hyper::rt::Executor) on tickless: spawns on the current core with
-/// [`spawn_local`](crate::spawn_local), so hyper's futures need not be `Send` (HTTP/2 included).
+/// [`spawn_local`](tickless::spawn_local), so hyper's futures need not be `Send` (HTTP/2 included).
 ///
 /// hyper calls it from the connection's task, so the tasks it spawns run on the core that
 /// accepted the connection, next to the connection's I/O objects. Being `spawn_local` tasks,
 /// those spawned on core 0 keep its `block_on` to their thread while they live (see
-/// [`Runtime`](crate::Runtime#moving-it-between-threads)); `tickless::http::client`'s client
+/// [`Runtime`](tickless::Runtime)(tickless::Runtime#moving-it-between-threads)); `tickless_http::client`'s client
 /// spawns its connections as `Send` tasks instead, so that it moves between threads.
 ///
 /// # Panics
@@ -77,7 +77,7 @@ use crate::time::{self, Sleep};
 /// use std::cell::Cell;
 /// use std::rc::Rc;
 /// use hyper::rt::Executor;
-/// use tickless::hyper_rt::TicklessExecutor;
+/// use tickless_http::hyper_rt::TicklessExecutor;
 ///
 /// // What hyper's HTTP/2 builders are given, to spawn their tasks with.
 /// let _http2 = hyper::server::conn::http2::Builder::new(TicklessExecutor);
@@ -103,30 +103,26 @@ where
 {
     fn execute(&self, future: F) {
         // Detached: hyper keeps its own handles (channels) to what it spawns.
-        drop(crate::spawn_local(future));
+        drop(tickless::spawn_local(future));
     }
 }
 
-/// hyper's executor for `Send` futures, for hyper-util's client ([`crate::http::client`]): each
+/// hyper's executor for `Send` futures, for hyper-util's client ([`crate::client`]): each
 /// future a task of the calling core, as with [`TicklessExecutor`], but a `Send` one, so that
 /// the connections a client pools on core 0 do not tie core 0 to one thread (a runtime whose
-/// core 0 holds a `spawn_local` task cannot move: see [`Runtime`](crate::Runtime)).
-#[cfg(feature = "http")]
+/// core 0 holds a `spawn_local` task cannot move: see [`Runtime`](tickless::Runtime)(tickless::Runtime)).
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct SendExecutor;
 
-#[cfg(feature = "http")]
 impl<F> hyper::rt::Executor<F> for SendExecutor
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
     fn execute(&self, future: F) {
-        // Detached, as above; never placed on another core (it follows no accept).
-        let spawned = crate::context::with_current(|core| {
-            drop(crate::task::spawn_on(core, future));
-        });
-        spawned.expect(crate::context::NO_RUNTIME);
+        // Detached, as above; on this core (a handle's spawn is never placed elsewhere, as
+        // `tickless::spawn` may place the task a connection's accept makes).
+        drop(tickless::Handle::current().spawn(future));
     }
 }
 
@@ -145,7 +141,7 @@ where
 /// ```
 /// use std::time::Duration;
 /// use hyper::rt::Timer;
-/// use tickless::hyper_rt::TicklessTimer;
+/// use tickless_http::hyper_rt::TicklessTimer;
 ///
 /// let mut http1 = hyper::server::conn::http1::Builder::new();
 /// http1.timer(TicklessTimer).header_read_timeout(Duration::from_secs(5));
@@ -197,7 +193,7 @@ impl Future for TicklessSleep {
 
 impl hyper::rt::Sleep for TicklessSleep {}
 
-/// A tickless stream (a [`TcpStream`](crate::net::TcpStream), its read half, a `UnixStream`, a
+/// A tickless stream (a [`TcpStream`](tickless::net::TcpStream), its read half, a `UnixStream`, a
 /// pipe) as hyper's [`Read`](hyper::rt::Read) and [`Write`](hyper::rt::Write): what
 /// hyper-util's `TokioIo` is for tokio streams.
 ///
@@ -211,7 +207,7 @@ impl hyper::rt::Sleep for TicklessSleep {}
 ///
 /// ```no_run
 /// use hyper::service::service_fn;
-/// use tickless::hyper_rt::TicklessIo;
+/// use tickless_http::hyper_rt::TicklessIo;
 /// # async fn f(stream: tickless::net::TcpStream) {
 /// # async fn hello(_: hyper::Request<hyper::body::Incoming>)
 /// #     -> Result<hyper::Response<String>, std::convert::Infallible> { todo!() }
@@ -237,7 +233,7 @@ impl<T> TicklessIo<T> {
     /// use std::convert::Infallible;
     /// use futures_lite::{AsyncReadExt, AsyncWriteExt};
     /// use hyper::{server::conn::http1, service::service_fn, Request, Response};
-    /// use tickless::hyper_rt::TicklessIo;
+    /// use tickless_http::hyper_rt::TicklessIo;
     /// use tickless::net::{TcpListener, TcpStream};
     ///
     /// let rt = tickless::Builder::new().cores(1).build()?;
@@ -268,7 +264,7 @@ impl<T> TicklessIo<T> {
     /// # Examples
     ///
     /// ```
-    /// use tickless::hyper_rt::TicklessIo;
+    /// use tickless_http::hyper_rt::TicklessIo;
     /// use tickless::net::{TcpListener, TcpStream};
     ///
     /// let rt = tickless::Builder::new().cores(1).build()?;
@@ -292,7 +288,7 @@ impl<T> TicklessIo<T> {
     ///
     /// ```
     /// use futures_lite::{AsyncReadExt, AsyncWriteExt};
-    /// use tickless::hyper_rt::TicklessIo;
+    /// use tickless_http::hyper_rt::TicklessIo;
     /// use tickless::net::{TcpListener, TcpStream};
     ///
     /// let rt = tickless::Builder::new().cores(1).build()?;
@@ -317,7 +313,7 @@ impl<T> TicklessIo<T> {
     /// # Examples
     ///
     /// ```
-    /// use tickless::hyper_rt::TicklessIo;
+    /// use tickless_http::hyper_rt::TicklessIo;
     /// use tickless::net::{TcpListener, TcpStream};
     ///
     /// let rt = tickless::Builder::new().cores(1).build()?;

@@ -5,8 +5,8 @@
 //! The names and behaviour are `tower::timeout`'s (tower 0.5): [`Timeout::new`],
 //! [`TimeoutLayer::new`], an error type `BoxError` and an `Elapsed` to test it against, so a
 //! port changes the `use` line: `tower::timeout::TimeoutLayer` becomes
-//! `tickless::tower::timeout::TimeoutLayer`, and `error.is::<tower::timeout::error::Elapsed>()`
-//! becomes `error.is::<tickless::tower::timeout::error::Elapsed>()`. tower's timer is tokio's,
+//! `tickless_http::tower::timeout::TimeoutLayer`, and `error.is::<tower::timeout::error::Elapsed>()`
+//! stays as it is: [`error::Elapsed`] is tower's own type. tower's timer is tokio's,
 //! which panics on a tickless core without the tokio context; this one is a
 //! [`time::Sleep`] on the core's wheel, registered only when the service's
 //! future is not ready at its first poll (which tower's, checking its deadline first, always
@@ -21,7 +21,7 @@
 //! use std::convert::Infallible;
 //! use std::time::Duration;
 //!
-//! use tickless::tower::timeout::{error::Elapsed, TimeoutLayer};
+//! use tickless_http::tower::timeout::{error::Elapsed, TimeoutLayer};
 //! use tower::{service_fn, ServiceBuilder, ServiceExt};
 //!
 //! async fn slow(_: ()) -> Result<&'static str, Infallible> {
@@ -49,7 +49,7 @@ use std::time::Duration;
 use tower_layer::Layer;
 use tower_service::Service;
 
-use crate::time;
+use tickless::time;
 
 /// The error of a [`Timeout`] service: the service's own error, or [`error::Elapsed`], boxed
 /// (tower's `BoxError`).
@@ -60,7 +60,7 @@ use crate::time;
 ///
 /// ```
 /// use http::StatusCode;
-/// use tickless::tower::timeout::{error::Elapsed, BoxError};
+/// use tickless_http::tower::timeout::{error::Elapsed, BoxError};
 ///
 /// fn status_of(err: &BoxError) -> StatusCode {
 ///     if err.is::<Elapsed>() {
@@ -75,41 +75,26 @@ use crate::time;
 /// ```
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-/// The error a request that timed out fails with.
+/// The error a request that timed out fails with: tower's own.
 pub mod error {
-    use std::fmt;
-
     /// The timeout elapsed before the service's response was ready: tower's
-    /// `timeout::error::Elapsed`.
+    /// `tower::timeout::error::Elapsed` itself (re-exported, not a look-alike), so that a
+    /// `HandleErrorLayer` function written for tower, `err.is::<tower::timeout::error::Elapsed>()`,
+    /// recognises this middleware's timeouts too.
     ///
     /// # Examples
     ///
-    /// It comes boxed; `downcast_ref` or `is` finds it:
+    /// It comes boxed; `downcast_ref` or `is` finds it, under either name:
     ///
     /// ```
-    /// use tickless::tower::timeout::{error::Elapsed, BoxError};
+    /// use tickless_http::tower::timeout::{error::Elapsed, BoxError};
     ///
     /// let err: BoxError = Elapsed::new().into();
-    /// assert_eq!(err.downcast_ref::<Elapsed>(), Some(&Elapsed::new()));
+    /// assert!(err.downcast_ref::<Elapsed>().is_some());
+    /// assert!(err.is::<tower::timeout::error::Elapsed>()); // the same type
     /// assert_eq!(err.to_string(), "request timed out");
     /// ```
-    #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-    pub struct Elapsed(());
-
-    impl Elapsed {
-        /// The error.
-        pub const fn new() -> Elapsed {
-            Elapsed(())
-        }
-    }
-
-    impl fmt::Display for Elapsed {
-        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.pad("request timed out")
-        }
-    }
-
-    impl std::error::Error for Elapsed {}
+    pub use tower::timeout::error::Elapsed;
 }
 
 /// Applies [`Timeout`] to a service.
@@ -120,7 +105,7 @@ pub mod error {
 /// use std::convert::Infallible;
 /// use std::time::Duration;
 ///
-/// use tickless::tower::timeout::TimeoutLayer;
+/// use tickless_http::tower::timeout::TimeoutLayer;
 /// use tower::{service_fn, Layer, ServiceExt};
 ///
 /// let rt = tickless::Builder::new().start_paused(true).build()?;
@@ -160,7 +145,7 @@ impl<S> Layer<S> for TimeoutLayer {
 /// ```
 /// use std::time::Duration;
 ///
-/// use tickless::tower::timeout::{error::Elapsed, Timeout};
+/// use tickless_http::tower::timeout::{error::Elapsed, Timeout};
 /// use tower::{service_fn, ServiceExt};
 ///
 /// let rt = tickless::Builder::new().start_paused(true).build()?;
@@ -220,7 +205,7 @@ pin_project_lite::pin_project! {
     /// use std::convert::Infallible;
     /// use std::time::Duration;
     ///
-    /// use tickless::tower::timeout::{error::Elapsed, ResponseFuture, Timeout};
+    /// use tickless_http::tower::timeout::{error::Elapsed, ResponseFuture, Timeout};
     /// use tower::{service_fn, Service, ServiceExt};
     ///
     /// let rt = tickless::Builder::new().start_paused(true).build()?;

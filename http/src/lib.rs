@@ -1,10 +1,11 @@
-//! HTTP serving and a client on tickless's cores (feature `http`): what `axum::serve` and
-//! hyper-util's `Client` are on tokio, with hyper on the core that accepted the connection,
-//! hyper's timers on that core's wheel, and no tokio runtime.
+//! HTTP on tickless, the thread-per-core runtime (which itself has no HTTP dependency): what
+//! `axum::serve` and hyper-util's `Client` are on tokio, with hyper on the core that accepted
+//! the connection, hyper's timers on that core's wheel, and no tokio runtime.
 //!
-//! - [`serve`] serves any tower `Service` (an axum `Router` included) on every core of a
+//! - [`serve`] serves any tower `Service` (an axum `Router` included), or a make-service
+//!   called with each connection's address ([`ConnService`]), on every core of a
 //!   [`Runtime`], given the runtime: it returns the [`Server`] that
-//!   [`serve_per_core`](crate::net::serve_per_core) returns.
+//!   [`serve_per_core`](tickless::net::serve_per_core) returns.
 //! - [`run`] does the same from inside the runtime (`#[tickless::main] async fn main`), as
 //!   `axum::serve(listener, app).await` does on tokio: its future ends when the
 //!   [graceful shutdown](Run::with_graceful_shutdown) it is given has finished.
@@ -12,6 +13,8 @@
 //! - [`client`] is hyper-util's `Client` over tickless streams ([`Connector`]).
 //! - [`on_core`] runs an upgraded connection (a WebSocket) on the core that served its request,
 //!   where axum's `WebSocketUpgrade::on_upgrade` would run it on tokio's thread.
+//! - [`tower`] has tower-http's and tower's timeout layers with their timers on the core's
+//!   wheel; [`hyper_rt`], hyper's runtime traits on tickless, for serving with hyper directly.
 //!
 //! # What serving does
 //!
@@ -21,7 +24,7 @@
 //! or HTTP/2 when it opens with HTTP/2's preface (prior knowledge, what gRPC clients speak), as
 //! with axum; HTTP/1.1 upgrades and HTTP/2's extended CONNECT (WebSockets) are served. hyper's
 //! background tasks run on the connection's core, and its timers are
-//! [`time::Sleep`](crate::time::Sleep)s on that core's wheel.
+//! [`time::Sleep`](tickless::time::Sleep)s on that core's wheel.
 //!
 //! A graceful shutdown ([`Server::shutdown`], or the end of [`Run`]'s signal) closes every
 //! core's listener, lets each request in flight finish and closes idle keep-alive connections at
@@ -42,7 +45,7 @@
 //! #[tickless::main]
 //! async fn main() -> std::io::Result<()> {
 //!     let app = axum::Router::new().route("/", axum::routing::get(|| async { "hello" }));
-//!     tickless::http::run("127.0.0.1:3000", app)
+//!     tickless_http::run("127.0.0.1:3000", app)
 //!         .with_graceful_shutdown(async { tickless::signal::ctrl_c().await.unwrap() })
 //!         .await
 //! }
@@ -62,10 +65,10 @@
 //! let hello = tower::service_fn(|_req: Request<hyper::body::Incoming>| async {
 //!     Ok::<_, Infallible>(Response::new(Full::<Bytes>::from("hello")))
 //! });
-//! let server = tickless::http::serve(&rt, "127.0.0.1:0".parse().unwrap(), hello)?;
+//! let server = tickless_http::serve(&rt, "127.0.0.1:0".parse().unwrap(), hello)?;
 //! let uri = format!("http://{}/", server.local_addr());
 //! rt.block_on(async {
-//!     let client = tickless::http::client::<Empty<Bytes>>();
+//!     let client = tickless_http::client::<Empty<Bytes>>();
 //!     let res = client.get(uri.parse().unwrap()).await.unwrap();
 //!     let body = res.into_body().collect().await.unwrap().to_bytes();
 //!     assert_eq!(body, "hello");
@@ -76,29 +79,32 @@
 
 mod body;
 mod client;
+mod connect;
+mod head;
+pub mod hyper_rt;
+pub mod tower;
 mod upgrade;
 
 use std::fmt;
 use std::future::{Future, IntoFuture};
 use std::io;
+use std::marker::PhantomData;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::pin::Pin;
-use std::task::Poll;
 use std::time::Duration;
 
-use http::{Request, Response};
-use hyper::body::{Body, Incoming};
 use hyper_util::server::conn::auto;
 use hyper_util::service::TowerToHyperService;
-use tower_service::Service;
 
 use crate::hyper_rt::{TicklessExecutor, TicklessIo, TicklessTimer};
-use crate::net::{ConnInfo, Serve, Server, TcpStream};
-use crate::serve::Bound;
-use crate::{Handle, Runtime};
+use tickless::__private::Bound;
+use tickless::net::{Serve, Server};
+use tickless::{Handle, Runtime};
 
 use body::Respond;
 pub use client::{client, Client, ClientStream, Connector};
+pub use connect::{ConnService, MakeService, RequestService};
+use head::Rewind;
 pub use upgrade::{on_core, OnCore};
 
 /// What tower and hyper box their errors as.
@@ -106,7 +112,7 @@ pub use upgrade::{on_core, OnCore};
 /// # Examples
 ///
 /// ```
-/// use tickless::http::BoxError;
+/// use tickless_http::BoxError;
 ///
 /// fn parse_port(s: &str) -> Result<u16, BoxError> {
 ///     Ok(s.parse::<u16>()?) // any `Error + Send + Sync` converts with `?`
@@ -134,20 +140,16 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// #     Ok::<_, Infallible>(http::Response::new(http_body_util::Empty::<bytes::Bytes>::new()))
 /// # });
 /// let rt = tickless::Runtime::new()?; // one core per CPU
-/// let server = tickless::http::serve(&rt, "0.0.0.0:3000".parse().unwrap(), app)?;
+/// let server = tickless_http::serve(&rt, "0.0.0.0:3000".parse().unwrap(), app)?;
 /// rt.block_on(async {
 ///     tickless::signal::ctrl_c().await?;
 ///     server.shutdown(std::time::Duration::from_secs(10)).await
 /// })?;
 /// # std::io::Result::Ok(())
 /// ```
-pub fn serve<S, B>(rt: &Runtime, addr: SocketAddr, service: S) -> io::Result<Server>
+pub fn serve<S, M>(rt: &Runtime, addr: SocketAddr, service: S) -> io::Result<Server>
 where
-    S: Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
-    S::Future: 'static,
-    S::Error: Into<BoxError>,
-    B: Body + 'static,
-    B::Error: Into<BoxError>,
+    S: ConnService<M>,
 {
     Http::new().serve(rt, addr, service)
 }
@@ -175,10 +177,10 @@ where
 ///     let hello = tower::service_fn(|_req: Request<hyper::body::Incoming>| async {
 ///         Ok::<_, Infallible>(Response::new(Full::<Bytes>::from("hello")))
 ///     });
-///     let run = tickless::http::run("127.0.0.1:0", hello);
+///     let run = tickless_http::run("127.0.0.1:0", hello);
 ///     let uri = format!("http://{}/", run.local_addr()?);
 ///     let client = tickless::spawn(async move {
-///         let client = tickless::http::client::<Empty<Bytes>>();
+///         let client = tickless_http::client::<Empty<Bytes>>();
 ///         let res = client.get(uri.parse().unwrap()).await.unwrap();
 ///         res.into_body().collect().await.unwrap().to_bytes()
 ///     });
@@ -194,14 +196,10 @@ where
 /// # Panics
 ///
 /// Outside a tickless runtime.
-pub fn run<A, S, B>(addr: A, service: S) -> Run<S>
+pub fn run<A, S, M>(addr: A, service: S) -> Run<S, M>
 where
     A: ToSocketAddrs,
-    S: Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
-    S::Future: 'static,
-    S::Error: Into<BoxError>,
-    B: Body + 'static,
-    B::Error: Into<BoxError>,
+    S: ConnService<M>,
 {
     Http::new().run(addr, service)
 }
@@ -218,7 +216,7 @@ where
 /// # });
 ///
 /// let rt = tickless::Runtime::new()?;
-/// let server = tickless::http::Http::new()
+/// let server = tickless_http::Http::new()
 ///     .header_read_timeout(Duration::from_secs(30))
 ///     .request_timeout(Duration::from_secs(10))
 ///     .serve(&rt, "0.0.0.0:3000".parse().unwrap(), app)?;
@@ -248,7 +246,7 @@ impl Http {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use tickless::http::Http;
+    /// use tickless_http::Http;
     /// # use std::convert::Infallible;
     /// # let hello = tower::service_fn(|_: http::Request<hyper::body::Incoming>| async {
     /// #     let body = http_body_util::Full::<bytes::Bytes>::from("hello");
@@ -256,7 +254,7 @@ impl Http {
     /// # });
     ///
     /// let rt = tickless::Builder::new().cores(2).build()?;
-    /// // What `tickless::http::serve(&rt, addr, hello)` does:
+    /// // What `tickless_http::serve(&rt, addr, hello)` does:
     /// let server = Http::new().serve(&rt, "127.0.0.1:0".parse().unwrap(), hello)?;
     /// rt.block_on(server.shutdown(Duration::from_secs(5)))?;
     /// # std::io::Result::Ok(())
@@ -269,12 +267,23 @@ impl Http {
         }
     }
 
-    /// Closes a connection whose first byte has not arrived `timeout` after it was accepted,
-    /// and an HTTP/1 connection whose next request's head has not arrived `timeout` after the
-    /// previous response (hyper's `header_read_timeout`, which is also the keep-alive timeout
-    /// of an idle connection). The timers are sleeps on the core's wheel: an insert and a
-    /// cancel per connection and per request, no system call. Default: none, as `axum::serve`
-    /// (hyper's own default, with a timer set, is 30 s).
+    /// Closes a connection whose opening has not arrived `timeout` after it was accepted: the
+    /// bytes that choose the protocol and the whole first request head on HTTP/1.1, the
+    /// preface and the first frame (the client's SETTINGS) on HTTP/2; and an HTTP/1
+    /// connection whose next request's head has not arrived `timeout` after the previous
+    /// response (hyper's `header_read_timeout`, which is also the keep-alive timeout of an
+    /// idle connection). A client that sends one byte, half a head, or the preface and half a
+    /// SETTINGS frame, and stops, is disconnected at the timeout. The timers are sleeps on the
+    /// core's wheel: an insert and a cancel per connection and per request, no system call.
+    /// Default: none, as `axum::serve` (hyper's own default, with a timer set, is 30 s).
+    ///
+    /// # Implementation
+    ///
+    /// hyper-util's `auto` builder reads up to 24 bytes to tell HTTP/2's preface from HTTP/1
+    /// before hyper's header timer starts, and hyper's HTTP/2 has no header timer. So, with
+    /// the setting, the connection's task reads the opening itself (up to 16 KiB of an HTTP/1
+    /// head; hyper's own timer times the rest of a longer one), and hands it to hyper in front
+    /// of the stream. Without it, hyper reads the stream directly.
     ///
     /// # Examples
     ///
@@ -284,7 +293,7 @@ impl Http {
     /// ```
     /// use std::time::Duration;
     /// use futures_lite::AsyncReadExt;
-    /// use tickless::http::Http;
+    /// use tickless_http::Http;
     /// # use std::convert::Infallible;
     /// # let hello = tower::service_fn(|_: http::Request<hyper::body::Incoming>| async {
     /// #     let body = http_body_util::Full::<bytes::Bytes>::from("hello");
@@ -311,7 +320,7 @@ impl Http {
 
     /// Answers `408 Request Timeout` (with an empty body) to a request whose response is not
     /// ready `timeout` after the request's head arrived, dropping the service's future: as
-    /// [`tower::TimeoutLayer`](crate::tower::TimeoutLayer) placed around the whole service, for
+    /// [`tower::TimeoutLayer`] placed around the whole service, for
     /// any body type. A response that is ready at its first poll costs no timer. Default: none.
     ///
     /// # Examples
@@ -326,7 +335,7 @@ impl Http {
     /// use bytes::Bytes;
     /// use http::{Request, Response, StatusCode};
     /// use http_body_util::{Empty, Full};
-    /// use tickless::http::Http;
+    /// use tickless_http::Http;
     ///
     /// let rt = tickless::Builder::new().cores(1).start_paused(true).build()?;
     /// let slow = tower::service_fn(|_req: Request<hyper::body::Incoming>| async {
@@ -338,7 +347,7 @@ impl Http {
     ///     .serve(&rt, "127.0.0.1:0".parse().unwrap(), slow)?;
     /// let uri = format!("http://{}/", server.local_addr());
     /// rt.block_on(async {
-    ///     let client = tickless::http::client::<Empty<Bytes>>();
+    ///     let client = tickless_http::client::<Empty<Bytes>>();
     ///     let res = client.get(uri.parse().unwrap()).await.unwrap();
     ///     assert_eq!(res.status(), StatusCode::REQUEST_TIMEOUT);
     ///     server.shutdown(Duration::from_secs(5)).await
@@ -357,7 +366,7 @@ impl Http {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use tickless::http::Http;
+    /// use tickless_http::Http;
     /// # use std::convert::Infallible;
     /// # let hello = tower::service_fn(|_: http::Request<hyper::body::Incoming>| async {
     /// #     let body = http_body_util::Full::<bytes::Bytes>::from("hello");
@@ -393,7 +402,7 @@ impl Http {
     /// use bytes::Bytes;
     /// use http::{Request, Response};
     /// use http_body_util::{BodyExt, Empty, Full};
-    /// use tickless::http::Http;
+    /// use tickless_http::Http;
     ///
     /// let rt = tickless::Builder::new().cores(2).build()?;
     /// let hello = tower::service_fn(|_req: Request<hyper::body::Incoming>| async {
@@ -404,24 +413,20 @@ impl Http {
     ///     .serve(&rt, "127.0.0.1:0".parse().unwrap(), hello)?;
     /// let uri = format!("http://{}/", server.local_addr());
     /// rt.block_on(async {
-    ///     let client = tickless::http::client::<Empty<Bytes>>();
+    ///     let client = tickless_http::client::<Empty<Bytes>>();
     ///     let res = client.get(uri.parse().unwrap()).await.unwrap();
     ///     assert_eq!(res.into_body().collect().await.unwrap().to_bytes(), "hello");
     ///     server.shutdown(Duration::from_secs(5)).await
     /// })?;
     /// # std::io::Result::Ok(())
     /// ```
-    pub fn serve<S, B>(&self, rt: &Runtime, addr: SocketAddr, service: S) -> io::Result<Server>
+    pub fn serve<S, M>(&self, rt: &Runtime, addr: SocketAddr, service: S) -> io::Result<Server>
     where
-        S: Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
-        S::Future: 'static,
-        S::Error: Into<BoxError>,
-        B: Body + 'static,
-        B::Error: Into<BoxError>,
+        S: ConnService<M>,
     {
-        let bound = self.serve.clone_for(addr).bind(rt.cores())?;
+        let bound = Bound::bind(&self.serve, addr, rt.cores())?;
         let handles = (0..rt.cores()).map(|core| rt.handle(core)).collect();
-        Ok(self.start(addr, bound, handles, service))
+        Ok(self.start(bound, handles, service))
     }
 
     /// Serves `service` over HTTP on every core of the runtime running the caller, listening on
@@ -435,7 +440,7 @@ impl Http {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use tickless::http::Http;
+    /// use tickless_http::Http;
     /// # use std::convert::Infallible;
     /// # let hello = tower::service_fn(|_: http::Request<hyper::body::Incoming>| async {
     /// #     let body = http_body_util::Full::<bytes::Bytes>::from("hello");
@@ -452,26 +457,23 @@ impl Http {
     /// })?;
     /// # std::io::Result::Ok(())
     /// ```
-    pub fn run<A, S, B>(&self, addr: A, service: S) -> Run<S>
+    pub fn run<A, S, M>(&self, addr: A, service: S) -> Run<S, M>
     where
         A: ToSocketAddrs,
-        S: Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
-        S::Future: 'static,
-        S::Error: Into<BoxError>,
-        B: Body + 'static,
-        B::Error: Into<BoxError>,
+        S: ConnService<M>,
     {
         let handles = Handle::all_current().expect(
-            "tickless::http::run outside a tickless runtime: call it from a task (in \
-             `#[tickless::main] async fn main`), or use tickless::http::serve(&rt, ..)",
+            "tickless_http::run outside a tickless runtime: call it from a task (in \
+             `#[tickless::main] async fn main`), or use tickless_http::serve(&rt, ..)",
         );
-        let bound = bind_first(addr, |addr| self.serve.clone_for(addr).bind(handles.len()));
+        let bound = bind_first(addr, |addr| Bound::bind(&self.serve, addr, handles.len()));
         Run {
             http: self.clone(),
             bound: bound.map(|bound| (bound, handles)),
             service,
             signal: None,
             grace: None,
+            kind: PhantomData,
         }
     }
 
@@ -487,59 +489,39 @@ impl Http {
     }
 
     /// Starts serving on the listeners `bound` for the cores of `handles`.
-    fn start<S, B>(
-        &self,
-        addr: SocketAddr,
-        bound: Bound,
-        handles: Vec<Handle>,
-        service: S,
-    ) -> Server
+    fn start<S, M>(&self, bound: Bound, handles: Vec<Handle>, service: S) -> Server
     where
-        S: Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
-        S::Future: 'static,
-        S::Error: Into<BoxError>,
-        B: Body + 'static,
-        B::Error: Into<BoxError>,
+        S: ConnService<M>,
     {
         let http = self.builder();
-        let service = Respond::new(service, self.request_timeout);
-        let first_byte = self.header_read_timeout;
-        self.serve
-            .clone_for(addr)
-            .start_bound(bound, handles, move |stream, conn| {
-                let http = http.clone();
-                let service = TowerToHyperService::new(service.clone());
-                async move {
-                    if let Some(limit) = first_byte {
-                        if !first_byte_within(&stream, limit, &conn).await {
-                            return;
-                        }
-                    }
-                    let served =
-                        http.serve_connection_with_upgrades(TicklessIo::new(stream), service);
-                    // A client that resets or goes away is an ordinary end of a connection.
-                    let _ordinary_end = conn.graceful(served, |c| c.graceful_shutdown()).await;
-                }
-            })
+        let request_timeout = self.request_timeout;
+        let head_limit = self.header_read_timeout;
+        bound.start(&self.serve, handles, move |mut stream, conn| {
+            let http = http.clone();
+            let make = service.clone();
+            async move {
+                // The protocol's choice and the first head (HTTP/2: its first frame), timed
+                // here; hyper times the later heads of HTTP/1.
+                let opening = match head_limit {
+                    None => Vec::new(),
+                    Some(limit) => match head::opening_within(&mut stream, limit, &conn).await {
+                        Some(opening) => opening,
+                        None => return,
+                    },
+                };
+                // The connection's service: a clone of a request service, or what a
+                // make-service makes for the peer's address. An error closes the connection.
+                let Ok(service) = make.make(conn.peer_addr()).await else {
+                    return;
+                };
+                let service = TowerToHyperService::new(Respond::new(service, request_timeout));
+                let io = Rewind::new(opening, TicklessIo::new(stream));
+                let served = http.serve_connection_with_upgrades(io, service);
+                // A client that resets or goes away is an ordinary end of a connection.
+                let _ordinary_end = conn.graceful(served, |c| c.graceful_shutdown()).await;
+            }
+        })
     }
-}
-
-/// Waits for a connection's first byte for at most `limit`, or until the server stops: whether
-/// it came. hyper-util's `auto` builder reads the first bytes (to tell HTTP/1 from HTTP/2)
-/// before hyper's header timer starts, so without this a client that connects and says nothing
-/// would hold its connection forever despite [`Http::header_read_timeout`]. Peeking leaves the
-/// byte for hyper; the timer is one insert and cancel per connection.
-async fn first_byte_within(stream: &TcpStream, limit: Duration, conn: &ConnInfo) -> bool {
-    let mut byte = [0u8; 1];
-    let mut first = std::pin::pin!(crate::time::timeout(limit, stream.peek(&mut byte)));
-    let mut stop = std::pin::pin!(conn.shutdown_requested());
-    std::future::poll_fn(|cx| {
-        if let Poll::Ready(came) = first.as_mut().poll(cx) {
-            return Poll::Ready(matches!(came, Ok(Ok(n)) if n > 0));
-        }
-        stop.as_mut().poll(cx).map(|()| false)
-    })
-    .await
 }
 
 /// Binds with `bind` at the first of `addr`'s addresses that works, as tokio's
@@ -564,13 +546,24 @@ fn bind_first<A: ToSocketAddrs>(
 }
 
 /// A shutdown signal.
-type Signal = Pin<Box<dyn Future<Output = ()>>>;
+type Signal = Pin<Box<dyn Future<Output = ()> + Send>>;
 
 /// HTTP served from inside the runtime: made by [`run`], a future once awaited.
 ///
 /// `.await` starts serving and completes with `Ok(())` when the shutdown begun by the
 /// [signal](Self::with_graceful_shutdown) has finished, or with the error that binding the
 /// listeners gave.
+///
+/// Dropping the future stops serving, as dropping `axum::serve`'s stops accepting: the
+/// listeners close, and a graceful shutdown (within the [grace period](Self::grace_period))
+/// lets the requests in flight finish and closes idle connections. So a server run as an
+/// aborted task, or in a `select!` whose other branch won, is gone. A `Run` dropped before
+/// it is awaited has served nothing; its listeners close with it.
+///
+/// It is `Send`, and so is the future it becomes, as `axum::serve`'s: a server may run as a
+/// task of its own, `tickless::spawn(async move { run.await })` (the shape of
+/// `tokio::spawn(async move { axum::serve(listener, app).await })` in axum's tests). `M` says
+/// which kind of [`ConnService`] `S` is; it is inferred.
 ///
 /// # Examples
 ///
@@ -588,14 +581,14 @@ type Signal = Pin<Box<dyn Future<Output = ()>>>;
 /// let taken = std::net::TcpListener::bind("127.0.0.1:0")?;
 /// let rt = tickless::Builder::new().cores(2).build()?;
 /// rt.block_on(async {
-///     let run = tickless::http::run(taken.local_addr().unwrap(), hello);
+///     let run = tickless_http::run(taken.local_addr().unwrap(), hello);
 ///     assert_eq!(run.local_addr().unwrap_err().kind(), ErrorKind::AddrInUse);
 ///     assert_eq!(run.await.unwrap_err().kind(), ErrorKind::AddrInUse);
 /// });
 /// # std::io::Result::Ok(())
 /// ```
 #[must_use = "nothing is served until it is awaited"]
-pub struct Run<S> {
+pub struct Run<S, M> {
     /// The settings.
     http: Http,
     /// The listeners (or why there are none) and the cores to serve them on.
@@ -606,9 +599,11 @@ pub struct Run<S> {
     signal: Option<Signal>,
     /// The grace period; `None` for as long as it takes.
     grace: Option<Duration>,
+    /// Which kind of [`ConnService`] `S` is.
+    kind: PhantomData<fn() -> M>,
 }
 
-impl<S> Run<S> {
+impl<S, M> Run<S, M> {
     /// The address the listeners are bound to (with the port the kernel picked for port 0).
     ///
     /// # Errors
@@ -625,7 +620,7 @@ impl<S> Run<S> {
     /// # });
     /// let rt = tickless::Builder::new().cores(2).build()?;
     /// rt.block_on(async {
-    ///     let run = tickless::http::run("127.0.0.1:0", hello);
+    ///     let run = tickless_http::run("127.0.0.1:0", hello);
     ///     let addr = run.local_addr()?; // bound already, before `.await`
     ///     assert_ne!(addr.port(), 0);
     ///     run.with_graceful_shutdown(async {}).await
@@ -634,7 +629,7 @@ impl<S> Run<S> {
     /// ```
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         match &self.bound {
-            Ok((bound, _)) => Ok(bound.addr),
+            Ok((bound, _)) => Ok(bound.local_addr()),
             Err(e) => Err(io::Error::new(e.kind(), e.to_string())),
         }
     }
@@ -642,7 +637,8 @@ impl<S> Run<S> {
     /// Shuts the server down gracefully when `signal` completes: every core stops accepting,
     /// requests in flight finish, idle connections close; the future then completes. As
     /// axum's `Serve::with_graceful_shutdown`, whose signal `signal::ctrl_c` makes here
-    /// (`async { tickless::signal::ctrl_c().await.unwrap() }`). The signal need not be `Send`.
+    /// (`async { tickless::signal::ctrl_c().await.unwrap() }`). The signal must be `Send`, as
+    /// axum's must, so that the server's future is `Send` (see [`Run`]).
     ///
     /// # Examples
     ///
@@ -659,10 +655,10 @@ impl<S> Run<S> {
     ///
     /// let rt = tickless::Builder::new().cores(2).build()?;
     /// rt.block_on(async {
-    ///     let run = tickless::http::run("127.0.0.1:0", hello);
+    ///     let run = tickless_http::run("127.0.0.1:0", hello);
     ///     let uri: http::Uri = format!("http://{}/", run.local_addr()?).parse().unwrap();
     ///     let requests = tickless::spawn(async move {
-    ///         let client = tickless::http::client::<Empty<Bytes>>();
+    ///         let client = tickless_http::client::<Empty<Bytes>>();
     ///         for _ in 0..2 {
     ///             assert!(client.get(uri.clone()).await.unwrap().status().is_success());
     ///         }
@@ -673,7 +669,7 @@ impl<S> Run<S> {
     /// ```
     pub fn with_graceful_shutdown<F>(mut self, signal: F) -> Self
     where
-        F: Future<Output = ()> + 'static,
+        F: Future<Output = ()> + Send + 'static,
     {
         self.signal = Some(Box::pin(signal));
         self
@@ -694,7 +690,7 @@ impl<S> Run<S> {
     ///
     /// let rt = tickless::Builder::new().cores(2).build()?;
     /// rt.block_on(async {
-    ///     tickless::http::run("127.0.0.1:0", hello)
+    ///     tickless_http::run("127.0.0.1:0", hello)
     ///         .grace_period(Duration::from_secs(10)) // then connections still open are cut
     ///         .with_graceful_shutdown(async {})
     ///         .await
@@ -707,34 +703,61 @@ impl<S> Run<S> {
     }
 }
 
-impl<S, B> IntoFuture for Run<S>
+impl<S, M> IntoFuture for Run<S, M>
 where
-    S: Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
-    S::Future: 'static,
-    S::Error: Into<BoxError>,
-    B: Body + 'static,
-    B::Error: Into<BoxError>,
+    S: ConnService<M>,
 {
     type Output = io::Result<()>;
-    type IntoFuture = Pin<Box<dyn Future<Output = io::Result<()>>>>;
+    type IntoFuture = Pin<Box<dyn Future<Output = io::Result<()>> + Send>>;
 
     fn into_future(self) -> Self::IntoFuture {
         Box::pin(async move {
             let (bound, handles) = self.bound?;
-            let addr = bound.addr;
-            let server = self.http.start(addr, bound, handles, self.service);
+            // No bound: the shutdown's deadline saturates at a year.
+            let grace = self.grace.unwrap_or(Duration::MAX);
+            let core_0 = handles[0].clone();
+            let server = self.http.start(bound, handles, self.service);
+            // Dropped before the signal (the task serving it aborted, a `select!` that took
+            // another branch), the future shuts the server down as the signal would have.
+            let mut serving = StopOnDrop {
+                server: Some(server),
+                grace,
+                core_0,
+            };
             match self.signal {
                 Some(signal) => signal.await,
                 None => std::future::pending().await,
             }
-            // No bound: the shutdown's deadline saturates at a year.
-            let grace = self.grace.unwrap_or(Duration::MAX);
+            let server = serving.server.take().expect("taken once, here");
             server.shutdown(grace).await.map(drop)
         })
     }
 }
 
-impl<S> fmt::Debug for Run<S> {
+/// A server that [`Run`]'s future started, shut down (gracefully, within the grace period) if
+/// the future is dropped while it serves.
+struct StopOnDrop {
+    /// The server, until the signal has come.
+    server: Option<Server>,
+    /// The grace period.
+    grace: Duration,
+    /// A core of the runtime, to run the shutdown on wherever the future is dropped.
+    core_0: Handle,
+}
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        if let Some(server) = self.server.take() {
+            let grace = self.grace;
+            // Detached: the listeners close and the connections finish on their own cores.
+            drop(self.core_0.spawn(async move {
+                let _report = server.shutdown(grace).await;
+            }));
+        }
+    }
+}
+
+impl<S, M> fmt::Debug for Run<S, M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Run")
             .field("local_addr", &self.local_addr().ok())

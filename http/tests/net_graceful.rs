@@ -1,4 +1,4 @@
-//! A graceful shutdown of a hyper server (features `hyper` and `tokio-io`):
+//! A graceful shutdown of a hyper server (tickless-http's `hyper_rt`):
 //! `ConnInfo::graceful` calls hyper's `graceful_shutdown` when `Server::shutdown` begins, so an
 //! idle keep-alive connection (HTTP/1.1 or HTTP/2) closes at once and a request in flight
 //! finishes; without it, an idle connection holds the shutdown until the grace period is over,
@@ -22,10 +22,10 @@ use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper::{Request, Response};
 use hyper_util::server::conn::auto;
-use tickless::hyper_rt::{TicklessExecutor, TicklessIo, TicklessTimer};
 use tickless::net::{serve_per_core, Server, ShutdownReport, TcpStream};
 use tickless::time::{sleep, Instant};
 use tickless::{spawn_local, Builder};
+use tickless_http::hyper_rt::{TicklessExecutor, TicklessIo, TicklessTimer};
 
 /// The shutdown's grace period: far longer than anything the test does.
 const GRACE: Duration = Duration::from_secs(3600);

@@ -22,7 +22,7 @@ use super::ResponseFuture;
 /// signature) writes its 408 with the body type's `Default`, so it compiles only in front of
 /// services whose body has one: not outside tower-http's `TraceLayer` or `CompressionLayer`,
 /// whose bodies have none. This one goes in any position. The timer is the same: a
-/// [`time::Sleep`](crate::time::Sleep) on the core's wheel, registered only if the response is
+/// [`time::Sleep`](tickless::time::Sleep) on the core's wheel, registered only if the response is
 /// not ready at the first poll.
 ///
 /// # Examples
@@ -37,7 +37,7 @@ use super::ResponseFuture;
 /// use http::{Request, Response, StatusCode};
 /// use http_body_util::{BodyExt, StreamBody};
 /// use hyper::body::Frame;
-/// use tickless::tower::AnyBodyTimeoutLayer;
+/// use tickless_http::tower::AnyBodyTimeoutLayer;
 /// use tower::{ServiceBuilder, ServiceExt};
 ///
 /// type Stream = futures_lite::stream::Iter<std::vec::IntoIter<Result<Frame<Bytes>, Infallible>>>;
@@ -79,7 +79,7 @@ impl AnyBodyTimeoutLayer {
     /// ```
     /// use std::time::Duration;
     /// use http::StatusCode;
-    /// use tickless::tower::AnyBodyTimeoutLayer;
+    /// use tickless_http::tower::AnyBodyTimeoutLayer;
     ///
     /// let layer =
     ///     AnyBodyTimeoutLayer::with_status_code(StatusCode::GATEWAY_TIMEOUT, Duration::from_secs(5));
@@ -112,7 +112,7 @@ impl<S> Layer<S> for AnyBodyTimeoutLayer {
 ///
 /// ```
 /// use std::time::Duration;
-/// use tickless::tower::{AnyBodyTimeout, AnyBodyTimeoutLayer};
+/// use tickless_http::tower::{AnyBodyTimeout, AnyBodyTimeoutLayer};
 /// use tower::Layer;
 ///
 /// let svc: AnyBodyTimeout<()> = AnyBodyTimeoutLayer::new(Duration::from_secs(1)).layer(());
@@ -219,7 +219,7 @@ pin_project_lite::pin_project! {
     /// ```
     /// use http_body::Body;
     /// use http_body_util::Full;
-    /// use tickless::tower::OrEmpty;
+    /// use tickless_http::tower::OrEmpty;
     ///
     /// let full = OrEmpty::new(Full::new(bytes::Bytes::from("hi")));
     /// assert_eq!(full.size_hint().exact(), Some(2));
@@ -249,7 +249,7 @@ impl<B> OrEmpty<B> {
     /// # Examples
     ///
     /// ```
-    /// use tickless::tower::OrEmpty;
+    /// use tickless_http::tower::OrEmpty;
     ///
     /// assert_eq!(OrEmpty::new("body").into_inner(), Some("body"));
     /// assert_eq!(OrEmpty::<&str>::empty().into_inner(), None);

@@ -2,14 +2,14 @@
 
 use std::future::Future;
 
-use crate::Handle;
+use tickless::Handle;
 
 /// Wraps an upgrade callback (the one given to axum's `WebSocketUpgrade::on_upgrade`) so that
 /// it runs as a task of the core that serves the request, next to the connection's stream,
 /// whichever thread calls it.
 ///
 /// axum's `on_upgrade` runs its callback with `tokio::spawn`, on a tokio thread (the tokio
-/// context's, [`Builder::tokio_context`](crate::Builder::tokio_context), which axum's
+/// context's, [`Builder::tokio_context`](tickless::Builder::tokio_context), which axum's
 /// `on_upgrade` needs). A tickless stream polled there panics (it belongs to its core), so the
 /// socket would close at once. Wrapped in `on_core`, the callback is handed back to the core
 /// with [`Handle::spawn_pinned`]: the socket's reads, writes and timers are the core's, and
@@ -24,7 +24,7 @@ use crate::Handle;
 /// use axum::extract::ws::{WebSocket, WebSocketUpgrade};
 ///
 /// async fn upgrade(ws: WebSocketUpgrade) -> axum::response::Response {
-///     ws.on_upgrade(tickless::http::on_core(echo)) // was: ws.on_upgrade(echo)
+///     ws.on_upgrade(tickless_http::on_core(echo)) // was: ws.on_upgrade(echo)
 /// }
 ///
 /// async fn echo(mut socket: WebSocket) {
@@ -64,7 +64,7 @@ where
 /// let rt = tickless::Builder::new().cores(2).build()?;
 /// let (ran, where_it_ran) = mpsc::channel();
 /// rt.block_on(async {
-///     let callback = tickless::http::on_core(move |n: u32| async move {
+///     let callback = tickless_http::on_core(move |n: u32| async move {
 ///         let local = Rc::new(n); // the future need not be `Send`
 ///         ran.send((tickless::core_id(), *local)).unwrap();
 ///     });
@@ -79,7 +79,7 @@ where
 /// ```
 #[derive(Debug)]
 #[must_use = "futures do nothing unless awaited"]
-pub struct OnCore(crate::JoinHandle<()>);
+pub struct OnCore(tickless::JoinHandle<()>);
 
 impl Future for OnCore {
     type Output = ();

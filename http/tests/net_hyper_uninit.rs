@@ -1,4 +1,4 @@
-//! `TicklessIo`'s `hyper::rt::Read` (feature `hyper`): the stream reads straight into hyper's
+//! `TicklessIo`'s `hyper::rt::Read` (tickless-http's `hyper_rt`): the stream reads straight into hyper's
 //! uninitialised buffer, through its tokio `AsyncRead`; what hyper is told it got, a short
 //! read, end of file, a full buffer, a reader that cheats, and a request served over a Unix
 //! stream pair.
@@ -17,9 +17,9 @@ use hyper::body::Incoming;
 use hyper::rt::{Read, ReadBuf};
 use hyper::service::service_fn;
 use hyper::{Request, Response};
-use tickless::hyper_rt::TicklessIo;
 use tickless::net::UnixStream;
 use tickless::{spawn_local, Runtime};
+use tickless_http::hyper_rt::TicklessIo;
 
 /// Reads once through hyper's `Read` into `buf`.
 async fn read_once<T: Read + Unpin>(io: &mut T, buf: &mut ReadBuf<'_>) -> io::Result<()> {

@@ -1,4 +1,4 @@
-//! The `tower` feature: tower-http's `TimeoutLayer` and `RequestBodyTimeoutLayer` on the core's
+//! `tickless_http::tower`: tower-http's `TimeoutLayer` and `RequestBodyTimeoutLayer` on the core's
 //! timer wheel. A slow service is answered 408 at its deadline and a fast one passes, each for
 //! the timer operations counted in `Runtime::stats`; a body fails after a gap between frames
 //! longer than the timeout, and not before; and the types are what axum's `Router::layer` asks.
@@ -21,11 +21,11 @@ use http::{Request, Response, StatusCode};
 use http_body::{Body, Frame};
 use http_body_util::{BodyExt, Empty, Full};
 use tickless::time::{sleep, Instant, Sleep};
-use tickless::tower::{
+use tickless::{yield_now, Builder, CoreStats, Runtime};
+use tickless_http::tower::{
     RequestBodyTimeout, RequestBodyTimeoutLayer, ResponseFuture, Timeout, TimeoutBody,
     TimeoutError, TimeoutLayer,
 };
-use tickless::{yield_now, Builder, CoreStats, Runtime};
 use tower::{service_fn, Layer, Service, ServiceBuilder, ServiceExt};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -516,7 +516,7 @@ fn the_types_are_what_axum_asks_for() {
 /// `HandleErrorLayer` to answer; a fast one passes, its error boxed as tower boxes it.
 mod tower_s_timeout {
     use super::*;
-    use tickless::tower::timeout::{error::Elapsed, TimeoutLayer as TowerTimeoutLayer};
+    use tickless_http::tower::timeout::{error::Elapsed, TimeoutLayer as TowerTimeoutLayer};
 
     #[test]
     fn a_slow_service_fails_with_elapsed_at_the_deadline_after_one_timer() -> io::Result<()> {
@@ -539,6 +539,47 @@ mod tower_s_timeout {
         let s = since(&rt, before);
         // The timeout's timer fired; the service's own sleep was cancelled with its future.
         assert_eq!((s.timer_inserts, s.timer_fires, s.timer_cancels), (2, 1, 1));
+        Ok(())
+    }
+
+    /// A `HandleErrorLayer` function written for tower tests for tower's own `Elapsed`: it
+    /// recognises this middleware's timeouts (a look-alike type would answer 500, not 408).
+    #[test]
+    fn the_error_is_tower_s_own_elapsed_and_the_builder_shorthand_gives_it() -> io::Result<()> {
+        use tickless_http::tower::ServiceBuilderExt;
+
+        fn status_of(err: &tower::BoxError) -> StatusCode {
+            if err.is::<tower::timeout::error::Elapsed>() {
+                StatusCode::REQUEST_TIMEOUT
+            } else {
+                StatusCode::INTERNAL_SERVER_ERROR
+            }
+        }
+        let rt = paused()?;
+        let before = rt.stats().total;
+        let (layered, shorthand) = rt.block_on(async {
+            let slow = |_: ()| async {
+                sleep(ms(100)).await;
+                Ok::<_, Infallible>("late")
+            };
+            let layered = ServiceBuilder::new()
+                .layer(TowerTimeoutLayer::new(ms(30)))
+                .service_fn(slow)
+                .oneshot(())
+                .await;
+            let shorthand = ServiceBuilder::new()
+                .tickless_timeout(ms(30))
+                .service_fn(slow)
+                .oneshot(())
+                .await;
+            (layered.unwrap_err(), shorthand.unwrap_err())
+        });
+        assert_eq!(status_of(&layered), StatusCode::REQUEST_TIMEOUT);
+        assert_eq!(status_of(&shorthand), StatusCode::REQUEST_TIMEOUT);
+        assert_eq!(status_of(&"down".into()), StatusCode::INTERNAL_SERVER_ERROR);
+        // Both on the core's wheel: each a timeout timer that fired, a sleep cancelled.
+        let s = since(&rt, before);
+        assert_eq!((s.timer_fires, s.timer_cancels), (2, 2), "{s:?}");
         Ok(())
     }
 

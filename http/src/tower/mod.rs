@@ -1,4 +1,4 @@
-//! tower-http's timeouts on tickless's timer wheel (feature `tower`), and tower's own
+//! tower-http's timeouts on tickless's timer wheel, and tower's own
 //! error-returning one in [`timeout`].
 //!
 //! [`TimeoutLayer`] and [`RequestBodyTimeoutLayer`] are tower-http 0.6's
@@ -6,7 +6,7 @@
 //! constructors and behaviour: a request too slow is answered `408 Request Timeout` (or the
 //! status code given) with an empty body, a body frame too slow is an error. Moving an axum or
 //! tower stack over is a change of `use` line. Their timers are
-//! [`time::Sleep`](crate::time::Sleep)s on the wheel of the core that serves the request, where
+//! [`time::Sleep`](tickless::time::Sleep)s on the wheel of the core that serves the request, where
 //! tower-http's are tokio's: those panic on a tickless core without the tokio context, and with
 //! it run on the tokio thread, which wakes the core across threads when they fire.
 //!
@@ -19,12 +19,12 @@
 //! re-arm policy) only if this deadline is earlier than the one it is armed for. A body frame
 //! that the reader has to wait for costs the same; one that is ready when asked for costs
 //! nothing. The timers' slack is the runtime's default for timers that give none (see
-//! [`Builder::default_slack`](crate::Builder::default_slack)).
+//! [`Builder::default_slack`](tickless::Builder::default_slack)).
 //!
 //! # `Send`
 //!
 //! axum's `Router::layer` and hyper-util's tower adapter want `Send` futures and bodies, and
-//! they are: a [`Sleep`](crate::time::Sleep) is `Send` and `Sync`, a deadline until its first
+//! they are: a [`Sleep`](tickless::time::Sleep) is `Send` and `Sync`, a deadline until its first
 //! poll, then the name of the core whose wheel holds its timer. So [`ResponseFuture`] and
 //! [`TimeoutBody`] are `Send` (and `Sync`) whenever what they wrap is, and the services and
 //! layers are `Clone`, `Send` and `Sync` like the services they wrap. A timer polled on another
@@ -43,6 +43,7 @@
 //!   them for `with_status_code`, which is here too).
 //! - [`TimeoutBody`] passes the inner body's `size_hint` and `is_end_stream` on.
 //! - tower-http's `ResponseBodyTimeoutLayer` has no counterpart here.
+//! - tower's `ServiceBuilder::timeout(d)` shorthand is [`ServiceBuilderExt::tickless_timeout`].
 //! - [`AnyBodyTimeoutLayer`] has no counterpart there: the 408 of [`TimeoutLayer`] for a
 //!   service whose response body has no `Default` (outside `TraceLayer`, say), its responses'
 //!   bodies in [`OrEmpty`].
@@ -52,7 +53,7 @@
 //! With axum, the layer goes where tower-http's went:
 //!
 //! ```ignore
-//! use tickless::tower::TimeoutLayer; // was: use tower_http::timeout::TimeoutLayer;
+//! use tickless_http::tower::TimeoutLayer; // was: use tower_http::timeout::TimeoutLayer;
 //!
 //! let app = axum::Router::new()
 //!     .route("/", axum::routing::get(handler))
@@ -68,7 +69,7 @@
 //! use bytes::Bytes;
 //! use http::{Request, Response, StatusCode};
 //! use http_body_util::{BodyExt, Full};
-//! use tickless::tower::{RequestBodyTimeoutLayer, TimeoutBody, TimeoutLayer};
+//! use tickless_http::tower::{RequestBodyTimeoutLayer, TimeoutBody, TimeoutLayer};
 //! use tower::{ServiceBuilder, ServiceExt};
 //!
 //! async fn handle(
@@ -109,7 +110,7 @@ macro_rules! inner_service_accessors {
         ///
         /// ```
         /// use std::time::Duration;
-        /// use tickless::tower::Timeout;
+        /// use tickless_http::tower::Timeout;
         ///
         /// #[derive(Debug, PartialEq)]
         /// struct Hello {
@@ -140,10 +141,12 @@ macro_rules! inner_service_accessors {
 }
 
 mod body_timeout;
+mod builder;
 pub mod timeout;
 pub(crate) mod timeout_any;
 mod timeout_http;
 
 pub use body_timeout::{RequestBodyTimeout, RequestBodyTimeoutLayer, TimeoutBody, TimeoutError};
+pub use builder::ServiceBuilderExt;
 pub use timeout_any::{AnyBodyResponseFuture, AnyBodyTimeout, AnyBodyTimeoutLayer, OrEmpty};
 pub use timeout_http::{ResponseFuture, Timeout, TimeoutLayer};
