@@ -2,7 +2,7 @@
 # The open-loop generator (`loadgen`, benches/src/load/) against a tool nobody here wrote: oha
 # (crates.io), which with `-q RATE --latency-correction` also times each request from when it
 # should have been sent. Both load the same server, the HTTP hello service through
-# `tickless::http` on one core pinned to CPU 0, at the same rate, over 64 connections, from
+# `tickless_http` on one core pinned to CPU 0, at the same rate, over 64 connections, from
 # CPU 1, alternating over the rounds; the script prints each run's p50 / p99 / p99.9 side by
 # side, in µs: `loadgen-p` (Poisson arrivals, as the latency workload), `loadgen-u` (evenly
 # spaced, as oha's) and `oha`.

@@ -38,7 +38,7 @@ use crate::load::schedule::Arrivals;
 /// A server shape and the runtimes it runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Shape {
-    /// "Hello, world!" over HTTP/1.1: `tickless::http::serve` and hyper-util's server on tokio.
+    /// "Hello, world!" over HTTP/1.1: `tickless_http::serve` and hyper-util's server on tokio.
     HttpHello,
     /// `server_tokio_shape`'s key-value server, one listener and a task per connection.
     KvTokioShape,

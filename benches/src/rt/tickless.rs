@@ -338,14 +338,14 @@ pub mod serving {
         SocketAddr::from(([127, 0, 0, 1], 0))
     }
 
-    /// The hello service through `tickless::http::serve` with its defaults (as `axum::serve`'s).
+    /// The hello service through `tickless_http::serve` with its defaults (as `axum::serve`'s).
     ///
     /// # Errors
     ///
     /// Building the runtime or binding failed.
     pub fn http_hello(cores: usize, listening: impl FnOnce(SocketAddr)) -> io::Result<()> {
         let rt = Config::DEFAULT.builder(cores).build()?;
-        let server = tickless::http::serve(&rt, localhost(), Hello)?;
+        let server = tickless_http::serve(&rt, localhost(), Hello)?;
         listening(server.local_addr());
         rt.block_on(std::future::pending::<()>());
         Ok(())

@@ -24,7 +24,7 @@ pub async fn hello(_req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Inf
     Ok(response())
 }
 
-/// The service as a tower `Service` (what `tickless::http::serve` takes).
+/// The service as a tower `Service` (what `tickless_http::serve` takes).
 #[derive(Debug, Clone, Copy)]
 pub struct Hello;
 
