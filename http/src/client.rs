@@ -113,10 +113,11 @@ impl tower_service::Service<http::Uri> for Connector {
                 .trim_end_matches(']')
                 .to_owned();
             let port = uri.port_u16().unwrap_or(80);
-            // `TcpStream::connect`'s future is not `Send` (the resolver hook's boxed future is
-            // not), so the connect runs as a task of this core, and this future, `Send`, awaits
-            // its handle.
-            let stream = tickless::spawn_local(TcpStream::connect((host, port))).await??;
+            // The connect runs here, in this `Send` future, not in a task of its own: a
+            // request dropped while connecting (a client timeout) drops the connect with it,
+            // and leaves nothing on the core (a `spawn_local` task would tie core 0 to this
+            // thread until the connect gave up).
+            let stream = TcpStream::connect((host, port)).await?;
             stream.set_nodelay(true)?;
             Ok(ClientStream(TicklessIo::new(stream)))
         })

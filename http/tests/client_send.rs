@@ -62,3 +62,42 @@ fn a_blocking_http_client_keeps_its_pooled_connection_across_threads() -> std::i
     assert_eq!(accepted.load(Ordering::SeqCst), 1);
     Ok(())
 }
+
+/// A request dropped while its connection is still connecting (a client timeout), then the
+/// client used from another thread: the connect ran inside the request, so nothing of it is
+/// left on core 0 to tie it to the first thread. (Before: the connect was a `spawn_local` task,
+/// alive until the connect gave up, and every `block_on` on another thread panicked.)
+#[test]
+fn a_request_dropped_mid_connect_leaves_the_client_free_to_move() -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    use std::time::Duration;
+
+    use bytes::Bytes;
+    use http_body_util::Empty;
+
+    // A listener nobody accepts on, with room for one pending connection, taken at once: the
+    // kernel drops the client's SYN, and its connect stays pending.
+    let full = std::net::TcpListener::bind("127.0.0.1:0")?;
+    // SAFETY: a valid listening socket; `listen` again only lowers its backlog.
+    assert_eq!(unsafe { libc::listen(full.as_raw_fd(), 0) }, 0);
+    let full_addr = full.local_addr()?;
+    let _pending = std::net::TcpStream::connect(full_addr)?;
+    let (addr, _) = keep_alive_server()?;
+
+    let rt = Builder::new().cores(1).build()?;
+    let client = tickless_http::client::<Empty<Bytes>>();
+    let stuck: hyper::Uri = format!("http://{full_addr}/").parse().unwrap();
+    let timed_out = rt.block_on(tickless::time::timeout(
+        Duration::from_millis(50),
+        client.get(stuck),
+    ));
+    assert!(timed_out.is_err(), "the connect should still be pending");
+    let uri: hyper::Uri = format!("http://{addr}/").parse().unwrap();
+    let status =
+        thread::spawn(move || rt.block_on(async { client.get(uri).await.map(|res| res.status()) }))
+            .join()
+            .expect("block_on on another thread panicked: core 0 is tied to the first one")
+            .map_err(std::io::Error::other)?;
+    assert_eq!(status, 200);
+    Ok(())
+}
