@@ -1,0 +1,296 @@
+//! One descriptor's registration: readiness, wakers, and the try-then-wait discipline that
+//! every I/O type follows.
+//!
+//! [`Registration`] here is the public face: its try-then-wait loops. The concepts behind it
+//! have a file each:
+//!
+//! - `bound`: binding to a reactor and its home at the first use, the check at every use, and
+//!   the drop, on the reactor's thread or elsewhere;
+//! - `scheduled`: [`ScheduledIo`], the state shared with the reactor's slab: readiness, its
+//!   tick, and the clears that a `WouldBlock` makes;
+//! - `waiters`: the tasks waiting in each direction;
+//! - `level`: a level-triggered registration's interest, and the `epoll_ctl` calls that keep
+//!   it to what tasks wait for.
+
+mod bound;
+mod level;
+mod scheduled;
+mod waiters;
+
+use std::fmt;
+use std::io;
+use std::os::fd::RawFd;
+use std::sync::OnceLock;
+use std::task::{ready, Context, Poll};
+
+use crate::home::Home;
+use crate::ready::{Direction, Ready, ReadyEvent};
+
+use bound::Bound;
+pub(crate) use level::Level;
+pub(crate) use scheduled::ScheduledIo;
+/// A descriptor registered with a core's [`Reactor`](crate::reactor::Reactor): the building block of every I/O type.
+///
+/// It holds the descriptor's readiness and a waker list per [`Direction`], and deregisters the
+/// descriptor when dropped. It does not own the descriptor.
+///
+/// I/O follows the edge-triggered discipline: try the syscall first, and wait for readiness only
+/// when it says `WouldBlock`, clearing the readiness it disproved. [`poll_io`](Self::poll_io)
+/// does all of that, retrying `Interrupted`; the I/O types of this crate are thin wrappers
+/// around it.
+///
+/// # Threads
+///
+/// A registration belongs to the core that first uses it: the crate's I/O types make theirs
+/// unbound, and the first poll, wherever a reactor is current,
+/// registers the descriptor with that reactor. So a stream accepted on one core and handed to a
+/// task on another is driven by the other. ([`new`](Self::new) and [`new_in`](Self::new_in)
+/// register at once, with the current or the given reactor.)
+///
+/// It is `Send` and `Sync`, so that the types built on it can live in `Send` futures, but once
+/// bound it must be used where its reactor is current: anywhere else it panics with a message
+/// saying so, while that reactor lives; once the reactor is gone (its runtime was shut down or
+/// dropped), every use returns an error instead of waiting for an event that will never come.
+/// First used where no reactor is current, it returns an error. It may be dropped anywhere:
+/// away from its reactor the descriptor leaves the epoll set at once and the reactor frees the
+/// rest at its next poll.
+///
+/// # Invariant
+///
+/// The descriptor stays open, and keeps its number, until the registration is dropped: the drop
+/// deregisters it by number. [`AsyncFd`](crate::AsyncFd) upholds this by dropping its
+/// registration before the value that owns the descriptor.
+pub struct Registration {
+    /// The registered descriptor (see the invariant above).
+    fd: RawFd,
+    /// The directions it is registered for.
+    interest: mio::Interest,
+    /// Level-triggered (the byte streams, see [`Level`]) rather than edge-triggered.
+    level: bool,
+    /// Its place in the reactor of the core that first used it; set once, by that use.
+    /// Reached through [`io`](Self::io) only, which checks the reactor is current.
+    bound: OnceLock<Bound>,
+}
+
+impl Registration {
+    /// The readiness recorded right now (all directions); empty before the first use, and
+    /// where the registration cannot be used.
+    ///
+    /// # Panics
+    ///
+    /// Bound to another core's live reactor, as every method that looks at readiness.
+    pub fn readiness(&self) -> Ready {
+        self.io().map_or(Ready::EMPTY, |b| b.io.readiness.get())
+    }
+
+    /// Ready once `dir` has readiness; otherwise registers the task's waker.
+    ///
+    /// Every task that polls while not ready is woken by the next event in that direction.
+    ///
+    /// # Errors
+    ///
+    /// As every method that uses the registration: first used where no reactor is current,
+    /// bound to a reactor that is gone, or refused by epoll at its first use.
+    pub fn poll_ready(&self, cx: &mut Context<'_>, dir: Direction) -> Poll<io::Result<ReadyEvent>> {
+        let b = match self.here() {
+            Some(b) => b,
+            None => self.first_use()?,
+        };
+        b.io.poll_ready(cx, dir, &b.home).map(Ok)
+    }
+
+    /// [`poll_ready`](Self::poll_ready) for [`Direction::Read`].
+    ///
+    /// # Errors
+    ///
+    /// As [`poll_ready`](Self::poll_ready).
+    pub fn poll_read_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<ReadyEvent>> {
+        self.poll_ready(cx, Direction::Read)
+    }
+
+    /// [`poll_ready`](Self::poll_ready) for [`Direction::Write`].
+    ///
+    /// # Errors
+    ///
+    /// As [`poll_ready`](Self::poll_ready).
+    pub fn poll_write_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<ReadyEvent>> {
+        self.poll_ready(cx, Direction::Write)
+    }
+
+    /// Counts a connection accepted through this (listening) registration, which is bound to
+    /// the current reactor: the accept just succeeded through it.
+    pub(crate) fn count_accept(&self) {
+        if let Some(b) = self.bound.get() {
+            b.home.counters.accepts.incr();
+        }
+    }
+
+    /// Counts a `WouldBlock` in `dir` (see `IoStats`).
+    #[inline]
+    fn count_would_block(home: &Home, dir: Direction) {
+        let counters = &home.counters;
+        match dir {
+            Direction::Read => counters.read_would_blocks.incr(),
+            Direction::Write => counters.write_would_blocks.incr(),
+        }
+    }
+
+    /// Clears the readiness `event` observed, unless an event has arrived since.
+    ///
+    /// The closed bits are kept: they are permanent, and after a short read on a closed stream
+    /// the next read must still run (and return end of file) instead of waiting for an edge that
+    /// will never come. Call this after a syscall returned `WouldBlock`.
+    pub fn clear_readiness(&self, event: ReadyEvent) {
+        if let Ok(b) = self.io() {
+            b.io.clear(event, Ready::ALL_CLOSED);
+        }
+    }
+
+    /// Clears every bit `event` observed, closed ones included, unless an event has arrived
+    /// since: what a `WouldBlock` proves.
+    pub(crate) fn clear_would_block(&self, event: ReadyEvent) {
+        if let Ok(b) = self.io() {
+            b.io.clear(event, Ready::EMPTY);
+        }
+    }
+
+    /// Clears read readiness (except the closed bit) whatever arrived since.
+    ///
+    /// Sound only when no `.await` separates the `WouldBlock` from this call, so that the
+    /// reactor cannot have run in between; otherwise use
+    /// [`clear_readiness`](Self::clear_readiness).
+    pub fn clear_read_ready(&self) {
+        if let Ok(b) = self.io() {
+            b.io.clear_direction(Direction::Read);
+        }
+    }
+
+    /// Clears write readiness (except the closed bit) whatever arrived since.
+    ///
+    /// The same caveat as [`clear_read_ready`](Self::clear_read_ready) applies.
+    pub fn clear_write_ready(&self) {
+        if let Ok(b) = self.io() {
+            b.io.clear_direction(Direction::Write);
+        }
+    }
+
+    /// Runs the syscall `f` once `dir` is ready, until it does not say `WouldBlock`.
+    ///
+    /// `WouldBlock` clears the readiness the attempt was based on (every bit, closed ones
+    /// included: the syscall has just shown that this direction cannot make progress) and
+    /// waits for the next event; `Interrupted` retries at once. Any other result is returned.
+    ///
+    /// # Errors
+    ///
+    /// Those of `f`, and as [`poll_ready`](Self::poll_ready).
+    #[inline]
+    pub fn poll_io<R>(
+        &self,
+        cx: &mut Context<'_>,
+        dir: Direction,
+        mut f: impl FnMut() -> io::Result<R>,
+    ) -> Poll<io::Result<R>> {
+        let b = match self.here() {
+            Some(b) => b,
+            None => self.first_use()?,
+        };
+        loop {
+            let event = ready!(b.io.poll_ready(cx, dir, &b.home));
+            match f() {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    Self::count_would_block(&b.home, dir);
+                    b.io.clear(event, Ready::EMPTY);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                result => return Poll::Ready(result),
+            }
+        }
+    }
+
+    /// [`poll_io`](Self::poll_io) for a read from a byte stream into a buffer of `len` bytes.
+    ///
+    /// A short read (`0 < n < len`) means the stream's buffer was drained, so read readiness is
+    /// cleared as well and the next read waits for an edge instead of paying a syscall that
+    /// would say `WouldBlock`. On a level-triggered registration (the crate's streams) any read
+    /// that returned data clears it: a read that filled the buffer exactly cannot tell
+    /// "drained" from "more to read", and the next `epoll_wait` can, at no cost when the loop
+    /// goes there anyway. Not for datagram sockets, where a short read says nothing about the
+    /// queue.
+    ///
+    /// # Errors
+    ///
+    /// As [`poll_io`](Self::poll_io).
+    #[inline]
+    pub fn poll_read_io(
+        &self,
+        cx: &mut Context<'_>,
+        len: usize,
+        mut f: impl FnMut() -> io::Result<usize>,
+    ) -> Poll<io::Result<usize>> {
+        let b = match self.here() {
+            Some(b) => b,
+            None => self.first_use()?,
+        };
+        let io = &b.io;
+        loop {
+            let event = ready!(io.poll_ready(cx, Direction::Read, &b.home));
+            match f() {
+                Ok(n) if n > 0 && (n < len || io.level.is_some()) => {
+                    io.clear(event, Ready::ALL_CLOSED);
+                    return Poll::Ready(Ok(n));
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    Self::count_would_block(&b.home, Direction::Read);
+                    io.clear(event, Ready::EMPTY);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                result => return Poll::Ready(result),
+            }
+        }
+    }
+
+    /// Runs `f` now if `dir` has readiness, without registering a waker.
+    ///
+    /// # Errors
+    ///
+    /// `WouldBlock` if `dir` is not ready or `f` said so (the readiness is then cleared), or
+    /// any other error of `f`. `Interrupted` is retried. And as [`poll_ready`](Self::poll_ready).
+    pub fn try_io<R>(&self, dir: Direction, mut f: impl FnMut() -> io::Result<R>) -> io::Result<R> {
+        let b = match self.here() {
+            Some(b) => b,
+            None => self.first_use()?,
+        };
+        loop {
+            let Some(event) = b.io.ready_now(dir) else {
+                return Err(io::ErrorKind::WouldBlock.into());
+            };
+            match f() {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    Self::count_would_block(&b.home, dir);
+                    b.io.clear(event, Ready::EMPTY);
+                    return Err(e);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                result => return result,
+            }
+        }
+    }
+}
+
+impl fmt::Debug for Registration {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("Registration");
+        d.field("fd", &self.fd);
+        match self.bound.get() {
+            None => d.field("bound", &false),
+            Some(b) => {
+                d.field("key", &b.key).field("home", &b.home);
+                if b.home.is_current() {
+                    d.field("readiness", &b.io.readiness.get());
+                }
+                &mut d
+            }
+        };
+        d.finish_non_exhaustive()
+    }
+}

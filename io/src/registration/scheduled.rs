@@ -1,0 +1,151 @@
+//! The state a registration shares with its reactor: readiness, its tick, the waiters.
+
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::task::{Context, Poll, Waker};
+
+use super::level::Level;
+use super::waiters::Waiters;
+use crate::home::Home;
+use crate::ready::{Direction, Ready, ReadyEvent};
+
+/// The state a registration shares with its reactor's slab.
+///
+/// The reactor writes it while dispatching events; the I/O type reads and clears it while a
+/// task polls. Both happen on the core's one thread, never at the same time.
+///
+/// It is shared through an `Arc` only so that a [`Registration`] can be sent to, and dropped
+/// on, another thread; its cells are touched on the reactor's thread alone (see the `Send`
+/// and `Sync` impls below).
+pub(crate) struct ScheduledIo {
+    /// Readiness reported by epoll and not yet disproved by a `WouldBlock`.
+    ///
+    /// Starts as readable and writable: a new descriptor is tried before anyone waits, and an
+    /// edge-triggered registration of a ready descriptor still reports it on the next poll.
+    pub(super) readiness: Cell<Ready>,
+    /// Bumped on every event dispatched here; a clear applies only if it has not moved.
+    tick: Cell<u32>,
+    /// Tasks waiting to read (index 0) and to write (index 1, see [`Waiters::of`]); all the
+    /// tasks of a direction are woken, and its list emptied, by readiness in that direction.
+    /// One cell for both, so that an event borrows once.
+    waiters: RefCell<[Waiters; 2]>,
+    /// A level-triggered registration's interest (`None`: edge-triggered, registered by mio).
+    pub(super) level: Option<Level>,
+}
+
+// SAFETY: the cells and the waker lists are only read or written on the reactor's thread: by
+// the reactor, which is `!Send`, and through a `Registration`, whose every access goes through
+// `Registration::io`, which checks that the reactor is the one entered on the calling thread
+// (`Home::is_current`; a `Reactor` is `!Send`, so it is entered only on its own thread). From any other
+// thread the value can only be dropped, as the last `Arc`, and then nothing else can touch it;
+// what its drop releases (wakers) is itself `Send`.
+unsafe impl Send for ScheduledIo {}
+// SAFETY: as above: a shared reference is used on the reactor's thread only.
+unsafe impl Sync for ScheduledIo {}
+
+impl ScheduledIo {
+    /// A fresh, optimistically ready registration state; `level` for a level-triggered
+    /// registration, `None` for an edge-triggered one.
+    pub(crate) fn new(level: Option<Level>) -> ScheduledIo {
+        ScheduledIo {
+            readiness: Cell::new(Ready::READABLE | Ready::WRITABLE),
+            tick: Cell::new(0),
+            waiters: RefCell::new([Waiters::default(), Waiters::default()]),
+            level,
+        }
+    }
+
+    /// Whether the descriptor is in the epoll set (an edge-triggered one always is; a
+    /// level-triggered one leaves it while nothing is armed).
+    pub(crate) fn in_epoll_set(&self) -> bool {
+        self.level.as_ref().is_none_or(|l| l.in_set.get())
+    }
+
+    /// Records an event and moves the wakers it concerns into `wake`; for a level-triggered
+    /// registration, first disarms what nobody waits for ([`Level::settle`]).
+    ///
+    /// Waking happens later, outside every reactor borrow: a waker may run arbitrary code,
+    /// including code that registers or drops I/O on this reactor.
+    pub(crate) fn dispatch(&self, ready: Ready, wake: &mut VecDeque<Waker>, home: &Home) {
+        let mut waiters = self.waiters.borrow_mut();
+        if let Some(level) = &self.level {
+            let mut waiting = Ready::EMPTY;
+            if !waiters[Waiters::of(Direction::Read)].is_empty() {
+                waiting |= Ready::READABLE;
+            }
+            if !waiters[Waiters::of(Direction::Write)].is_empty() {
+                waiting |= Ready::WRITABLE;
+            }
+            level.settle(ready, waiting, home);
+        }
+        if ready.is_empty() {
+            return;
+        }
+        self.readiness.set(self.readiness.get() | ready);
+        self.tick.set(self.tick.get().wrapping_add(1));
+        for dir in [Direction::Read, Direction::Write] {
+            if !ready.intersection(dir.mask()).is_empty() {
+                waiters[Waiters::of(dir)].move_into(wake);
+            }
+        }
+    }
+
+    /// The readiness in `dir` right now, or `None` if there is none.
+    pub(super) fn ready_now(&self, dir: Direction) -> Option<ReadyEvent> {
+        let ready = self.readiness.get().intersection(dir.mask());
+        (!ready.is_empty()).then(|| ReadyEvent {
+            tick: self.tick.get(),
+            ready,
+        })
+    }
+
+    /// Ready if `dir` has readiness; otherwise stores the task's waker and returns pending,
+    /// arming `dir` first if the registration is level-triggered and it is not armed.
+    ///
+    /// Inlined, so that the ready case costs its callers a load and a test; the wait is a call.
+    #[inline]
+    pub(super) fn poll_ready(
+        &self,
+        cx: &mut Context<'_>,
+        dir: Direction,
+        home: &Home,
+    ) -> Poll<ReadyEvent> {
+        match self.ready_now(dir) {
+            Some(event) => Poll::Ready(event),
+            None => {
+                self.wait(cx, dir, home);
+                Poll::Pending
+            }
+        }
+    }
+
+    /// The pending half of [`poll_ready`](Self::poll_ready): stores the task's waker, and arms
+    /// `dir` if the registration is level-triggered.
+    #[inline(never)]
+    fn wait(&self, cx: &mut Context<'_>, dir: Direction, home: &Home) {
+        // No event can be dispatched between the readiness check and this push: the reactor
+        // runs on this thread, and not while a task is being polled.
+        self.waiters.borrow_mut()[Waiters::of(dir)].add(cx.waker());
+        if let Some(level) = &self.level {
+            if !level.arm(dir, home) {
+                // epoll refused (out of memory or watches): no event will come, so the task
+                // retries through its scheduler rather than waiting for ever.
+                cx.waker().wake_by_ref();
+            }
+        }
+    }
+
+    /// Clears the bits of `event` except `keep`, unless an event arrived since it was taken.
+    pub(super) fn clear(&self, event: ReadyEvent, keep: Ready) {
+        if self.tick.get() == event.tick {
+            let bits = event.ready.difference(keep);
+            self.readiness.set(self.readiness.get().difference(bits));
+        }
+    }
+
+    /// Clears `dir`'s bits except the closed ones, whatever the tick.
+    pub(super) fn clear_direction(&self, dir: Direction) {
+        let bits = dir.mask().difference(Ready::ALL_CLOSED);
+        self.readiness.set(self.readiness.get().difference(bits));
+    }
+}
