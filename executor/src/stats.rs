@@ -139,8 +139,11 @@ counters! {
     /// [`Placement`](crate::runtime::Placement)).
     tasks_placed,
     /// Descriptors registered with this core's reactor now (each I/O object registers with the
-    /// core that first polls it): a gauge, not a count.
+    /// core that polls it): a gauge, not a count.
     io_registrations,
+    /// I/O objects (or one direction of a split stream) polled on this core while registered
+    /// with another, which then moved here (see [`net`](crate::net)).
+    io_rebinds,
 }
 
 impl Add for CoreStats {

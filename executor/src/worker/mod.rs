@@ -356,6 +356,7 @@ impl Core {
             accepts: io.accepts,
             tasks_placed: c.placed.get(),
             io_registrations: io.registrations,
+            io_rebinds: io.rebinds,
         }
     }
 }

@@ -1,16 +1,69 @@
-//! Binding a registration to a reactor and its home: at the first use, checked at every use,
-//! undone by the drop (on the reactor's thread, or from elsewhere through the home).
+//! Binding each direction of a registration to a reactor and its home: at the first use, again
+//! where it is polled on another core (it moves there), checked at every use, undone by the
+//! drop (on the reactor's thread, or from elsewhere through the home).
+//!
+//! # Protocol
+//!
+//! A registration holds one binding per direction, [`Registration::dirs`]: a pointer to a
+//! [`Bound`] (a home, a slab key, the [`ScheduledIo`] shared with that reactor's slab), null
+//! before the first use. The first use binds both directions to the reactor current there; a
+//! direction polled where another reactor is current moves there; the two directions of a split
+//! stream polled on two cores wait on two reactors (the descriptor sits in both epoll sets).
+//!
+//! 1. A `Bound` is made by the slow path only ([`Registration::bind_here`], under
+//!    [`Registration::bounds`]), on the thread of the reactor it registers with, and it is
+//!    never changed, nor freed before the registration drops (`&mut self`): a pointer loaded
+//!    from `dirs` stays valid as long as the `&Registration` it was loaded through, whatever
+//!    other threads do meanwhile. A stale one is harmless: its home is not current here, so the
+//!    use takes the slow path. (The price: a registration keeps the bindings it left, a few
+//!    dozen bytes each, until it drops.)
+//! 2. A `Bound`'s `ScheduledIo` is touched only on its home's thread: every use reaches it
+//!    through [`Registration::here`], which checks that the home is current on the calling
+//!    thread first. At most one live `Bound` of a registration per home: a direction moving to
+//!    the reactor the other direction is on shares its `Bound`.
+//! 3. Moving direction `d` to reactor `R`, on `R`'s thread, under `bounds`: (a) take the other
+//!    direction's `Bound` if it is `R`'s, with `d` made optimistically ready, or register the
+//!    descriptor with `R` (a new `Bound`, optimistically ready; counted in `R`'s `rebinds`);
+//!    (b) store it in `dirs[d]` (release); (c) if no direction points to the old `Bound` any
+//!    more, take the descriptor out of its epoll set (through its home's duplicate epoll
+//!    descriptor) and hand its key to its home marked moved ([`Home::moved_away`]): the old
+//!    reactor, at its next poll, wakes every task still waiting in that slot and frees it.
+//! 4. (b) comes before (c): the old reactor takes the key under its home's lock, after the store,
+//!    so a poll on the old core after that take loads the new binding (and moves, or waits
+//!    where the direction is now), and a task that waited on the old core before the take is
+//!    woken by it. No task is left waiting in a slot that no event and no move will reach
+//!    (`loom-tests/tests/io_rebind.rs`). A task waiting in a `Bound` that stays live (the
+//!    other direction's) is woken by that reactor's events, as the descriptor stays in its set.
+//! 5. An event that reaches the old reactor during the move is dispatched into the old
+//!    `ScheduledIo`, or lost with the removal: harmless, because the direction starts
+//!    optimistically ready where it moved (3a), so its first use there tries the system call
+//!    before it waits; only a `WouldBlock` there makes it wait, on the reactor where it is now.
+//! 6. A task on the old core that loaded the old binding before the store may arm a
+//!    level-triggered descriptor again after (c) took it out: the old reactor takes it out once
+//!    more when it frees the slot ([`ScheduledIo::leave_epoll_set`]); until then, the new
+//!    reactor's arm gets `EEXIST` and the waiting task retries through its scheduler.
 
 use std::io;
 use std::os::fd::RawFd;
-use std::sync::{Arc, OnceLock};
+use std::ptr;
+use std::sync::Arc;
+
+#[cfg(loom)]
+use loom::sync::atomic::{AtomicPtr, Ordering};
+#[cfg(loom)]
+use loom::sync::Mutex;
+#[cfg(not(loom))]
+use std::sync::atomic::{AtomicPtr, Ordering};
+#[cfg(not(loom))]
+use std::sync::Mutex;
 
 use super::scheduled::ScheduledIo;
 use super::Registration;
-use crate::home::Home;
+use crate::home::{lock, Home};
 use crate::reactor::Reactor;
+use crate::ready::Direction;
 
-/// A registration's place in a reactor.
+/// A registration's place in a reactor; never changed once made (see the protocol).
 pub(super) struct Bound {
     /// The reactor's cross-thread part: whether it is current here, where a drop elsewhere goes.
     pub(super) home: Arc<Home>,
@@ -20,11 +73,53 @@ pub(super) struct Bound {
     pub(super) key: usize,
 }
 
-/// The error of a first use where no reactor is current.
+/// The bindings of a registration and every `Bound` it made, with whether each is live (some
+/// direction points to it, and it holds its slot in its reactor): kept until the drop.
+pub(super) struct Bindings {
+    /// Where each direction is bound (index [`Bindings::of`]); null before the first use.
+    dirs: [AtomicPtr<Bound>; 2],
+    /// Every `Bound` made, live or left; locked by the slow path and the drop only.
+    bounds: Mutex<Vec<(Arc<Bound>, bool)>>,
+}
+
+impl Bindings {
+    /// No binding yet.
+    pub(super) fn new() -> Bindings {
+        Bindings {
+            dirs: [
+                AtomicPtr::new(ptr::null_mut()),
+                AtomicPtr::new(ptr::null_mut()),
+            ],
+            bounds: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The index of `dir` in `dirs`.
+    #[inline(always)]
+    fn of(dir: Direction) -> usize {
+        match dir {
+            Direction::Read => 0,
+            Direction::Write => 1,
+        }
+    }
+
+    /// Where `dir` is bound, if anywhere: one load.
+    #[inline(always)]
+    fn get(&self, dir: Direction) -> Option<&Bound> {
+        let bound = self.dirs[Bindings::of(dir)].load(Ordering::Acquire);
+        // SAFETY: a non-null pointer in `dirs` comes from an `Arc<Bound>` that `bounds` keeps
+        // until the registration drops (protocol, 1), which cannot happen while `&self` lives;
+        // the release store that published it orders the `Bound`'s writes before this acquire
+        // load. A `Bound` is never written after it is made, so a shared reference is sound.
+        unsafe { bound.as_ref() }
+    }
+}
+
+/// The error of a use where no reactor is current.
 fn no_runtime(fd: RawFd) -> io::Error {
     io::Error::other(format!(
         "no tickless runtime is running on this thread: an I/O object (fd {fd}) is driven by \
-         the core that first polls it, and none runs here"
+         the core that polls it, and none runs here"
     ))
 }
 
@@ -51,7 +146,7 @@ impl Registration {
         interest: mio::Interest,
     ) -> io::Result<Registration> {
         let registration = Registration::unbound(fd, interest, false);
-        registration.bind(reactor)?;
+        registration.bind_here(reactor, Direction::Read)?;
         Ok(registration)
     }
 
@@ -64,82 +159,143 @@ impl Registration {
             fd,
             interest,
             level,
-            bound: OnceLock::new(),
+            bindings: Bindings::new(),
         }
     }
 
-    /// Registers the descriptor with `reactor` (current on this thread, or about to be
-    /// polled here), unless another thread bound it first.
-    fn bind(&self, reactor: &Reactor) -> io::Result<&Bound> {
-        let (key, io) = reactor.register(self.fd, self.interest, self.level)?;
-        let home = Arc::clone(reactor.home());
-        match self.bound.set(Bound { home, io, key }) {
-            Ok(()) => Ok(self.bound.get().expect("set just now")),
-            Err(ours) => {
-                // Used on two threads at once, and the other bound it first: it is the other
-                // core's. Undo ours; using it here is then a misuse.
-                reactor.deregister(ours.key, self.fd);
-                let theirs = self.bound.get().expect("set by the other thread");
-                Err(theirs.home.used_elsewhere(self.fd))
+    /// Binds `dir` to `reactor` (current on this thread, or about to be polled here): both
+    /// directions at the first use, `dir` alone when it moves (steps 3 and 4 of the protocol).
+    fn bind_here(&self, reactor: &Reactor, dir: Direction) -> io::Result<&Bound> {
+        let mut bounds = lock(&self.bindings.bounds);
+        let home = reactor.home();
+        let other_dir = match dir {
+            Direction::Read => Direction::Write,
+            Direction::Write => Direction::Read,
+        };
+        // Stores happen under the lock alone: these are the latest.
+        let old = self.bindings.get(dir);
+        let other = self.bindings.get(other_dir);
+        if let Some(old) = old {
+            if Arc::ptr_eq(&old.home, home) {
+                return Ok(old);
+            }
+            if old.home.is_closed() {
+                return Err(Home::stopped(self.fd));
             }
         }
+        let new = match other.filter(|b| Arc::ptr_eq(&b.home, home)) {
+            Some(shared) => {
+                // Step 3a: we are on its home's thread.
+                shared.io.assume_ready(dir);
+                shared
+            }
+            None => {
+                let (key, io) =
+                    reactor.register(self.fd, self.interest, self.level, old.is_none())?;
+                let bound = Arc::new(Bound {
+                    home: Arc::clone(home),
+                    io,
+                    key,
+                });
+                let made = Arc::as_ptr(&bound);
+                bounds.push((bound, true));
+                if old.is_some() {
+                    home.counters.rebinds.incr();
+                }
+                // SAFETY: `bounds` keeps the `Arc` until the registration drops (protocol, 1),
+                // so the `Bound` outlives `&self`.
+                unsafe { &*made }
+            }
+        };
+        let published = ptr::from_ref(new).cast_mut();
+        if old.is_none() && other.is_none() {
+            // The first use binds both directions.
+            self.bindings.dirs[Bindings::of(other_dir)].store(published, Ordering::Release);
+        }
+        // Step 3b, before 3c (see step 4).
+        self.bindings.dirs[Bindings::of(dir)].store(published, Ordering::Release);
+        if let Some(old) = old {
+            if !other.is_some_and(|b| ptr::eq(b, old)) {
+                // Step 3c: no direction is left on the old reactor.
+                if let Some(entry) = bounds.iter_mut().find(|(b, _)| ptr::eq(&**b, old)) {
+                    entry.1 = false;
+                }
+                old.home.moved_away(old.key, self.fd);
+            }
+        }
+        Ok(new)
     }
 
-    /// Its place in the reactor current here: bound by this first use, or checked to be this
-    /// reactor's (once per call of the public methods: the loops below hold on to it).
+    /// Its place in the reactor current here for `dir`: bound by this first use, moved here by
+    /// this use, or checked to be this reactor's (once per call of the public methods: the
+    /// loops hold on to it).
     ///
     /// # Errors
     ///
-    /// First used where no reactor is current; bound to a reactor that is gone; epoll refused
-    /// the descriptor at the first use.
-    ///
-    /// # Panics
-    ///
-    /// Bound to another reactor that still lives (another core's, or a runtime on this thread
-    /// that is not the one running), with a message naming the descriptor.
+    /// Used where no reactor is current; bound to a reactor that is gone; epoll refused the
+    /// descriptor.
     #[inline(always)]
-    #[track_caller]
-    pub(super) fn io(&self) -> io::Result<&Bound> {
-        match self.here() {
+    pub(super) fn io(&self, dir: Direction) -> io::Result<&Bound> {
+        match self.here(dir) {
             Some(bound) => Ok(bound),
-            None => self.first_use(),
+            None => self.elsewhere(dir),
         }
     }
 
-    /// Its place in the reactor current here, if it is bound to that one: the fast path of
-    /// [`io`](Self::io), a load of the binding and a compare with one thread-local.
+    /// Its place for `dir` in the reactor current here, if `dir` is bound to that one: the fast
+    /// path of [`io`](Self::io), a load of the binding and a compare with one thread-local.
     #[inline(always)]
-    pub(super) fn here(&self) -> Option<&Bound> {
-        let bound = self.bound.get()?;
+    pub(super) fn here(&self, dir: Direction) -> Option<&Bound> {
+        let bound = self.bindings.get(dir)?;
         bound.home.is_current().then_some(bound)
     }
 
-    /// [`io`](Self::io) when the registration is not bound to the current reactor: bind it,
+    /// The place in the reactor current here of either direction: the one `Bound` of this home
+    /// if any (protocol, 2).
+    #[inline]
+    pub(super) fn here_any(&self) -> Option<&Bound> {
+        self.here(Direction::Read)
+            .or_else(|| self.here(Direction::Write))
+    }
+
+    /// [`io`](Self::io) when `dir` is not bound to the current reactor: bind it, move it here,
     /// or say why it cannot be used here.
     #[cold]
     #[inline(never)]
-    #[track_caller]
-    pub(super) fn first_use(&self) -> io::Result<&Bound> {
-        if let Some(bound) = self.bound.get() {
-            return Err(bound.home.used_elsewhere(self.fd));
+    pub(super) fn elsewhere(&self, dir: Direction) -> io::Result<&Bound> {
+        if self.bindings.get(dir).is_some_and(|b| b.home.is_closed()) {
+            return Err(Home::stopped(self.fd));
         }
-        Reactor::with_current(|reactor| self.bind(reactor)).map_err(|_| no_runtime(self.fd))?
+        Reactor::with_current(|reactor| self.bind_here(reactor, dir))
+            .map_err(|_| no_runtime(self.fd))?
+    }
+
+    /// Whether some direction is bound (for `Debug`).
+    pub(super) fn bound_somewhere(&self) -> Option<&Bound> {
+        self.bindings
+            .get(Direction::Read)
+            .or_else(|| self.bindings.get(Direction::Write))
     }
 }
 
 impl Drop for Registration {
     fn drop(&mut self) {
-        // Never used on a core: nothing was registered.
-        let Some(b) = self.bound.take() else { return };
-        if b.home.is_current() {
-            // The current reactor is this registration's (the thread-local says so).
-            let removed = Reactor::with_current(|r| r.deregister(b.key, self.fd));
-            if removed.is_ok() {
-                return;
+        let bounds = std::mem::take(&mut *lock(&self.bindings.bounds));
+        for (b, live) in bounds {
+            if !live {
+                // It moved away: out of that epoll set already, its key handed over.
+                continue;
             }
+            if b.home.is_current() {
+                // The current reactor is this binding's (the thread-local says so).
+                let removed = Reactor::with_current(|r| r.deregister(b.key, self.fd));
+                if removed.is_ok() {
+                    continue;
+                }
+            }
+            // Another thread, or the reactor is no longer current here (a thread-local
+            // destructor, after the runtime's loop): leave the slot to the reactor.
+            b.home.orphan(b.key, self.fd);
         }
-        // Another thread, or the reactor is no longer current here (a thread-local destructor,
-        // after the runtime's loop): leave the slot to the reactor.
-        b.home.orphan(b.key, self.fd);
     }
 }

@@ -4,8 +4,9 @@
 //! [`Registration`] here is the public face: its try-then-wait loops. The concepts behind it
 //! have a file each:
 //!
-//! - `bound`: binding to a reactor and its home at the first use, the check at every use, and
-//!   the drop, on the reactor's thread or elsewhere;
+//! - `bound`: binding each direction to a reactor and its home at the first use, moving it
+//!   where it is polled (its `# Protocol`), the check at every use, and the drop, on the
+//!   reactor's thread or elsewhere;
 //! - `scheduled`: [`ScheduledIo`], the state shared with the reactor's slab: readiness, its
 //!   tick, and the clears that a `WouldBlock` makes;
 //! - `waiters`: the tasks waiting in each direction;
@@ -20,13 +21,12 @@ mod waiters;
 use std::fmt;
 use std::io;
 use std::os::fd::RawFd;
-use std::sync::OnceLock;
 use std::task::{ready, Context, Poll};
 
 use crate::home::Home;
 use crate::ready::{Direction, Ready, ReadyEvent};
 
-use bound::Bound;
+use bound::Bindings;
 pub(crate) use level::Level;
 pub(crate) use scheduled::ScheduledIo;
 /// A descriptor registered with a core's [`Reactor`](crate::reactor::Reactor): the building block of every I/O type.
@@ -41,19 +41,25 @@ pub(crate) use scheduled::ScheduledIo;
 ///
 /// # Threads
 ///
-/// A registration belongs to the core that first uses it: the crate's I/O types make theirs
-/// unbound, and the first poll, wherever a reactor is current,
-/// registers the descriptor with that reactor. So a stream accepted on one core and handed to a
-/// task on another is driven by the other. ([`new`](Self::new) and [`new_in`](Self::new_in)
-/// register at once, with the current or the given reactor.)
+/// Each direction of a registration is driven by the core that polls it: the crate's I/O types
+/// make theirs unbound, and the first poll, wherever a reactor is current, registers the
+/// descriptor with that reactor for both directions. Polled later where another reactor is
+/// current (the task that owns it moved, or was spawned on another core after the stream's
+/// first use, or a split stream's halves run on two cores), that direction moves there: the
+/// descriptor joins that reactor's epoll set, and leaves the old one once no direction is left
+/// there (two `epoll_ctl` calls, counted in `IoStats::rebinds` of the reactor it joins; the
+/// tasks still waiting on the old core are woken to poll again). So a stream accepted on one
+/// core and handed to a task on another is driven by the other, and the two halves of a split
+/// stream wait each on the core that polls it. ([`new`](Self::new) and
+/// [`new_in`](Self::new_in) register at once, with the current or the given reactor.) The
+/// same-core path is one load and one compare with a thread-local, as before moves existed.
 ///
-/// It is `Send` and `Sync`, so that the types built on it can live in `Send` futures, but once
-/// bound it must be used where its reactor is current: anywhere else it panics with a message
-/// saying so, while that reactor lives; once the reactor is gone (its runtime was shut down or
-/// dropped), every use returns an error instead of waiting for an event that will never come.
-/// First used where no reactor is current, it returns an error. It may be dropped anywhere:
-/// away from its reactor the descriptor leaves the epoll set at once and the reactor frees the
-/// rest at its next poll.
+/// It is `Send` and `Sync`, so that the types built on it can live in `Send` futures and be
+/// shared by tasks. Once the reactor a direction is bound to is gone (its runtime was shut down
+/// or dropped), every use in that direction returns an error instead of waiting for an event
+/// that will never come; used where no reactor is current, it returns an error. It may be
+/// dropped anywhere: away from its reactor the descriptor leaves the epoll set at once and the
+/// reactor frees the rest at its next poll.
 ///
 /// # Invariant
 ///
@@ -67,20 +73,22 @@ pub struct Registration {
     interest: mio::Interest,
     /// Level-triggered (the byte streams, see [`Level`]) rather than edge-triggered.
     level: bool,
-    /// Its place in the reactor of the core that first used it; set once, by that use.
-    /// Reached through [`io`](Self::io) only, which checks the reactor is current.
-    bound: OnceLock<Bound>,
+    /// Where each direction is bound, and every binding it made (see `bound`'s protocol).
+    /// Reached through [`here`](Self::here) only, which checks the reactor is current.
+    bindings: Bindings,
 }
 
 impl Registration {
-    /// The readiness recorded right now (all directions); empty before the first use, and
-    /// where the registration cannot be used.
-    ///
-    /// # Panics
-    ///
-    /// Bound to another core's live reactor, as every method that looks at readiness.
+    /// The readiness recorded right now by the reactor current here, in the directions bound
+    /// to it; empty in the others (before the first use, or driven by another core).
     pub fn readiness(&self) -> Ready {
-        self.io().map_or(Ready::EMPTY, |b| b.io.readiness.get())
+        let mut ready = Ready::EMPTY;
+        for dir in [Direction::Read, Direction::Write] {
+            if let Some(b) = self.here(dir) {
+                ready |= b.io.readiness.get().intersection(dir.mask());
+            }
+        }
+        ready
     }
 
     /// Ready once `dir` has readiness; otherwise registers the task's waker.
@@ -92,10 +100,7 @@ impl Registration {
     /// As every method that uses the registration: first used where no reactor is current,
     /// bound to a reactor that is gone, or refused by epoll at its first use.
     pub fn poll_ready(&self, cx: &mut Context<'_>, dir: Direction) -> Poll<io::Result<ReadyEvent>> {
-        let b = match self.here() {
-            Some(b) => b,
-            None => self.first_use()?,
-        };
+        let b = self.io(dir)?;
         b.io.poll_ready(cx, dir, &b.home).map(Ok)
     }
 
@@ -120,7 +125,7 @@ impl Registration {
     /// Counts a connection accepted through this (listening) registration, which is bound to
     /// the current reactor: the accept just succeeded through it.
     pub(crate) fn count_accept(&self) {
-        if let Some(b) = self.bound.get() {
+        if let Some(b) = self.here(Direction::Read) {
             b.home.counters.accepts.incr();
         }
     }
@@ -141,7 +146,7 @@ impl Registration {
     /// the next read must still run (and return end of file) instead of waiting for an edge that
     /// will never come. Call this after a syscall returned `WouldBlock`.
     pub fn clear_readiness(&self, event: ReadyEvent) {
-        if let Ok(b) = self.io() {
+        if let Some(b) = self.here_any() {
             b.io.clear(event, Ready::ALL_CLOSED);
         }
     }
@@ -149,7 +154,7 @@ impl Registration {
     /// Clears every bit `event` observed, closed ones included, unless an event has arrived
     /// since: what a `WouldBlock` proves.
     pub(crate) fn clear_would_block(&self, event: ReadyEvent) {
-        if let Ok(b) = self.io() {
+        if let Some(b) = self.here_any() {
             b.io.clear(event, Ready::EMPTY);
         }
     }
@@ -160,7 +165,7 @@ impl Registration {
     /// reactor cannot have run in between; otherwise use
     /// [`clear_readiness`](Self::clear_readiness).
     pub fn clear_read_ready(&self) {
-        if let Ok(b) = self.io() {
+        if let Some(b) = self.here(Direction::Read) {
             b.io.clear_direction(Direction::Read);
         }
     }
@@ -169,7 +174,7 @@ impl Registration {
     ///
     /// The same caveat as [`clear_read_ready`](Self::clear_read_ready) applies.
     pub fn clear_write_ready(&self) {
-        if let Ok(b) = self.io() {
+        if let Some(b) = self.here(Direction::Write) {
             b.io.clear_direction(Direction::Write);
         }
     }
@@ -190,10 +195,7 @@ impl Registration {
         dir: Direction,
         mut f: impl FnMut() -> io::Result<R>,
     ) -> Poll<io::Result<R>> {
-        let b = match self.here() {
-            Some(b) => b,
-            None => self.first_use()?,
-        };
+        let b = self.io(dir)?;
         loop {
             let event = ready!(b.io.poll_ready(cx, dir, &b.home));
             match f() {
@@ -227,10 +229,7 @@ impl Registration {
         len: usize,
         mut f: impl FnMut() -> io::Result<usize>,
     ) -> Poll<io::Result<usize>> {
-        let b = match self.here() {
-            Some(b) => b,
-            None => self.first_use()?,
-        };
+        let b = self.io(Direction::Read)?;
         let io = &b.io;
         loop {
             let event = ready!(io.poll_ready(cx, Direction::Read, &b.home));
@@ -256,10 +255,7 @@ impl Registration {
     /// `WouldBlock` if `dir` is not ready or `f` said so (the readiness is then cleared), or
     /// any other error of `f`. `Interrupted` is retried. And as [`poll_ready`](Self::poll_ready).
     pub fn try_io<R>(&self, dir: Direction, mut f: impl FnMut() -> io::Result<R>) -> io::Result<R> {
-        let b = match self.here() {
-            Some(b) => b,
-            None => self.first_use()?,
-        };
+        let b = self.io(dir)?;
         loop {
             let Some(event) = b.io.ready_now(dir) else {
                 return Err(io::ErrorKind::WouldBlock.into());
@@ -281,7 +277,7 @@ impl fmt::Debug for Registration {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut d = f.debug_struct("Registration");
         d.field("fd", &self.fd);
-        match self.bound.get() {
+        match self.bound_somewhere() {
             None => d.field("bound", &false),
             Some(b) => {
                 d.field("key", &b.key).field("home", &b.home);

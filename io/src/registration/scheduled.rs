@@ -35,8 +35,10 @@ pub(crate) struct ScheduledIo {
 
 // SAFETY: the cells and the waker lists are only read or written on the reactor's thread: by
 // the reactor, which is `!Send`, and through a `Registration`, whose every access goes through
-// `Registration::io`, which checks that the reactor is the one entered on the calling thread
-// (`Home::is_current`; a `Reactor` is `!Send`, so it is entered only on its own thread). From any other
+// `Registration::here`, which checks that the binding's reactor is the one entered on the
+// calling thread (`Home::is_current`; a `Reactor` is `!Send`, so it is entered only on its own
+// thread). A binding that moves leaves its state behind, untouched, and starts a new one on the
+// reactor it moves to (`bound`'s protocol), so a move never shares these cells. From any other
 // thread the value can only be dropped, as the last `Arc`, and then nothing else can touch it;
 // what its drop releases (wakers) is itself `Send`.
 unsafe impl Send for ScheduledIo {}
@@ -59,6 +61,33 @@ impl ScheduledIo {
     /// level-triggered one leaves it while nothing is armed).
     pub(crate) fn in_epoll_set(&self) -> bool {
         self.level.as_ref().is_none_or(|l| l.in_set.get())
+    }
+
+    /// Takes a level-triggered descriptor out of the epoll set if it is in (see
+    /// [`Level::leave`]); nothing for an edge-triggered one, which only its registration adds.
+    pub(crate) fn leave_epoll_set(&self, home: &Home) {
+        if let Some(level) = &self.level {
+            level.leave(home);
+        }
+    }
+
+    /// Moves the wakers of every task waiting here into `wake`: the registration moved away.
+    pub(crate) fn take_waiters(&self, wake: &mut VecDeque<Waker>) {
+        for waiters in self.waiters.borrow_mut().iter_mut() {
+            waiters.move_into(wake);
+        }
+    }
+
+    /// Makes `dir` optimistically ready, as a new registration is: `dir` has just moved here,
+    /// and events may have reached the reactor it left instead of this one. Counts as an event
+    /// (the tick moves), so that no clear based on an older readiness undoes it.
+    pub(crate) fn assume_ready(&self, dir: Direction) {
+        let bit = match dir {
+            Direction::Read => Ready::READABLE,
+            Direction::Write => Ready::WRITABLE,
+        };
+        self.readiness.set(self.readiness.get() | bit);
+        self.tick.set(self.tick.get().wrapping_add(1));
     }
 
     /// Records an event and moves the wakers it concerns into `wake`; for a level-triggered
