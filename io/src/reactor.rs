@@ -453,14 +453,15 @@ impl Reactor {
     }
 
     /// Registers `fd` for `interest`, edge-triggered through mio, or level-triggered if
-    /// `level` (read interest armed if `arm_read`, write interest armed only while a task waits
-    /// to write; see [`Level`]); returns its slab key and shared state.
+    /// `level` (joining the epoll set now if `join_now`, read interest armed, write interest
+    /// armed only while a task waits to write; otherwise at the first wait: see [`Level`]);
+    /// returns its slab key and shared state.
     pub(crate) fn register(
         &self,
         fd: RawFd,
         interest: Interest,
         level: bool,
-        arm_read: bool,
+        join_now: bool,
     ) -> io::Result<(usize, Arc<ScheduledIo>)> {
         let mut registrations = self.registrations.borrow_mut();
         let entry = registrations.vacant_entry();
@@ -480,7 +481,7 @@ impl Reactor {
                 fd,
                 token.0 as u64,
                 interest,
-                arm_read,
+                join_now,
                 &self.home,
             )?)
         } else {

@@ -31,17 +31,17 @@ pub(crate) struct Level {
 }
 
 impl Level {
-    /// Adds `fd` to the epoll set `epfd` level-triggered under token `data`, for `interest`:
-    /// read interest armed at once if `arm_read`, write interest only once a task waits to
-    /// write (a writable descriptor would otherwise be reported at every poll). With nothing
-    /// armed, the descriptor joins the set at the first wait (a registration that moved here,
-    /// tried before it waits: one `epoll_ctl` fewer when it never waits).
+    /// Adds `fd` to the epoll set `epfd` level-triggered under token `data`, for `interest`,
+    /// if `join_now`: read interest armed at once, write interest only once a task waits to
+    /// write (a writable descriptor would otherwise be reported at every poll). Otherwise the
+    /// descriptor joins the set at the first wait (a registration that moved here, tried
+    /// before it waits: no `epoll_ctl` here when it never waits).
     pub(crate) fn add(
         epfd: RawFd,
         fd: RawFd,
         data: u64,
         interest: mio::Interest,
-        arm_read: bool,
+        join_now: bool,
         home: &Home,
     ) -> io::Result<Level> {
         let mut wanted = Ready::EMPTY;
@@ -51,12 +51,12 @@ impl Level {
         if interest.is_writable() {
             wanted |= Ready::WRITABLE;
         }
-        let armed = if arm_read {
+        let armed = if join_now {
             wanted.intersection(Ready::READABLE)
         } else {
             Ready::EMPTY
         };
-        if !armed.is_empty() {
+        if join_now {
             home.counters.epoll_ctls.incr();
             epoll_ctl(
                 epfd,
@@ -71,7 +71,7 @@ impl Level {
             data,
             interest: wanted,
             armed: Cell::new(armed),
-            in_set: Cell::new(!armed.is_empty()),
+            in_set: Cell::new(join_now),
         })
     }
 
