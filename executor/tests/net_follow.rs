@@ -250,7 +250,8 @@ fn split_halves_in_two_tasks_on_two_cores_both_progress() -> io::Result<()> {
     client.join().expect("the client thread panicked")?;
     let apart = apart.load(Ordering::SeqCst) as u64;
     assert!(apart > 0, "some connections had their halves on two cores");
-    // One of the two directions moved, on whichever core polled it second.
+    // The reader's first read bound the stream to its core; the writer's first write moved the
+    // write direction alone to its own core (a split stream's halves never drag each other).
     let stats = stats_when(&rt, |s| s.total.io_rebinds >= apart);
     assert_eq!(stats.total.task_panics, 0);
     assert_eq!(

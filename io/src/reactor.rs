@@ -402,10 +402,8 @@ impl Reactor {
         let mut wake = self.wake_list.borrow_mut();
         for (slot, moved) in &slots {
             if *moved {
-                // A task of this core that still had the old binding may have armed the
-                // descriptor again after the mover took it out: out once more, so that a
-                // level-triggered slot nobody reads cannot keep every wait busy.
-                slot.io.leave_epoll_set(&self.home);
+                // Not out of the epoll set again here: the descriptor may have come back to
+                // this reactor under a new slot by now, and epoll knows it by number.
                 slot.io.take_waiters(&mut wake);
             }
         }

@@ -253,6 +253,7 @@ impl TcpStream {
     /// on this core or others: each direction waits on the core that polls it. Dropping the write half shuts down the write side; see
     /// [`OwnedWriteHalf`].
     pub fn into_split(self) -> (OwnedReadHalf, OwnedWriteHalf) {
+        self.io.registration().mark_split();
         let shared = Arc::new(self);
         (
             OwnedReadHalf::new(Arc::clone(&shared)),

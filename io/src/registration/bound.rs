@@ -15,19 +15,23 @@
 //!    never changed, nor freed before the registration drops (`&mut self`): a pointer loaded
 //!    from `dirs` stays valid as long as the `&Registration` it was loaded through, whatever
 //!    other threads do meanwhile. A stale one is harmless: its home is not current here, so the
-//!    use takes the slow path. (The price: a registration keeps the bindings it left, a few
-//!    dozen bytes each, until it drops.)
+//!    use takes the slow path. (The price: a registration keeps the bindings it left, about 200
+//!    bytes each with their state, until it drops.)
 //! 2. A `Bound`'s `ScheduledIo` is touched only on its home's thread: every use reaches it
 //!    through [`Registration::here`], which checks that the home is current on the calling
 //!    thread first. At most one live `Bound` of a registration per home: a direction moving to
 //!    the reactor the other direction is on shares its `Bound`.
 //! 3. Moving direction `d` to reactor `R`, on `R`'s thread, under `bounds`: (a) take the other
 //!    direction's `Bound` if it is `R`'s, with `d` made optimistically ready, or register the
-//!    descriptor with `R` (a new `Bound`, optimistically ready; counted in `R`'s `rebinds`);
-//!    (b) store it in `dirs[d]` (release); (c) if no direction points to the old `Bound` any
-//!    more, take the descriptor out of its epoll set (through its home's duplicate epoll
-//!    descriptor) and hand its key to its home marked moved ([`Home::moved_away`]): the old
-//!    reactor, at its next poll, wakes every task still waiting in that slot and frees it.
+//!    descriptor with `R` (a new `Bound`, optimistically ready; counted in `R`'s `rebinds`),
+//!    taking the other direction along if it is on the same old `Bound` and no task waits in
+//!    it there ([`ScheduledIo::has_waiters`], an atomic hint the old reactor keeps: a stale
+//!    "none" is made good by (c)'s wake, a stale "some" only leaves the direction where it
+//!    is); (b) store it in `dirs[d]` (and the other's; release); (c) if no direction points to
+//!    the old `Bound` any more, take the descriptor out of its epoll set (through its home's
+//!    duplicate epoll descriptor) and hand its key to its home marked moved
+//!    ([`Home::moved_away`]): the old reactor, at its next poll, wakes every task still
+//!    waiting in that slot and frees it.
 //! 4. (b) comes before (c): the old reactor takes the key under its home's lock, after the store,
 //!    so a poll on the old core after that take loads the new binding (and moves, or waits
 //!    where the direction is now), and a task that waited on the old core before the take is
@@ -39,21 +43,29 @@
 //!    optimistically ready where it moved (3a), so its first use there tries the system call
 //!    before it waits; only a `WouldBlock` there makes it wait, on the reactor where it is now.
 //! 6. A task on the old core that loaded the old binding before the store may arm a
-//!    level-triggered descriptor again after (c) took it out: the old reactor takes it out once
-//!    more when it frees the slot ([`ScheduledIo::leave_epoll_set`]); until then, the new
-//!    reactor's arm gets `EEXIST` and the waiting task retries through its scheduler.
+//!    level-triggered descriptor again after (c) took it out. So every wait loads its binding
+//!    again once armed ([`Registration::check_still_bound`], sequentially consistent, as the
+//!    store of (b) is): still the old one, the arm came before the store, so before (c)'s
+//!    removal, which undoes it; another one, the task takes the descriptor out again itself
+//!    ([`ScheduledIo::leave_epoll_set`]) and wakes itself to poll where it went. Only the
+//!    task's own thread may do that removal: epoll knows a descriptor by number, and the one
+//!    thread that could have put it back in that set under a new slot is this one.
+//! 7. A stream split into halves ([`Registration::mark_split`]) never takes the other
+//!    direction along: its other half is another task's, which would move it back at its next
+//!    use.
 
 use std::io;
 use std::os::fd::RawFd;
 use std::ptr;
 use std::sync::Arc;
+use std::task::Context;
 
 #[cfg(loom)]
-use loom::sync::atomic::{AtomicPtr, Ordering};
+use loom::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 #[cfg(loom)]
 use loom::sync::Mutex;
 #[cfg(not(loom))]
-use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 #[cfg(not(loom))]
 use std::sync::Mutex;
 
@@ -159,6 +171,7 @@ impl Registration {
             fd,
             interest,
             level,
+            split: AtomicBool::new(false),
             bindings: Bindings::new(),
         }
     }
@@ -208,14 +221,24 @@ impl Registration {
             }
         };
         let published = ptr::from_ref(new).cast_mut();
-        if old.is_none() && other.is_none() {
-            // The first use binds both directions.
-            self.bindings.dirs[Bindings::of(other_dir)].store(published, Ordering::Release);
+        // Step 3a: the other direction comes along if it is on the old reactor with no task
+        // waiting in it there (a whole stream moves at once).
+        let both = match (old, other) {
+            (None, None) => true,
+            (Some(old), Some(other)) => {
+                ptr::eq(old, other)
+                    && !old.io.has_waiters(other_dir)
+                    && !self.split.load(Ordering::Relaxed)
+            }
+            _ => false,
+        };
+        if both {
+            self.bindings.dirs[Bindings::of(other_dir)].store(published, Ordering::SeqCst);
         }
-        // Step 3b, before 3c (see step 4).
-        self.bindings.dirs[Bindings::of(dir)].store(published, Ordering::Release);
+        // Step 3b, before 3c (see step 4); sequentially consistent for step 6.
+        self.bindings.dirs[Bindings::of(dir)].store(published, Ordering::SeqCst);
         if let Some(old) = old {
-            if !other.is_some_and(|b| ptr::eq(b, old)) {
+            if both || !other.is_some_and(|b| ptr::eq(b, old)) {
                 // Step 3c: no direction is left on the old reactor.
                 if let Some(entry) = bounds.iter_mut().find(|(b, _)| ptr::eq(&**b, old)) {
                     entry.1 = false;
@@ -268,6 +291,23 @@ impl Registration {
         }
         Reactor::with_current(|reactor| self.bind_here(reactor, dir))
             .map_err(|_| no_runtime(self.fd))?
+    }
+
+    /// Step 6 of the protocol, after a task armed `b` for `dir` (on `b`'s thread): if `dir` has
+    /// moved meanwhile, takes the descriptor out of `b`'s epoll set and wakes the task.
+    #[inline(never)]
+    pub(super) fn check_still_bound(&self, b: &Bound, dir: Direction, cx: &Context<'_>) {
+        let now = self.bindings.dirs[Bindings::of(dir)].load(Ordering::SeqCst);
+        if !ptr::eq(now, b) {
+            b.io.leave_epoll_set(&b.home);
+            cx.waker().wake_by_ref();
+        }
+    }
+
+    /// Marks the registration as shared by the two halves of a split stream: a direction that
+    /// moves leaves the other where it is (step 7 of the protocol).
+    pub(crate) fn mark_split(&self) {
+        self.split.store(true, Ordering::Relaxed);
     }
 
     /// Whether some direction is bound (for `Debug`).

@@ -26,10 +26,17 @@ use std::task::{ready, Context, Poll};
 use crate::home::Home;
 use crate::ready::{Direction, Ready, ReadyEvent};
 
-use bound::Bindings;
+#[cfg(loom)]
+use loom::sync::atomic::AtomicBool;
+#[cfg(not(loom))]
+use std::sync::atomic::AtomicBool;
+
+use bound::{Bindings, Bound};
 pub(crate) use level::Level;
 pub(crate) use scheduled::ScheduledIo;
-/// A descriptor registered with a core's [`Reactor`](crate::reactor::Reactor): the building block of every I/O type.
+
+/// A descriptor registered with a core's [`Reactor`](crate::reactor::Reactor): the building
+/// block of every I/O type.
 ///
 /// It holds the descriptor's readiness and a waker list per [`Direction`], and deregisters the
 /// descriptor when dropped. It does not own the descriptor.
@@ -73,6 +80,9 @@ pub struct Registration {
     interest: mio::Interest,
     /// Level-triggered (the byte streams, see [`Level`]) rather than edge-triggered.
     level: bool,
+    /// Shared by the two halves of a split stream: a direction that moves leaves the other
+    /// where it is (`bound`'s protocol, step 7).
+    split: AtomicBool,
     /// Where each direction is bound, and every binding it made (see `bound`'s protocol).
     /// Reached through [`here`](Self::here) only, which checks the reactor is current.
     bindings: Bindings,
@@ -101,7 +111,7 @@ impl Registration {
     /// bound to a reactor that is gone, or refused by epoll at its first use.
     pub fn poll_ready(&self, cx: &mut Context<'_>, dir: Direction) -> Poll<io::Result<ReadyEvent>> {
         let b = self.io(dir)?;
-        b.io.poll_ready(cx, dir, &b.home).map(Ok)
+        self.poll_ready_in(b, cx, dir).map(Ok)
     }
 
     /// [`poll_ready`](Self::poll_ready) for [`Direction::Read`].
@@ -128,6 +138,18 @@ impl Registration {
         if let Some(b) = self.here(Direction::Read) {
             b.home.counters.accepts.incr();
         }
+    }
+
+    /// `b`'s readiness in `dir`, or the task's waker stored; a wait then checks that `dir` did
+    /// not move meanwhile (`bound`'s protocol, step 6). Inlined: the ready case is a load and
+    /// a test, as before.
+    #[inline(always)]
+    fn poll_ready_in(&self, b: &Bound, cx: &mut Context<'_>, dir: Direction) -> Poll<ReadyEvent> {
+        let polled = b.io.poll_ready(cx, dir, &b.home);
+        if polled.is_pending() {
+            self.check_still_bound(b, dir, cx);
+        }
+        polled
     }
 
     /// Counts a `WouldBlock` in `dir` (see `IoStats`).
@@ -197,7 +219,7 @@ impl Registration {
     ) -> Poll<io::Result<R>> {
         let b = self.io(dir)?;
         loop {
-            let event = ready!(b.io.poll_ready(cx, dir, &b.home));
+            let event = ready!(self.poll_ready_in(b, cx, dir));
             match f() {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     Self::count_would_block(&b.home, dir);
@@ -232,7 +254,7 @@ impl Registration {
         let b = self.io(Direction::Read)?;
         let io = &b.io;
         loop {
-            let event = ready!(io.poll_ready(cx, Direction::Read, &b.home));
+            let event = ready!(self.poll_ready_in(b, cx, Direction::Read));
             match f() {
                 Ok(n) if n > 0 && (n < len || io.level.is_some()) => {
                     io.clear(event, Ready::ALL_CLOSED);

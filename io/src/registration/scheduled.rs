@@ -4,6 +4,11 @@ use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::task::{Context, Poll, Waker};
 
+#[cfg(loom)]
+use loom::sync::atomic::{AtomicU8, Ordering};
+#[cfg(not(loom))]
+use std::sync::atomic::{AtomicU8, Ordering};
+
 use super::level::Level;
 use super::waiters::Waiters;
 use crate::home::Home;
@@ -29,6 +34,10 @@ pub(crate) struct ScheduledIo {
     /// tasks of a direction are woken, and its list emptied, by readiness in that direction.
     /// One cell for both, so that an event borrows once.
     waiters: RefCell<[Waiters; 2]>,
+    /// The directions with waiters (bit `1 << Waiters::of(dir)`), mirrored from `waiters` by
+    /// the reactor's thread (its only writer) for a move on another thread to read: a hint,
+    /// which the move protocol makes safe to act on even when stale (`bound.rs`).
+    waiting: AtomicU8,
     /// A level-triggered registration's interest (`None`: edge-triggered, registered by mio).
     pub(super) level: Option<Level>,
 }
@@ -53,6 +62,7 @@ impl ScheduledIo {
             readiness: Cell::new(Ready::READABLE | Ready::WRITABLE),
             tick: Cell::new(0),
             waiters: RefCell::new([Waiters::default(), Waiters::default()]),
+            waiting: AtomicU8::new(0),
             level,
         }
     }
@@ -76,6 +86,23 @@ impl ScheduledIo {
         for waiters in self.waiters.borrow_mut().iter_mut() {
             waiters.move_into(wake);
         }
+        self.waiting.store(0, Ordering::Relaxed);
+    }
+
+    /// Records whether tasks wait in `dir` ([`waiting`](Self::waiting)); on the reactor's thread
+    /// only, its one writer, so a load and a store do.
+    fn mark_waiting(&self, dir: Direction, waiting: bool) {
+        let bit = 1 << Waiters::of(dir);
+        let bits = self.waiting.load(Ordering::Relaxed);
+        let new = if waiting { bits | bit } else { bits & !bit };
+        if new != bits {
+            self.waiting.store(new, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether tasks waited in `dir` when last seen, from any thread: a hint (see the field).
+    pub(crate) fn has_waiters(&self, dir: Direction) -> bool {
+        self.waiting.load(Ordering::Relaxed) & (1 << Waiters::of(dir)) != 0
     }
 
     /// Makes `dir` optimistically ready, as a new registration is: `dir` has just moved here,
@@ -115,6 +142,7 @@ impl ScheduledIo {
         for dir in [Direction::Read, Direction::Write] {
             if !ready.intersection(dir.mask()).is_empty() {
                 waiters[Waiters::of(dir)].move_into(wake);
+                self.mark_waiting(dir, false);
             }
         }
     }
@@ -155,6 +183,7 @@ impl ScheduledIo {
         // No event can be dispatched between the readiness check and this push: the reactor
         // runs on this thread, and not while a task is being polled.
         self.waiters.borrow_mut()[Waiters::of(dir)].add(cx.waker());
+        self.mark_waiting(dir, true);
         if let Some(level) = &self.level {
             if !level.arm(dir, home) {
                 // epoll refused (out of memory or watches): no event will come, so the task
