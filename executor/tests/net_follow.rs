@@ -292,3 +292,36 @@ fn a_stream_sent_through_a_channel_to_the_other_core_is_served_there() -> io::Re
     );
     Ok(())
 }
+
+#[test]
+fn a_ping_pong_on_one_core_never_moves() -> io::Result<()> {
+    // The benchmarks' ping-pong (`pingpong_same`, `pingpong_timeout`): two tasks of one core
+    // trading a byte over two pipes, each read under a timeout. Nothing moves.
+    let rt = Builder::new().cores(2).build()?;
+    let rounds = rt.block_on(async {
+        let (mut to_echo, mut echo_in) = tickless::io::pipe()?;
+        let (mut echo_out, mut back) = tickless::io::pipe()?;
+        let echo = tickless::spawn(async move {
+            let mut b = [0u8; 1];
+            while echo_in.read(&mut b).await? == 1 {
+                echo_out.write_all(&b).await?;
+            }
+            io::Result::Ok(())
+        });
+        let mut b = [0u8; 1];
+        for _ in 0..1_000 {
+            to_echo.write_all(b"x").await?;
+            tickless::time::timeout(Duration::from_secs(60), back.read_exact(&mut b))
+                .await
+                .expect("the echo came back")?;
+        }
+        drop(to_echo);
+        echo.await.expect("the echo task panicked")?;
+        io::Result::Ok(1_000)
+    })?;
+    assert_eq!(rounds, 1_000);
+    let stats = rt.stats();
+    assert_eq!(stats.total.io_rebinds, 0);
+    assert_eq!(stats.total.task_panics, 0);
+    Ok(())
+}
