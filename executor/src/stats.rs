@@ -138,12 +138,12 @@ counters! {
     /// Tasks that `tickless::spawn` on this core placed on another core (see
     /// [`Placement`](crate::runtime::Placement)).
     tasks_placed,
-    /// Descriptors registered with this core's reactor now (each I/O object registers with the
-    /// core that polls it): a gauge, not a count.
-    io_registrations,
     /// I/O objects (or one direction of a split stream) polled on this core while registered
     /// with another, which then moved here (see [`net`](crate::net)).
     io_rebinds,
+    /// Descriptors registered with this core's reactor now (each I/O object registers with the
+    /// core that polls it): a gauge, not a count.
+    io_registrations,
 }
 
 impl Add for CoreStats {

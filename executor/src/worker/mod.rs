@@ -355,8 +355,8 @@ impl Core {
             alive_tasks: self.tasks.borrow().len() as u64,
             accepts: io.accepts,
             tasks_placed: c.placed.get(),
-            io_registrations: io.registrations,
             io_rebinds: io.rebinds,
+            io_registrations: io.registrations,
         }
     }
 }

@@ -47,12 +47,15 @@
 //!    again once armed ([`Registration::check_still_bound`], sequentially consistent, as the
 //!    store of (b) is): still the old one, the arm came before the store, so before (c)'s
 //!    removal, which undoes it; another one, the task takes the descriptor out again itself
-//!    ([`ScheduledIo::leave_epoll_set`]) and wakes itself to poll where it went. Only the
+//!    ([`ScheduledIo::leave_epoll_set`]) unless the other direction still uses that binding,
+//!    and wakes itself to poll where it went. Only the
 //!    task's own thread may do that removal: epoll knows a descriptor by number, and the one
 //!    thread that could have put it back in that set under a new slot is this one.
-//! 7. A stream split into halves ([`Registration::mark_split`]) never takes the other
-//!    direction along: its other half is another task's, which would move it back at its next
-//!    use.
+//! 7. A registration shared by tasks on two cores moves a direction at a time from then on:
+//!    taking the other direction along would make the other task move it back at its next use,
+//!    and the two would trade it at every turn. It is known shared once split into halves
+//!    ([`Registration::mark_split`]), once a direction moved alone because a task waited in
+//!    the other, and once it comes back to a reactor it left.
 
 use std::io;
 use std::os::fd::RawFd;
@@ -177,7 +180,8 @@ impl Registration {
     }
 
     /// Binds `dir` to `reactor` (current on this thread, or about to be polled here): both
-    /// directions at the first use, `dir` alone when it moves (steps 3 and 4 of the protocol).
+    /// directions at the first use; when it moves, `dir`, and the other direction along where
+    /// step 3a allows (steps 3, 4 and 7 of the protocol).
     fn bind_here(&self, reactor: &Reactor, dir: Direction) -> io::Result<&Bound> {
         let mut bounds = lock(&self.bindings.bounds);
         let home = reactor.home();
@@ -225,10 +229,17 @@ impl Registration {
         // waiting in it there (a whole stream moves at once).
         let both = match (old, other) {
             (None, None) => true,
-            (Some(old), Some(other)) => {
-                ptr::eq(old, other)
-                    && !old.io.has_waiters(other_dir)
-                    && !self.split.load(Ordering::Relaxed)
+            (Some(old), Some(other)) if ptr::eq(old, other) => {
+                // Step 7: shared by tasks on two cores, it moves a direction at a time.
+                let shared = self.split.load(Ordering::Relaxed)
+                    || old.io.has_waiters(other_dir)
+                    || bounds
+                        .iter()
+                        .any(|(b, live)| !*live && Arc::ptr_eq(&b.home, home));
+                if shared {
+                    self.split.store(true, Ordering::Relaxed);
+                }
+                !shared
             }
             _ => false,
         };
@@ -299,7 +310,13 @@ impl Registration {
     pub(super) fn check_still_bound(&self, b: &Bound, dir: Direction, cx: &Context<'_>) {
         let now = self.bindings.dirs[Bindings::of(dir)].load(Ordering::SeqCst);
         if !ptr::eq(now, b) {
-            b.io.leave_epoll_set(&b.home);
+            let bounds = lock(&self.bindings.bounds);
+            // A binding the other direction still uses stays in the set: its waiters need its
+            // events, and the extra armed direction is disarmed at its first idle event.
+            if !bounds.iter().any(|(x, live)| *live && ptr::eq(&**x, b)) {
+                b.io.leave_epoll_set(&b.home);
+            }
+            drop(bounds);
             cx.waker().wake_by_ref();
         }
     }
