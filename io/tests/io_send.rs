@@ -256,3 +256,46 @@ fn connect_and_accept_futures_are_send() {
     send(&TcpListener::bind("127.0.0.1:0"));
     send(&UnixStream::connect("/nonexistent"));
 }
+
+#[test]
+fn a_stream_that_comes_back_to_a_reactor_it_left_moves_a_direction_at_a_time() -> io::Result<()> {
+    let (first, second) = (Reactor::new()?, Reactor::new()?);
+    let (mut a, _b) = UnixStream::pair()?;
+    let registrations = |r: &Reactor| r.stats().registrations;
+    {
+        let _enter = first.enter();
+        assert!(poll_read(&mut a).is_none());
+    }
+    {
+        // Nothing waits to write on the first: the whole stream moves.
+        let _enter = second.enter();
+        assert!(poll_read(&mut a).is_none());
+    }
+    first.poll(Some(Duration::ZERO))?;
+    assert_eq!((registrations(&first), registrations(&second)), (0, 1));
+    {
+        // Back where it was: shared by two cores, as far as it can tell, so the read moves
+        // alone and the write stays on the second.
+        let _enter = first.enter();
+        assert!(poll_read(&mut a).is_none());
+    }
+    second.poll(Some(Duration::ZERO))?;
+    assert_eq!((registrations(&first), registrations(&second)), (1, 1));
+    assert_eq!((first.stats().rebinds, second.stats().rebinds), (1, 1));
+    {
+        // The write joins the read; the second reactor frees its slot.
+        let _enter = first.enter();
+        let wrote = futures_lite::future::block_on(poll_once(futures_lite::AsyncWriteExt::write(
+            &mut a, b"y",
+        )));
+        assert!(matches!(wrote, Some(Ok(1))));
+    }
+    second.poll(Some(Duration::ZERO))?;
+    assert_eq!((registrations(&first), registrations(&second)), (1, 0));
+    assert_eq!(
+        first.stats().rebinds,
+        1,
+        "the write joined the read's binding"
+    );
+    Ok(())
+}
