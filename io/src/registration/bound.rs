@@ -43,12 +43,13 @@
 //!    optimistically ready where it moved (3a), so its first use there tries the system call
 //!    before it waits; only a `WouldBlock` there makes it wait, on the reactor where it is now.
 //! 6. A task on the old core that loaded the old binding before the store may arm a
-//!    level-triggered descriptor again after (c) took it out. So every wait loads its binding
-//!    again once armed ([`Registration::check_still_bound`], sequentially consistent, as the
-//!    store of (b) is): still the old one, the arm came before the store, so before (c)'s
-//!    removal, which undoes it; another one, the task takes the descriptor out again itself
-//!    ([`ScheduledIo::leave_epoll_set`]) unless the other direction still uses that binding,
-//!    and wakes itself to poll where it went. Only the
+//!    level-triggered descriptor again after (c) took it out, with an `EPOLL_CTL_ADD` (a
+//!    modification of a descriptor out of the set fails, and the task retries). So a wait that
+//!    added the descriptor loads its binding again ([`Registration::check_still_bound`],
+//!    sequentially consistent, as the store of (b) is): still the old one, the arm came before
+//!    the store, so before (c)'s removal, which undoes it; another one, the task takes the
+//!    descriptor out again itself ([`ScheduledIo::leave_epoll_set`]) unless the other
+//!    direction still uses that binding, and wakes itself to poll where it went. Only the
 //!    task's own thread may do that removal: epoll knows a descriptor by number, and the one
 //!    thread that could have put it back in that set under a new slot is this one.
 //! 7. A registration shared by tasks on two cores moves a direction at a time from then on:

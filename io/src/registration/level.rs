@@ -97,12 +97,13 @@ impl Level {
 
     /// Makes sure an event will come for a task waiting in `dir`: arms `dir` (if it is in the
     /// interest) and puts the descriptor back in the set if it left it. One `epoll_ctl` when
-    /// something changes, none otherwise. False if epoll refused (no event will come).
-    pub(super) fn arm(&self, dir: Direction, home: &Home) -> bool {
+    /// something changes, none otherwise. `Some(true)` if it put the descriptor back in the set
+    /// (`EPOLL_CTL_ADD`), `None` if epoll refused (no event will come).
+    pub(super) fn arm(&self, dir: Direction, home: &Home) -> Option<bool> {
         let armed = self.armed.get();
         let want = armed | Level::bit(dir).intersection(self.interest);
         if want == armed && self.in_set.get() {
-            return true;
+            return Some(false);
         }
         let op = if self.in_set.get() {
             libc::EPOLL_CTL_MOD
@@ -120,9 +121,9 @@ impl Level {
             Ok(()) => {
                 self.armed.set(want);
                 self.in_set.set(true);
-                true
+                Some(op == libc::EPOLL_CTL_ADD)
             }
-            Err(_) => false,
+            Err(_) => None,
         }
     }
 

@@ -140,16 +140,21 @@ impl Registration {
         }
     }
 
-    /// `b`'s readiness in `dir`, or the task's waker stored; a wait then checks that `dir` did
-    /// not move meanwhile (`bound`'s protocol, step 6). Inlined: the ready case is a load and
-    /// a test, as before.
+    /// `b`'s readiness in `dir`, or the task's waker stored; a wait that put the descriptor
+    /// back in the epoll set then checks that `dir` did not move meanwhile (`bound`'s
+    /// protocol, step 6). Inlined, so that the ready case costs its callers a load and a test;
+    /// the wait is a call.
     #[inline(always)]
     fn poll_ready_in(&self, b: &Bound, cx: &mut Context<'_>, dir: Direction) -> Poll<ReadyEvent> {
-        let polled = b.io.poll_ready(cx, dir, &b.home);
-        if polled.is_pending() {
-            self.check_still_bound(b, dir, cx);
+        match b.io.ready_now(dir) {
+            Some(event) => Poll::Ready(event),
+            None => {
+                if b.io.wait(cx, dir, &b.home) {
+                    self.check_still_bound(b, dir, cx);
+                }
+                Poll::Pending
+            }
         }
-        polled
     }
 
     /// Counts a `WouldBlock` in `dir` (see `IoStats`).

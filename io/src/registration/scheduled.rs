@@ -2,7 +2,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Waker};
 
 #[cfg(loom)]
 use loom::sync::atomic::{AtomicU8, Ordering};
@@ -156,41 +156,25 @@ impl ScheduledIo {
         })
     }
 
-    /// Ready if `dir` has readiness; otherwise stores the task's waker and returns pending,
-    /// arming `dir` first if the registration is level-triggered and it is not armed.
-    ///
-    /// Inlined, so that the ready case costs its callers a load and a test; the wait is a call.
-    #[inline]
-    pub(super) fn poll_ready(
-        &self,
-        cx: &mut Context<'_>,
-        dir: Direction,
-        home: &Home,
-    ) -> Poll<ReadyEvent> {
-        match self.ready_now(dir) {
-            Some(event) => Poll::Ready(event),
-            None => {
-                self.wait(cx, dir, home);
-                Poll::Pending
-            }
-        }
-    }
-
-    /// The pending half of [`poll_ready`](Self::poll_ready): stores the task's waker, and arms
-    /// `dir` if the registration is level-triggered.
+    /// The pending half of a readiness poll (`Registration::poll_ready_in`): stores the task's
+    /// waker, and arms `dir` if the registration is level-triggered. True if that put the
+    /// descriptor back in the epoll set: the one case in which the caller checks that `dir` did
+    /// not move meanwhile (`bound`'s protocol, step 6).
     #[inline(never)]
-    fn wait(&self, cx: &mut Context<'_>, dir: Direction, home: &Home) {
+    pub(super) fn wait(&self, cx: &mut Context<'_>, dir: Direction, home: &Home) -> bool {
         // No event can be dispatched between the readiness check and this push: the reactor
         // runs on this thread, and not while a task is being polled.
         self.waiters.borrow_mut()[Waiters::of(dir)].add(cx.waker());
         self.mark_waiting(dir, true);
         if let Some(level) = &self.level {
-            if !level.arm(dir, home) {
+            match level.arm(dir, home) {
+                Some(joined) => return joined,
                 // epoll refused (out of memory or watches): no event will come, so the task
                 // retries through its scheduler rather than waiting for ever.
-                cx.waker().wake_by_ref();
+                None => cx.waker().wake_by_ref(),
             }
         }
+        false
     }
 
     /// Clears the bits of `event` except `keep`, unless an event arrived since it was taken.
