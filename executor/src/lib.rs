@@ -6,7 +6,7 @@
 //! The API is tokio's where the meaning is the same: [`spawn`], [`time::sleep`],
 //! [`time::timeout`], [`net::TcpListener`], [`task::JoinSet`], `#[tickless::main]`. What differs
 //! comes from every core being its own single-threaded runtime: a task stays on the core it was
-//! placed on at spawn, and an I/O object belongs to the core that first polls it.
+//! placed on at spawn, and an I/O object is driven by the core that polls it.
 //!
 //! ```
 //! use std::time::Duration;
@@ -147,13 +147,15 @@ pub mod io {
 ///
 /// The sockets (and the pipes of [`io`]) are `Send` and `Sync`, as tokio's are, so they fit in
 /// `Send` futures, `tokio::sync` channels and libraries' connection pools (hyper-util's
-/// `Client`, hyper's upgrades). Each belongs to the core that first polls it: a connection
-/// accepted on core 0 and handed to a task on core 1 registers with core 1's reactor at its
-/// first read or write, and is driven there from then on. Used later on any other thread (a
-/// tokio thread, another core), it panics with a message saying so; first polled where no core
-/// runs, or used after its core's runtime was shut down, it returns an error. Dropped on any
-/// other thread, it is closed and leaves the core's epoll set at once; the core frees the rest
-/// at its next turn.
+/// `Client`, hyper's upgrades). Each follows the task that polls it: a connection accepted on
+/// core 0 and handed to a task on core 1 registers with core 1's reactor at its first read or
+/// write there, even if the accept loop wrote a greeting or peeked on core 0 first; it then
+/// leaves core 0's epoll set (two `epoll_ctl` calls, counted in
+/// [`CoreStats::io_rebinds`](crate::CoreStats::io_rebinds) of the core it joins). The two
+/// halves of a split stream polled by tasks on two cores wait each on its own core. Polled
+/// where no core runs, or used after its core's runtime was shut down, it returns an error.
+/// Dropped on any other thread, it is closed and leaves the core's epoll set at once; the core
+/// frees the rest at its next turn.
 ///
 /// # Examples
 ///

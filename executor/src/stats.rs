@@ -138,8 +138,11 @@ counters! {
     /// Tasks that `tickless::spawn` on this core placed on another core (see
     /// [`Placement`](crate::runtime::Placement)).
     tasks_placed,
+    /// I/O objects (or one direction of a split stream) polled on this core while registered
+    /// with another, which then moved here (see [`net`](crate::net)).
+    io_rebinds,
     /// Descriptors registered with this core's reactor now (each I/O object registers with the
-    /// core that first polls it): a gauge, not a count.
+    /// core that polls it): a gauge, not a count.
     io_registrations,
 }
 

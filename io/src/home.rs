@@ -5,11 +5,12 @@
 //! connection pool, but their readiness and waker lists are plain cells read and written by the
 //! owning core alone. [`Home`] is what lets that hold:
 //!
-//! - a registration belongs to the reactor that was current where it was first used (see
-//!   `Registration`), and every later use first checks that this reactor is the one entered on
-//!   the calling thread ([`Home::is_current`]: one thread-local read and a compare). Elsewhere
-//!   it panics with a clear message while the reactor lives, and gives an error once the reactor
-//!   is gone ([`Home::close`]), instead of waiting for events nobody will deliver;
+//! - each direction of a registration is bound to the reactor that was current where it was
+//!   last polled (see `Registration`), and every use first checks that this reactor is the one
+//!   entered on the calling thread ([`Home::is_current`]: one thread-local read and a
+//!   compare). Elsewhere the direction moves to the reactor current there, while its reactor
+//!   lives; once the reactor is gone ([`Home::close`]) every use gives an error instead of
+//!   waiting for events nobody will deliver;
 //! - a registration dropped away from its reactor (on another thread, or on its own thread once
 //!   the reactor is no longer current there) removes its descriptor from the epoll set through
 //!   its own registry (a duplicate of the epoll descriptor, usable from any thread and open
@@ -19,7 +20,10 @@
 //!   the flag is raised, and the reactor lowers the flag *before* it takes the list, so a key
 //!   missed by one take always leaves the flag up for the next
 //!   (`loom-tests/tests/foreign_drop.rs`). The unpark only makes a sleeping core get there
-//!   soon.
+//!   soon;
+//! - a registration that moved away from the reactor ([`Home::moved_away`]) leaves the same
+//!   way, its key marked: the reactor then also wakes the tasks still waiting in that slot,
+//!   so that they poll again and find where the registration went.
 
 use std::fmt;
 use std::io;
@@ -44,8 +48,9 @@ use std::sync::{Mutex, MutexGuard};
 pub(crate) struct Home {
     /// A duplicate of the epoll descriptor, to deregister from any thread.
     registry: mio::Registry,
-    /// Slab keys of registrations dropped away from the owner, already out of the epoll set.
-    orphans: Mutex<Vec<usize>>,
+    /// Slab keys of registrations dropped away from the owner, or moved away from it (`true`:
+    /// wake what still waits there), already out of the epoll set.
+    orphans: Mutex<Vec<(usize, bool)>>,
     /// Raised after a key is pushed to `orphans`: the reactor's poll looks at the list only
     /// when it is up.
     pending: AtomicBool,
@@ -88,28 +93,41 @@ impl Home {
         self.closed.store(true, Ordering::Release);
     }
 
-    /// What using a registration of this home away from its reactor gives (`fd` names it): an
-    /// error once the reactor is gone, a panic while it lives (a misuse: the registration
-    /// belongs to another core).
+    /// Whether the reactor is gone ([`close`](Self::close)).
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    /// The error of a registration of this closed home used anywhere (`fd` names it).
     #[cold]
-    #[track_caller]
-    pub(crate) fn used_elsewhere(&self, fd: RawFd) -> io::Error {
-        if self.closed.load(Ordering::Acquire) {
-            return io::Error::other(format!(
-                "tickless: the core that drives this I/O object (fd {fd}) has stopped: its \
-                 runtime was shut down or dropped"
-            ));
-        }
-        wrong_core(fd)
+    pub(crate) fn stopped(fd: RawFd) -> io::Error {
+        io::Error::other(format!(
+            "tickless: the core that drives this I/O object (fd {fd}) has stopped: its \
+             runtime was shut down or dropped"
+        ))
     }
 
     /// Drops a registration away from the reactor's thread: `fd` leaves the epoll set now (it
     /// must still be open), and the slot at `key` is freed by the reactor's next poll.
     pub(crate) fn orphan(&self, key: usize, fd: RawFd) {
+        self.leave(key, fd, false);
+    }
+
+    /// Moves a registration away from the reactor, from any thread: `fd` leaves the epoll set
+    /// now, and the reactor's next poll wakes the tasks still waiting in the slot at `key` and
+    /// frees it (see `Registration`'s protocol).
+    pub(crate) fn moved_away(&self, key: usize, fd: RawFd) {
+        self.leave(key, fd, true);
+    }
+
+    /// [`orphan`](Self::orphan) and [`moved_away`](Self::moved_away): out of the set, the key
+    /// pushed (`wake`: marked moved), the flag raised, the reactor unparked.
+    fn leave(&self, key: usize, fd: RawFd, wake: bool) {
         // It fails only if the descriptor was closed first, which removed it from the set
-        // already (see `Reactor::deregister`).
+        // already (see `Reactor::deregister`), or if a level-triggered registration had left
+        // the set already (nothing armed).
         let _gone_already = self.registry.deregister(&mut SourceFd(&fd));
-        lock(&self.orphans).push(key);
+        lock(&self.orphans).push((key, wake));
         self.pending.store(true, Ordering::Release);
         self.unparker.unpark();
     }
@@ -121,8 +139,9 @@ impl Home {
         self.pending.load(Ordering::Relaxed)
     }
 
-    /// The keys orphaned since the last call; the reactor frees their slots.
-    pub(crate) fn take_orphans(&self) -> Vec<usize> {
+    /// The keys orphaned since the last call (`true`: moved away); the reactor frees their
+    /// slots.
+    pub(crate) fn take_orphans(&self) -> Vec<(usize, bool)> {
         // Lower the flag before taking the list: a key pushed after the take raises it again.
         self.pending.store(false, Ordering::Relaxed);
         mem::take(&mut *lock(&self.orphans))
@@ -130,21 +149,8 @@ impl Home {
 }
 
 /// Locks `m`, ignoring poisoning: the list is never left half-written.
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// The panic of an I/O object used away from its core.
-#[cold]
-#[track_caller]
-fn wrong_core(fd: RawFd) -> ! {
-    panic!(
-        "tickless: an I/O object (fd {fd}) was used on a thread other than the core that \
-         first polled it. A tickless stream is Send so that it can be stored in Send futures and \
-         types, and it belongs to the core that polls it first: poll it only there (a task \
-         spawned with tickless::spawn or tickless::task::spawn_local on that core), not on \
-         another core, a tokio thread or a std thread"
-    )
 }
 
 impl fmt::Debug for Home {

@@ -382,21 +382,32 @@ impl Reactor {
         Ok(polled)
     }
 
-    /// Frees the slots of registrations dropped away from this thread (see [`Home`]); they
-    /// left the epoll set already. Called when [`Home::has_orphans`] says so.
+    /// Frees the slots of registrations dropped or moved away from this thread (see
+    /// [`Home`]); they left the epoll set already. The tasks still waiting in a slot that moved
+    /// away are woken (by the caller's [`wake_all`](Self::wake_all)): they poll again and find
+    /// where it went. Called when [`Home::has_orphans`] says so.
     #[cold]
     #[inline(never)]
     fn free_orphans(&self) {
         let orphans = self.home.take_orphans();
         // Bind the slots so they (and any wakers they hold) drop after the slab borrow ends.
-        let slots: Vec<Slot> = {
+        let slots: Vec<(Slot, bool)> = {
             let mut registrations = self.registrations.borrow_mut();
             orphans
                 .into_iter()
-                .filter_map(|key| registrations.try_remove(key))
+                .filter_map(|(key, moved)| Some((registrations.try_remove(key)?, moved)))
                 .collect()
         };
         self.counters.orphans.add(slots.len() as u64);
+        let mut wake = self.wake_list.borrow_mut();
+        for (slot, moved) in &slots {
+            if *moved {
+                // Not out of the epoll set again here: the descriptor may have come back to
+                // this reactor under a new slot by now, and epoll knows it by number.
+                slot.io.take_waiters(&mut wake);
+            }
+        }
+        drop(wake);
         drop(slots);
     }
 
@@ -428,6 +439,7 @@ impl Reactor {
             read_would_blocks: self.home.counters.read_would_blocks.get(),
             write_would_blocks: self.home.counters.write_would_blocks.get(),
             accepts: self.accepts(),
+            rebinds: self.home.counters.rebinds.get(),
         }
     }
 
@@ -439,13 +451,15 @@ impl Reactor {
     }
 
     /// Registers `fd` for `interest`, edge-triggered through mio, or level-triggered if
-    /// `level` (read interest armed, write interest armed only while a task waits to write; see
-    /// [`Level`]); returns its slab key and shared state.
+    /// `level` (joining the epoll set now if `join_now`, read interest armed, write interest
+    /// armed only while a task waits to write; otherwise at the first wait: see [`Level`]);
+    /// returns its slab key and shared state.
     pub(crate) fn register(
         &self,
         fd: RawFd,
         interest: Interest,
         level: bool,
+        join_now: bool,
     ) -> io::Result<(usize, Arc<ScheduledIo>)> {
         let mut registrations = self.registrations.borrow_mut();
         let entry = registrations.vacant_entry();
@@ -458,11 +472,18 @@ impl Reactor {
         let generation = self.next_generation.get() & GENERATION_MASK;
         self.next_generation.set(generation.wrapping_add(1));
         let token = token(key, generation);
-        self.home.counters.epoll_ctls.incr();
         let level = if level {
             let epfd = self.poll.borrow().0.as_raw_fd();
-            Some(Level::add(epfd, fd, token.0 as u64, interest)?)
+            Some(Level::add(
+                epfd,
+                fd,
+                token.0 as u64,
+                interest,
+                join_now,
+                &self.home,
+            )?)
         } else {
+            self.home.counters.epoll_ctls.incr();
             self.poll
                 .borrow()
                 .0

@@ -40,6 +40,10 @@ pub struct IoStats {
     pub write_would_blocks: u64,
     /// Connections accepted by the listeners this reactor drives (TCP and Unix).
     pub accepts: u64,
+    /// I/O objects (or one direction of one: a split stream's half) polled here while bound to
+    /// another reactor, which then moved here: each registered its descriptor with this
+    /// reactor, and left the other's epoll set if no direction stayed there.
+    pub rebinds: u64,
 }
 
 impl Add for IoStats {
@@ -65,6 +69,7 @@ impl AddAssign for IoStats {
         self.read_would_blocks += rhs.read_would_blocks;
         self.write_would_blocks += rhs.write_would_blocks;
         self.accepts += rhs.accepts;
+        self.rebinds += rhs.rebinds;
     }
 }
 
@@ -123,4 +128,6 @@ pub(crate) struct SharedCounters {
     pub(crate) write_would_blocks: OwnerCounter,
     /// Connections accepted.
     pub(crate) accepts: OwnerCounter,
+    /// Registrations (or directions of one) that moved here.
+    pub(crate) rebinds: OwnerCounter,
 }

@@ -1,13 +1,12 @@
-//! The I/O types are `Send`: they may be moved to and dropped on any thread. Each belongs to
-//! the reactor current where it is first polled; used later anywhere else it panics while that
-//! reactor lives, and returns an error once it is gone; first polled where no reactor is
-//! current, it returns an error. Never a hang.
+//! The I/O types are `Send`: they may be moved to and dropped on any thread. Each is driven by
+//! the reactor current where it is polled: first polled, it registers there; polled later under
+//! another live reactor, it moves there; it returns an error once its reactor is gone, and
+//! where no reactor is current. Never a panic, never a hang.
 
 mod common;
 
 use std::io::{self, Read};
 use std::os::fd::AsRawFd;
-use std::panic::{self, AssertUnwindSafe};
 use std::thread;
 use std::time::Duration;
 
@@ -42,15 +41,6 @@ fn the_io_types_are_send_and_sync() {
 fn poll_read(stream: &mut (impl AsyncRead + Unpin)) -> Option<io::Result<usize>> {
     let mut buf = [0u8; 1];
     futures_lite::future::block_on(poll_once(stream.read(&mut buf)))
-}
-
-/// The message of the panic `f` dies of.
-fn panic_message(f: impl FnOnce()) -> String {
-    let payload = panic::catch_unwind(AssertUnwindSafe(f)).expect_err("it must panic");
-    payload
-        .downcast_ref::<String>()
-        .cloned()
-        .unwrap_or_default()
 }
 
 #[test]
@@ -115,22 +105,36 @@ fn a_stream_whose_reactor_is_gone_returns_an_error_instead_of_waiting() -> io::R
 }
 
 #[test]
-fn a_stream_polled_under_another_live_reactor_on_its_own_thread_panics() -> io::Result<()> {
+fn a_stream_polled_under_another_live_reactor_on_its_own_thread_moves_there() -> io::Result<()> {
     let first = Reactor::new()?;
     let second = Reactor::new()?;
-    let (mut a, _b) = UnixStream::pair()?;
+    let (mut a, mut b) = std::os::unix::net::UnixStream::pair()
+        .and_then(|(a, b)| Ok((UnixStream::from_std(a)?, b)))?;
     {
         let _enter = first.enter();
         assert!(poll_read(&mut a).is_none());
     }
-    // Another runtime's core on the same thread: before, the thread check passed and the read
-    // waited on a reactor nobody polled.
+    // Another runtime's core on the same thread: the read moves there (a thread check alone
+    // would pass, and wait on a reactor nobody polls).
     let _enter = second.enter();
-    let message = panic_message(|| drop(poll_read(&mut a)));
-    assert!(
-        message.contains("other than the core that first polled it"),
-        "{message}"
+    assert!(poll_read(&mut a).is_none(), "nothing to read: it waits");
+    assert_eq!(second.stats().rebinds, 1);
+    // Nothing waited to write on the first: the whole stream moved, and the first reactor
+    // frees its slot at its next poll.
+    first.poll(Some(Duration::ZERO))?;
+    assert_eq!(
+        (first.stats().registrations, first.stats().orphans_freed),
+        (0, 1)
     );
+    // The byte wakes the read here; the write runs here too, with no second move.
+    std::io::Write::write_all(&mut b, b"x")?;
+    let mut buf = [0u8; 1];
+    assert_eq!(block_on(&second, a.read(&mut buf))?, 1);
+    let write =
+        futures_lite::future::block_on(poll_once(futures_lite::AsyncWriteExt::write(&mut a, b"y")));
+    assert!(matches!(write, Some(Ok(1))));
+    assert_eq!(second.stats().rebinds, 1, "one move");
+    assert_eq!(second.stats().registrations, 1);
     Ok(())
 }
 
@@ -169,24 +173,23 @@ fn a_stream_dropped_on_another_thread_leaves_the_epoll_set_and_its_slot() -> io:
 }
 
 #[test]
-fn a_stream_used_on_another_thread_panics_saying_so() -> io::Result<()> {
+fn a_stream_used_on_a_thread_with_no_runtime_returns_an_error() -> io::Result<()> {
     let reactor = Reactor::new()?;
     let _enter = reactor.enter();
     let (mut a, _b) = UnixStream::pair()?;
     assert!(
         poll_read(&mut a).is_none(),
-        "polled here first: it belongs here"
+        "polled here first: registered here"
     );
-    let message = thread::spawn(move || {
+    let err = thread::spawn(move || {
         let mut a = a;
-        panic_message(|| drop(poll_read(&mut a)))
+        poll_read(&mut a)
+            .expect("an error, not a wait")
+            .unwrap_err()
     })
     .join()
     .unwrap();
-    assert!(
-        message.contains("used on a thread other than the core that first polled it"),
-        "{message}"
-    );
+    assert!(err.to_string().contains("no tickless runtime"), "{err}");
     // The stream was dropped there: the reactor frees it (`_b` was never polled).
     reactor.poll(Some(Duration::ZERO))?;
     let stats = reactor.stats();
@@ -252,4 +255,47 @@ fn connect_and_accept_futures_are_send() {
     send(&TcpStream::connect(("localhost", 1)));
     send(&TcpListener::bind("127.0.0.1:0"));
     send(&UnixStream::connect("/nonexistent"));
+}
+
+#[test]
+fn a_stream_that_comes_back_to_a_reactor_it_left_moves_a_direction_at_a_time() -> io::Result<()> {
+    let (first, second) = (Reactor::new()?, Reactor::new()?);
+    let (mut a, _b) = UnixStream::pair()?;
+    let registrations = |r: &Reactor| r.stats().registrations;
+    {
+        let _enter = first.enter();
+        assert!(poll_read(&mut a).is_none());
+    }
+    {
+        // Nothing waits to write on the first: the whole stream moves.
+        let _enter = second.enter();
+        assert!(poll_read(&mut a).is_none());
+    }
+    first.poll(Some(Duration::ZERO))?;
+    assert_eq!((registrations(&first), registrations(&second)), (0, 1));
+    {
+        // Back where it was: shared by two cores, as far as it can tell, so the read moves
+        // alone and the write stays on the second.
+        let _enter = first.enter();
+        assert!(poll_read(&mut a).is_none());
+    }
+    second.poll(Some(Duration::ZERO))?;
+    assert_eq!((registrations(&first), registrations(&second)), (1, 1));
+    assert_eq!((first.stats().rebinds, second.stats().rebinds), (1, 1));
+    {
+        // The write joins the read; the second reactor frees its slot.
+        let _enter = first.enter();
+        let wrote = futures_lite::future::block_on(poll_once(futures_lite::AsyncWriteExt::write(
+            &mut a, b"y",
+        )));
+        assert!(matches!(wrote, Some(Ok(1))));
+    }
+    second.poll(Some(Duration::ZERO))?;
+    assert_eq!((registrations(&first), registrations(&second)), (1, 0));
+    assert_eq!(
+        first.stats().rebinds,
+        1,
+        "the write joined the read's binding"
+    );
+    Ok(())
 }

@@ -53,9 +53,9 @@ EXECUTOR_TESTS=(
 # ownership, against the tests that use them.
 BLOCKING_FILES=('executor/src/blocking.rs' 'executor/src/worker/shutdown.rs')
 BLOCKING_TESTS=(--lib task_blocking rt_drop rt_dead_core rt_panics time_paused fs_file rt_placement)
-# --- registration: a registration bound lazily to the core that first polls it, its home and
+# --- registration: a registration bound to the core that polls it (moving with it), its home and
 # the reactor-gone state, against every test of tickless-io (none named: all of them).
-REGISTRATION_FILES=('io/src/home.rs' 'io/src/registration.rs' 'io/src/context.rs')
+REGISTRATION_FILES=('io/src/home.rs' 'io/src/registration/*.rs' 'io/src/context.rs')
 REGISTRATION_TESTS=()
 # -----------------------------------------------------------------------------------------------
 

@@ -166,8 +166,9 @@ where
 /// connection to its task) goes to the less loaded of this core and one other, taken in turn,
 /// counting the tasks spawned onto each and not yet finished; every other spawn (a connection
 /// spawning a writer, a task spawning a helper) stays on this core, where the streams it may
-/// capture are registered. The accepted stream is registered with no core yet: it belongs to
-/// the core that first polls it, the connection task's. So a server written the tokio way (one
+/// capture are registered. The accepted stream is registered with no core yet: it registers
+/// with the core that polls it, the connection task's (and moves there if the accept loop used
+/// it first). So a server written the tokio way (one
 /// listener, one accept loop, `spawn` per connection) uses every core. A placed spawn costs
 /// what a [`Handle::spawn`](crate::Handle::spawn) costs: one push into the other core's inbox,
 /// and an eventfd write only if that core sleeps. `Builder::placement(Placement::Local)` keeps

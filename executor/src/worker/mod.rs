@@ -364,6 +364,7 @@ impl Core {
             alive_tasks: self.tasks.borrow().len() as u64,
             accepts: io.accepts,
             tasks_placed: c.placed.get(),
+            io_rebinds: io.rebinds,
             io_registrations: io.registrations,
         }
     }

@@ -18,7 +18,7 @@ use crate::sys;
 /// [`TcpListener::bind_reuseport_std`]; the kernel caps it at `somaxconn`.
 pub(crate) const REUSEPORT_BACKLOG: i32 = 1024;
 
-/// A TCP listener, driven by the core that first polls it (see
+/// A TCP listener, driven by the core that polls it (see
 /// `Registration`'s threads).
 ///
 /// An accepted stream is not registered anywhere yet: it belongs to the core that first polls

@@ -26,9 +26,11 @@ use crate::sys;
 /// `MSG_NOSIGNAL`: a reset peer gives `BrokenPipe` or `ConnectionReset`, never `SIGPIPE`.
 /// Dropping the stream deregisters and closes it.
 ///
-/// It is `Send` and `Sync`, but driven by its reactor's thread only: used on another thread it
-/// panics, saying so; dropped on another thread it is closed and leaves the epoll set at once,
-/// and the reactor frees its slot at its next poll.
+/// It is `Send` and `Sync`, and driven by the core that polls it: polled on another core than
+/// the one it is registered with, it moves there (each direction on its own, so a read half and
+/// a write half may wait on two cores); used where no core runs, or after its runtime stopped,
+/// it returns an error. Dropped on another thread it is closed and leaves the epoll set at
+/// once, and the reactor frees its slot at its next poll.
 ///
 /// # Examples
 ///
@@ -247,10 +249,11 @@ impl TcpStream {
         self.io.get_ref().shutdown(how)
     }
 
-    /// Splits the stream into a read half and a write half that can move into different tasks
-    /// of this core. Dropping the write half shuts down the write side; see
+    /// Splits the stream into a read half and a write half that can move into different tasks,
+    /// on this core or others: each direction waits on the core that polls it. Dropping the write half shuts down the write side; see
     /// [`OwnedWriteHalf`].
     pub fn into_split(self) -> (OwnedReadHalf, OwnedWriteHalf) {
+        self.io.registration().mark_split();
         let shared = Arc::new(self);
         (
             OwnedReadHalf::new(Arc::clone(&shared)),

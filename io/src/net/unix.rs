@@ -103,7 +103,7 @@ impl fmt::Debug for UnixListener {
     }
 }
 
-/// A Unix domain stream connection, driven by the core that first polls it (see
+/// A Unix domain stream connection, driven by the core that polls it (see
 /// `Registration`'s threads).
 ///
 /// Implements futures-io's `AsyncRead` and `AsyncWrite`, also on `&UnixStream`.
