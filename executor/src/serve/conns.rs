@@ -169,8 +169,8 @@ impl<F: Future<Output = ()>> Future for Tracked<F> {
 /// What a connection handler learns about its connection, besides the stream: the peer, the
 /// core, and whether the server is shutting down.
 ///
-/// It belongs to the core that accepted the connection (`!Send`); the stream is `Send` but is
-/// driven by that core as well.
+/// It belongs to the core that accepted the connection (`!Send`); the stream is `Send`, and is
+/// driven by the core of whichever task polls it.
 ///
 /// # Examples
 ///

@@ -8,7 +8,8 @@
 //! spawning core unless the task being polled has just accepted a connection (the core's
 //! reactor counted an accept during this poll, and no spawn has used that accept yet). Such a
 //! spawn is the accept loop handing a connection to its task, which captures a stream that is
-//! not registered anywhere yet (a stream belongs to the core that first polls it). It goes to
+//! not registered anywhere yet (a stream registers with the core that polls it, and moves to
+//! the core of the task that polls it next). It goes to
 //! the less loaded of this core and one other core, taken in turn (the power of two choices),
 //! by the number of tasks spawned onto each and not yet finished; ties stay local. Every other
 //! spawn (a connection spawning a writer, a ping-pong's helper, a task spawning work) stays

@@ -21,8 +21,8 @@ pub(crate) const REUSEPORT_BACKLOG: i32 = 1024;
 /// A TCP listener, driven by the core that polls it (see
 /// `Registration`'s threads).
 ///
-/// An accepted stream is not registered anywhere yet: it belongs to the core that first polls
-/// it, so one accept loop can hand its connections to tasks on other cores. For a
+/// An accepted stream is not registered anywhere yet: it registers with the core that first
+/// polls it (and follows the task that polls it after), so one accept loop can hand its connections to tasks on other cores. For a
 /// thread-per-core server without that hand-off, give each core its own listener on the same
 /// port with [`bind_reuseport`](Self::bind_reuseport) and the kernel spreads connections across
 /// them.
