@@ -494,6 +494,9 @@ fn a_sleep_polled_on_another_core_moves_its_timer_there() -> io::Result<()> {
     })
     .map(|core| assert_eq!(core, 1))
     .map_err(io::Error::other)?;
+    // The cancel reached core 0's inbox before the sleep registered on core 1, so before the
+    // task ended; `block_on` may have returned before core 0 took it: one turn takes it.
+    rt.block_on(tickless::task::yield_now());
     wait_parked(&rt);
     let after = rt.stats();
     let (c0, c1) = (
