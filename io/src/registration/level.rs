@@ -135,6 +135,7 @@ impl Level {
     /// Errors are ignored: they can only mean the descriptor has left the set already (its
     /// registration was dropped on another thread, which removed it; the reactor frees the slot
     /// at this poll or the next).
+    #[inline]
     pub(super) fn settle(&self, ready: Ready, waiting: Ready, home: &Home) {
         let mut idle = Ready::EMPTY;
         for dir in [Direction::Read, Direction::Write] {
@@ -148,6 +149,14 @@ impl Level {
         if !self.in_set.get() || (keep == armed && !keep.is_empty()) {
             return;
         }
+        self.rearm(keep, home);
+    }
+
+    /// [`settle`](Self::settle)'s change of the armed interest to `keep` (out of the set if
+    /// empty): a system call, out of line so that the usual event, which changes nothing,
+    /// costs its caller no call.
+    #[inline(never)]
+    fn rearm(&self, keep: Ready, home: &Home) {
         home.counters.epoll_ctls.incr();
         if keep.is_empty() {
             let _gone = epoll_ctl(home.epoll_fd(), libc::EPOLL_CTL_DEL, self.fd, 0, 0);
