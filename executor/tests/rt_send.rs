@@ -332,3 +332,42 @@ fn core_0_s_counters_read_during_another_block_on_never_go_back() -> std::io::Re
     assert!(during.polls <= rt.stats().cores[0].polls);
     Ok(())
 }
+
+/// A server on every core, its runtime shut down on another thread than the one that ran core
+/// 0: core 0's accept loop is a thread-bound task, leaked rather than dropped there, with its
+/// listener. The listener is shut down all the same, so the port takes no connection that
+/// nobody would serve: every connect is refused. (Before: 10 of 10 connects completed and hung,
+/// and a new server on the port lost a share of its connections to the dead socket.)
+#[test]
+fn a_runtime_shut_down_on_another_thread_leaves_no_listener_open() -> std::io::Result<()> {
+    let rt = Builder::new().cores(2).build()?;
+    let server = tickless::net::serve_per_core(
+        &rt,
+        "127.0.0.1:0".parse().unwrap(),
+        |_stream, _conn| async {},
+    )?;
+    let addr = server.local_addr();
+    // Core 0 starts its accept loop (a `spawn_local` task of this thread) in this thread's
+    // `block_on`, at its first turns.
+    rt.block_on(async {
+        for _ in 0..10 {
+            tickless::task::yield_now().await;
+        }
+    });
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || tx.send(rt.shutdown(Duration::from_secs(10))).unwrap());
+    let err = rx
+        .recv()
+        .unwrap()
+        .expect_err("core 0's accept loop is leaked");
+    assert!(err.leaked_local >= 1, "{err}");
+    drop(server);
+    for i in 0..10 {
+        let connect = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(5));
+        assert!(
+            connect.is_err(),
+            "connect {i} to the stopped server's port completed: a listener is still open"
+        );
+    }
+    Ok(())
+}

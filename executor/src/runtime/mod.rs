@@ -125,7 +125,9 @@ const DROP_TIMEOUT: Duration = Duration::from_secs(10);
 ///   it). `tickless::spawn`'s tasks
 ///   (`Send`) have no such tie. Shut down or dropped on another thread, the runtime cannot drop
 ///   such a task's future there: it leaks it (its destructor never runs), resolves its handle as
-///   cancelled, and reports it in [`ShutdownError::leaked_local`].
+///   cancelled, and reports it in [`ShutdownError::leaked_local`]. A leaked accept loop's
+///   listener (`serve_per_core`, `tickless-http`'s `serve` on core 0) is shut down all the
+///   same: the port takes no connection that nobody would serve.
 /// - **Pinning.** With [`Builder::pin`], the building thread stays pinned to core 0's CPU for
 ///   the runtime's life (given its affinity back when the runtime is dropped on it); another
 ///   thread is pinned for the length of its `block_on` call only.
@@ -489,6 +491,10 @@ impl Runtime {
             .filter_map(|(core, s)| s.death().map(|message| CorePanic { core, message }))
             .collect();
         let leaked_local = self.shared[0].local_leaked();
+        if leaked_local > 0 {
+            // Their listeners must not take connections that nobody will serve.
+            self.shared[0].shut_leaked_listeners();
+        }
         if stuck.is_empty() && panicked.is_empty() && blocking == 0 && leaked_local == 0 {
             Ok(())
         } else {

@@ -145,6 +145,8 @@ where
                 return Err(e);
             }
         };
+        // Declared after the listener, so dropped before it closes.
+        let _shut_if_leaked = ShutIfLeaked::register(&listener);
         let conns = Conns::new(Arc::clone(&counters));
         let mut backoff = config.backoff;
         // Whether the current run of failures has been reported.
@@ -254,6 +256,31 @@ async fn drain(conns: &Conns, stop: &Stop, counters: &Counters) -> CoreReport {
 /// Doubles a back-off, up to `max`.
 fn next_backoff(backoff: Duration, max: Duration) -> Duration {
     backoff.saturating_mul(2).min(max)
+}
+
+/// Registers an accept loop's listener with its core while the loop runs, so that a shutdown
+/// that leaks the loop (core 0's, shut down on another thread than the one that runs its
+/// thread-bound tasks) can shut the listener down (`Shared::shut_leaked_listeners`).
+struct ShutIfLeaked(Option<(Arc<crate::worker::shared::Shared>, std::os::fd::RawFd)>);
+
+impl ShutIfLeaked {
+    /// Registers `listener` with the current core.
+    fn register(listener: &crate::net::TcpListener) -> ShutIfLeaked {
+        use std::os::fd::AsRawFd;
+        let fd = listener.as_raw_fd();
+        ShutIfLeaked(crate::context::with_current(|core| {
+            core.shared().register_listener(fd);
+            (Arc::clone(core.shared()), fd)
+        }))
+    }
+}
+
+impl Drop for ShutIfLeaked {
+    fn drop(&mut self) {
+        if let Some((shared, fd)) = &self.0 {
+            shared.unregister_listener(*fd);
+        }
+    }
 }
 
 #[cfg(test)]

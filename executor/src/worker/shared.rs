@@ -95,6 +95,10 @@ pub struct Shared<U = Unparker> {
     /// Those of them whose future was leaked, not dropped: the runtime was dropped on another
     /// thread.
     local_leaked: AtomicUsize,
+    /// The listening descriptors of the core's thread-bound accept loops (`serve_per_core`,
+    /// `tickless-http`'s `serve`), while each loop runs: shut down if the runtime leaks the
+    /// loop instead of dropping it (see [`shut_leaked_listeners`](Self::shut_leaked_listeners)).
+    listeners: Mutex<Vec<std::os::fd::RawFd>>,
 }
 
 impl<U: Unpark> Shared<U> {
@@ -117,6 +121,7 @@ impl<U: Unpark> Shared<U> {
             home: AtomicU64::new(thread_token()),
             local_tasks: AtomicUsize::new(0),
             local_leaked: AtomicUsize::new(0),
+            listeners: Mutex::new(Vec::new()),
         }
     }
 
@@ -291,6 +296,36 @@ impl<U: Unpark> Shared<U> {
         if leaked {
             self.local_leaked.fetch_add(1, Ordering::Relaxed);
         }
+    }
+
+    /// An accept loop of this core listens on `fd` until it unregisters it (before the
+    /// descriptor closes).
+    pub(crate) fn register_listener(&self, fd: std::os::fd::RawFd) {
+        lock(&self.listeners).push(fd);
+    }
+
+    /// The accept loop listening on `fd` ends; its descriptor closes after this.
+    pub(crate) fn unregister_listener(&self, fd: std::os::fd::RawFd) {
+        let mut listeners = lock(&self.listeners);
+        if let Some(i) = listeners.iter().position(|&l| l == fd) {
+            listeners.swap_remove(i);
+        }
+    }
+
+    /// After a shutdown that leaked thread-bound futures (on another thread than theirs): the
+    /// listeners their accept loops held stay open with them, and would go on taking
+    /// connections that nobody serves (and, with `SO_REUSEPORT`, a share of a new server's).
+    /// Shuts each one down, which takes it out of the port's listening set: new connections
+    /// are refused, or go to the port's other listeners. Returns how many.
+    pub(crate) fn shut_leaked_listeners(&self) -> usize {
+        let listeners = std::mem::take(&mut *lock(&self.listeners));
+        for &fd in &listeners {
+            // SAFETY: `fd` is still open: an accept loop unregisters it before its listener
+            // closes, and this loop was leaked, not dropped, so it never will. `shutdown` only
+            // changes the socket's state; an error (not a socket any more) changes nothing.
+            unsafe { libc::shutdown(fd, libc::SHUT_RDWR) };
+        }
+        listeners.len()
     }
 
     /// How many bound `spawn_local` futures were leaked rather than dropped on a thread not
