@@ -324,6 +324,8 @@ fn on_three_cores_the_accept_loop_takes_the_other_cores_in_turn() -> io::Result<
 #[test]
 fn no_connection_is_placed_on_core_0_while_no_thread_is_in_block_on() -> io::Result<()> {
     let rt = Builder::new().cores(2).build()?;
+    // A `block_on` that has returned leaves core 0 as idle as one never called.
+    rt.block_on(async {});
     let std_listener = std::net::TcpListener::bind("127.0.0.1:0")?;
     let addr = std_listener.local_addr()?;
     let connections = 20;
@@ -353,5 +355,44 @@ fn no_connection_is_placed_on_core_0_while_no_thread_is_in_block_on() -> io::Res
     accept_loop.join().expect("the accept loop failed")?;
     assert!(cores.iter().all(|&c| c == 1), "served by {cores:?}");
     assert_eq!(rt.stats().cores[1].tasks_placed, 0);
+    Ok(())
+}
+
+/// The same accept loop on core 1 while a thread is in `block_on`: core 0 runs then, and takes
+/// its share of the connections (placement counts core 0 as running while it is driven).
+#[test]
+fn connections_are_placed_on_core_0_while_a_thread_is_in_block_on() -> io::Result<()> {
+    let rt = Builder::new().cores(2).build()?;
+    let std_listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let addr = std_listener.local_addr()?;
+    let connections = 20;
+    let accept_loop = rt.handle(1).spawn(async move {
+        let listener = TcpListener::from_std(std_listener)?;
+        let mut served = Vec::new();
+        for _ in 0..connections {
+            let (stream, _) = listener.accept().await?;
+            served.push(tickless::spawn(serve(stream)));
+        }
+        for s in served {
+            s.await.expect("a connection task failed")?;
+        }
+        io::Result::Ok(())
+    });
+    let client = std::thread::spawn(move || {
+        let mut cores = Vec::new();
+        let mut conns = Vec::new();
+        for _ in 0..connections {
+            let mut c = BufReader::new(std::net::TcpStream::connect(addr)?);
+            let mut line = String::new();
+            c.read_line(&mut line)?;
+            cores.push(line.trim().parse::<usize>().expect("a core index"));
+            conns.push(c);
+        }
+        io::Result::Ok(cores)
+    });
+    rt.block_on(accept_loop).expect("the accept loop failed")?;
+    let cores = client.join().expect("the client panicked")?;
+    assert!(cores.contains(&0), "served by {cores:?}");
+    assert!(rt.stats().cores[1].tasks_placed > 0);
     Ok(())
 }

@@ -348,3 +348,36 @@ impl<U: Unpark> Shared<U> {
         lock(&self.death).clone()
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::{Shared, Unpark};
+    use crate::worker::id::CoreId;
+
+    /// A core nobody wakes.
+    struct Nobody;
+
+    impl Unpark for Nobody {
+        fn unpark(&self) {}
+    }
+
+    #[test]
+    fn only_the_listeners_still_registered_are_shut_down_after_a_leak() {
+        let shared = Shared::with_unparker(
+            CoreId {
+                runtime: CoreId::new_runtime(),
+                index: 0,
+            },
+            Nobody,
+            false,
+        );
+        // Descriptors that are no sockets: `shutdown` fails on them and changes nothing.
+        shared.register_listener(-3);
+        shared.register_listener(-2);
+        shared.register_listener(-1);
+        // The loop of -2 ended: its descriptor may be reused by anything now.
+        shared.unregister_listener(-2);
+        assert_eq!(shared.shut_leaked_listeners(), 2);
+        assert_eq!(shared.shut_leaked_listeners(), 0, "taken once");
+    }
+}
