@@ -138,6 +138,13 @@ counters! {
     /// Tasks that `tickless::spawn` on this core placed on another core (see
     /// [`Placement`](crate::runtime::Placement)).
     tasks_placed,
+    /// Tasks this core took, while idle, from another core that had left them runnable and
+    /// unrun for longer than [`Builder::steal_after`](crate::Builder::steal_after) (tokio's
+    /// `worker_steal_count`).
+    steals,
+    /// Runnable `Send` tasks this core queued where other cores may take them, its private
+    /// queue being full.
+    tasks_spilled,
     /// I/O objects (or one direction of a split stream) polled on this core while registered
     /// with another, which then moved here (see [`net`](crate::net)).
     io_rebinds,

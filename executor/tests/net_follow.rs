@@ -25,6 +25,12 @@ const CONNECTIONS: usize = 100;
 /// The hang guard of every wait on another core's counters: a test that needs it failed.
 const HANG_GUARD: Duration = Duration::from_secs(60);
 
+/// Two cores that move tasks by placement only (no stealing): these tests count the moves that
+/// placement and the I/O rule make, exactly (`rt_steal.rs` counts the ones stealing adds).
+fn placing_only() -> io::Result<Runtime> {
+    Builder::new().cores(2).steal_after(None).build()
+}
+
 /// A channel between tasks on any cores: a queue, the receiver's waker, and whether the sender
 /// is gone.
 struct Chan<T>(Mutex<(VecDeque<T>, Option<Waker>, bool)>);
@@ -140,7 +146,7 @@ fn stats_when(rt: &Runtime, done: impl Fn(&Stats) -> bool) -> Stats {
 /// on each accepted stream, then spawns `echo` for it, placement choosing the core. Returns the
 /// runtime's stats once every task has ended and core 1's counters show its moves.
 fn serve(greeting: bool, peek: bool) -> io::Result<Stats> {
-    let rt = Builder::new().cores(2).build()?;
+    let rt = placing_only()?;
     let std_listener = std::net::TcpListener::bind("127.0.0.1:0")?;
     let addr = std_listener.local_addr()?;
     let client = std::thread::spawn(move || clients(addr, CONNECTIONS, greeting));
@@ -220,7 +226,7 @@ async fn writer(mut w: OwnedWriteHalf, from_reader: Arc<Chan<Vec<u8>>>) -> io::R
 
 #[test]
 fn split_halves_in_two_tasks_on_two_cores_both_progress() -> io::Result<()> {
-    let rt = Builder::new().cores(2).build()?;
+    let rt = placing_only()?;
     let std_listener = std::net::TcpListener::bind("127.0.0.1:0")?;
     let addr = std_listener.local_addr()?;
     let client = std::thread::spawn(move || clients(addr, CONNECTIONS, false));

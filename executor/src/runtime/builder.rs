@@ -14,7 +14,8 @@ use crate::runtime::Runtime;
 use crate::worker::config::{CoreConfig, DefaultSlack};
 use crate::worker::device::ClockDevice;
 use crate::worker::id::CoreId;
-use crate::worker::placement::{Peers, Placement};
+use crate::worker::placement::Placement;
+use crate::worker::shared::Peers;
 use crate::worker::{Core, Siblings};
 
 /// The coarsest timer resolution [`Builder::build`] accepts.
@@ -35,6 +36,10 @@ pub const DEFAULT_SLACK_MAX: Duration = Duration::from_micros(1_024);
 pub const DEFAULT_WAKEUP_LEAD_MAX: Duration = Duration::from_micros(100);
 /// The largest cap of the wakeup lead [`Builder::build`] accepts.
 pub const MAX_WAKEUP_LEAD: Duration = Duration::from_millis(10);
+
+/// How long runnable `Send` tasks wait on a core that does not run them before an idle core
+/// takes them, by default (see [`Builder::steal_after`]).
+pub const DEFAULT_STEAL_AFTER: Duration = Duration::from_micros(250);
 
 /// Configures a [`Runtime`].
 ///
@@ -109,6 +114,7 @@ impl Builder {
                 always_wake: false,
                 device: ClockDevice::TimerFd,
                 placement: Placement::Spread,
+                steal_after: Some(DEFAULT_STEAL_AFTER),
                 resolver: crate::dns::resolve_on_pool,
             },
             max_blocking_threads: DEFAULT_MAX_THREADS,
@@ -174,6 +180,33 @@ impl Builder {
     /// ```
     pub fn placement(&mut self, placement: Placement) -> &mut Self {
         self.core.placement = placement;
+        self
+    }
+
+    /// How long runnable `Send` tasks may wait on a core that does not run them before an idle
+    /// core takes them (work stealing); `None`: tasks never move that way. Default 250 µs.
+    ///
+    /// A core keeps its first 16 runnable tasks to itself and queues the rest where the other
+    /// cores can reach them. A core with nothing to do takes half of another core's queue,
+    /// oldest first, once that queue has been non-empty for this long without draining: the
+    /// core is stuck in a long poll, its thread was preempted, it is overloaded, or it is core
+    /// 0 and no thread is in [`block_on`](crate::Runtime::block_on). A core that keeps up
+    /// is never stolen from. Only tasks from [`tickless::spawn`](crate::spawn) and
+    /// [`Handle::spawn`](crate::Handle::spawn) move, between polls; `spawn_local` tasks never
+    /// do. A moved task's streams and timers move with it, at its next poll on its new core.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let rt = tickless::Builder::new()
+    ///     .cores(2)
+    ///     .steal_after(Some(Duration::from_millis(1)))
+    ///     .build()?;
+    /// # drop(rt);
+    /// # std::io::Result::Ok(())
+    /// ```
+    pub fn steal_after(&mut self, age: Option<Duration>) -> &mut Self {
+        self.core.steal_after = age;
         self
     }
 

@@ -95,6 +95,7 @@ impl CoreZero {
         let _driven = Driven::new(shared);
         let _pinned = self.pin_here(me);
         let _entered = self.core.enter();
+        let _leave = Leave(&self.core);
         let _tokio = tokio.enter();
         self.core.block_on(future)
     }
@@ -157,6 +158,18 @@ impl<'a> Driven<'a> {
 impl Drop for Driven<'_> {
     fn drop(&mut self) {
         self.0.set_driven(false);
+    }
+}
+
+/// Core 0, entered, as its `block_on` returns (or unwinds): no thread runs it from now until
+/// the next `block_on`, so its `Send` tasks go to a core that runs (`Core::evacuate`).
+struct Leave<'a>(&'a Rc<Core>);
+
+impl Drop for Leave<'_> {
+    fn drop(&mut self) {
+        // Not driven first: a wake from another thread from now on moves its task itself.
+        self.0.shared().set_driven(false);
+        self.0.evacuate();
     }
 }
 

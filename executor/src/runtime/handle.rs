@@ -7,7 +7,7 @@ use std::sync::Arc;
 use crate::blocking::{BlockingPool, BlockingTask};
 use crate::context::{with_current, NO_RUNTIME};
 use crate::task::{spawn_remote, JoinHandle};
-use crate::worker::shared::Shared;
+use crate::worker::shared::{Peers, Shared};
 
 /// A handle to one core of a runtime: `Send`, `Sync` and `Clone`, usable from any thread.
 ///
@@ -23,14 +23,24 @@ use crate::worker::shared::Shared;
 pub struct Handle {
     /// The core's shared half.
     shared: Arc<Shared>,
+    /// Every core of the runtime (what its tasks' metadata holds).
+    peers: Arc<Peers>,
     /// The runtime's blocking pool.
     blocking: Arc<BlockingPool>,
 }
 
 impl Handle {
     /// The handle of the core whose shared half is `shared`.
-    pub(crate) fn new(shared: Arc<Shared>, blocking: Arc<BlockingPool>) -> Handle {
-        Handle { shared, blocking }
+    pub(crate) fn new(
+        shared: Arc<Shared>,
+        peers: Arc<Peers>,
+        blocking: Arc<BlockingPool>,
+    ) -> Handle {
+        Handle {
+            shared,
+            peers,
+            blocking,
+        }
     }
 
     /// The handle of the core running the caller, as tokio's `Handle::current`.
@@ -52,8 +62,14 @@ impl Handle {
     /// # std::io::Result::Ok(())
     /// ```
     pub fn current() -> Handle {
-        with_current(|core| Handle::new(core.shared().clone(), core.blocking().clone()))
-            .expect(NO_RUNTIME)
+        with_current(|core| {
+            Handle::new(
+                core.shared().clone(),
+                core.peers_arc().clone(),
+                core.blocking().clone(),
+            )
+        })
+        .expect(NO_RUNTIME)
     }
 
     /// Runs `f` on the runtime's blocking pool; its result wakes a task on this core, which
@@ -74,9 +90,11 @@ impl Handle {
         R: Send + 'static,
     {
         spawn_remote(
+            &self.peers,
             &self.shared,
             BlockingTask::new(self.blocking.clone(), f),
             None,
+            true,
         )
     }
 }
@@ -109,7 +127,9 @@ impl Handle {
             core.peers().all().map(|cores| {
                 cores
                     .iter()
-                    .map(|shared| Handle::new(shared.clone(), blocking.clone()))
+                    .map(|shared| {
+                        Handle::new(shared.clone(), core.peers_arc().clone(), blocking.clone())
+                    })
                     .collect()
             })
         })
@@ -152,7 +172,7 @@ impl Handle {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        spawn_remote(&self.shared, future, None)
+        spawn_remote(&self.peers, &self.shared, future, None, true)
     }
 
     /// Spawns onto the core a future that need not be `Send`: `create` (which must be `Send`)
@@ -188,6 +208,7 @@ impl Handle {
             }
         }
         spawn_remote(
+            &self.peers,
             &self.shared,
             async move {
                 let mut inner = AbortOnDrop(Some(crate::task::spawn_local(create())));
@@ -201,6 +222,8 @@ impl Handle {
                 }
             },
             None,
+            // It stays: the inner task is on the core of the outer one's first poll.
+            false,
         )
     }
 
@@ -254,7 +277,7 @@ impl Handle {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        spawn_remote(&self.shared, future, Some(deadline.ns()))
+        spawn_remote(&self.peers, &self.shared, future, Some(deadline.ns()), true)
     }
 }
 

@@ -26,7 +26,7 @@ pub use crate::worker::placement::Placement;
 use crate::blocking::BlockingPool;
 use crate::stats::Stats;
 use crate::sync::{lock, Mutex};
-use crate::worker::shared::Shared;
+use crate::worker::shared::{Peers, Shared};
 use crate::worker::Core;
 use core_zero::CoreZero;
 use tokio_context::{TokioContext, TokioRuntime};
@@ -136,6 +136,8 @@ pub struct Runtime {
     core: CoreZero,
     /// Every core's shared half, by index.
     shared: Vec<Arc<Shared>>,
+    /// The same, as every task's metadata holds them (set when the last core has started).
+    peers: Arc<Peers>,
     /// Threads of cores 1.., `None` once joined or given up on.
     threads: Vec<Option<ThreadHandle<()>>>,
     /// Indexes of core threads that have ended.
@@ -284,6 +286,7 @@ impl Runtime {
     ) -> Runtime {
         Runtime {
             shared: vec![core.shared().clone()],
+            peers: core.peers_arc().clone(),
             core: CoreZero::new(core, cpu),
             threads: Vec::new(),
             done: Mutex::new(done),
@@ -374,7 +377,7 @@ impl Runtime {
                 self.shared.len()
             )
         });
-        Handle::new(shared.clone(), self.blocking.clone())
+        Handle::new(shared.clone(), self.peers.clone(), self.blocking.clone())
     }
 
     /// Counters per core and in total. Every core's remote-wake counters are exact. The rest

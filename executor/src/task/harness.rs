@@ -16,6 +16,8 @@ use crate::catch::drop_caught;
 use crate::context::with_current;
 use crate::task::join_error::JoinError;
 use crate::task::join_slot::JoinSlot;
+use crate::worker::id::CoreKey;
+use crate::worker::registry;
 
 /// Where a task leaves its result for its handle.
 pub(crate) type ResultSlot<T> = Arc<JoinSlot<Result<T, JoinError>>>;
@@ -28,8 +30,9 @@ pin_project_lite::pin_project! {
         future: Option<F>,
         // Shared with the `JoinHandle`.
         slot: ResultSlot<F::Output>,
-        // Its key in the core's live-task set, from its first poll on.
-        key: Option<usize>,
+        // The core whose live-task set holds it, and its key there, from its first poll on
+        // (moved at its first poll on another core).
+        tracked: Option<(CoreKey, usize)>,
     }
 
     impl<F: Future> PinnedDrop for TaskFuture<F> {
@@ -42,8 +45,8 @@ pin_project_lite::pin_project! {
                 Err(e) => Err(e),
             };
             complete(this.slot, result);
-            if let Some(key) = *this.key {
-                with_current(|core| core.untrack_task(key));
+            if let Some((core, key)) = *this.tracked {
+                untrack(core, key);
             }
         }
     }
@@ -56,7 +59,7 @@ impl<F: Future> TaskFuture<F> {
         let wrapped = TaskFuture {
             future: Some(future),
             slot: slot.clone(),
-            key: None,
+            tracked: None,
         };
         (wrapped, slot)
     }
@@ -67,10 +70,17 @@ impl<F: Future> Future for TaskFuture<F> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let mut this = self.project();
-        if this.key.is_none() {
-            // First poll, on the task's core: register so that shutdown can reach it.
-            *this.key = with_current(|core| core.track_task(cx.waker()));
-        }
+        with_current(|core| match *this.tracked {
+            Some((home, _)) if home == core.key() => {}
+            // First poll on this core (the first of all, or after a move): register here so
+            // that this core's shutdown reaches it, and leave the old core's set.
+            moved => {
+                if let Some((old, key)) = moved {
+                    core.orphan_on(old, key);
+                }
+                *this.tracked = Some((core.key(), core.track_task(cx.waker(), moved.is_some())));
+            }
+        });
         if this.slot.is_aborted() {
             // Returning drops this wrapper, here on its core; its drop reports the cancel.
             return Poll::Ready(());
@@ -98,6 +108,24 @@ impl<F: Future> Future for TaskFuture<F> {
         };
         complete(this.slot, result);
         Poll::Ready(())
+    }
+}
+
+/// Takes a task out of the live-task set of `core` (its future is being dropped): here, if this
+/// thread runs that core; through the core's orphans otherwise (a moved task dropped on
+/// another core, or a `Send` task dropped by a thread of no core).
+fn untrack(core: CoreKey, key: usize) {
+    let done = with_current(|here| {
+        if here.key() == core {
+            here.untrack_task(key);
+        } else {
+            here.orphan_on(core, key);
+        }
+    });
+    if done.is_none() {
+        if let Some(shared) = registry::find(core.id()) {
+            shared.orphan(key);
+        }
     }
 }
 

@@ -13,7 +13,7 @@ use crate::task::bound::Bound;
 use crate::task::deferred::DeferredStart;
 use crate::task::harness::{ResultSlot, TaskFuture};
 use crate::task::join_handle::JoinHandle;
-use crate::worker::shared::{Due, Runnable, Shared};
+use crate::worker::shared::{Due, Peers, Runnable, Shared, TaskMeta};
 use crate::worker::Core;
 
 /// The schedule function of every task: the local queue when woken on its core's thread (the
@@ -23,14 +23,42 @@ pub fn schedule(runnable: Runnable) {
     let mut runnable = Some(runnable);
     with_current(|core| {
         let task = runnable.as_ref().expect("not taken yet");
-        if Arc::ptr_eq(core.shared(), task.metadata()) {
+        if task.metadata().is_home(core.key()) {
             core.schedule_local(runnable.take().expect("taken once"));
         }
     });
     if let Some(runnable) = runnable {
-        let shared = Arc::clone(runnable.metadata());
-        shared.schedule_remote(runnable);
+        schedule_away(runnable);
     }
+}
+
+/// A wake on another thread than the task's core's: through that core's inbox, unless that
+/// core runs nothing now (core 0 while no thread is in `block_on`) or has stopped, and the
+/// task may move: then it moves to the waking core, if that is a core of its runtime that
+/// runs, or to another that does (see `TaskMeta`'s protocol: the waker holds the `Runnable`).
+#[inline(never)]
+fn schedule_away(runnable: Runnable) {
+    let meta = runnable.metadata();
+    let home = meta.home_shared();
+    if home.takes_placed_work() || !meta.movable() {
+        let shared = Arc::clone(home);
+        return shared.schedule_remote(runnable);
+    }
+    // The waking core, if it is one of the task's runtime and runs.
+    let mut runnable = Some(runnable);
+    with_current(|core| {
+        let meta = runnable.as_ref().expect("not taken yet").metadata();
+        if Arc::ptr_eq(core.peers_arc(), meta.peers()) && core.shared().takes_placed_work() {
+            meta.set_home(core.key());
+            core.schedule_local(runnable.take().expect("taken once"));
+        }
+    });
+    let Some(runnable) = runnable else { return };
+    let meta = runnable.metadata();
+    let home = meta.home_shared();
+    let target = Arc::clone(meta.peers().driven_other(home.id.index).unwrap_or(home));
+    meta.set_home(target.id.key());
+    target.schedule_remote(runnable);
 }
 
 /// Spawns a `Send` future on `core`, from the thread running it, and queues it there.
@@ -44,7 +72,7 @@ where
 {
     let (wrapped, slot) = TaskFuture::new(future);
     let (runnable, task) = async_task::Builder::new()
-        .metadata(core.shared().clone())
+        .metadata(TaskMeta::new(core.key(), core.peers_arc().clone(), true))
         .spawn(move |_| wrapped, schedule);
     queue_own(core, runnable, task, slot)
 }
@@ -60,7 +88,11 @@ where
     F: Future<Output = T> + 'static,
     T: 'static,
 {
-    let builder = async_task::Builder::new().metadata(core.shared().clone());
+    let builder = async_task::Builder::new().metadata(TaskMeta::new(
+        core.key(),
+        core.peers_arc().clone(),
+        false,
+    ));
     if core.id().index != 0 {
         let (wrapped, slot) = TaskFuture::new(future);
         let (runnable, task) = builder.spawn_local(move |_| wrapped, schedule);
@@ -86,7 +118,7 @@ where
 fn queue_own<T>(
     core: &Core,
     runnable: Runnable,
-    task: async_task::Task<(), Arc<Shared>>,
+    task: async_task::Task<(), TaskMeta>,
     slot: ResultSlot<T>,
 ) -> JoinHandle<T> {
     task.detach();
@@ -96,23 +128,34 @@ fn queue_own<T>(
     JoinHandle::new(slot, waker, core.id(), None)
 }
 
-/// Spawns a `Send` future onto the core of `shared`, from any thread: it runs there at once,
-/// or from `deadline` (ns on the runtime's clock) on, through the core's timer hand-over.
-pub fn spawn_remote<F, T>(shared: &Arc<Shared>, future: F, deadline: Option<u64>) -> JoinHandle<T>
+/// Spawns a `Send` future onto the core of `shared`, one of `peers`, from any thread: it runs
+/// there at once, or from `deadline` (ns on the runtime's clock) on, through the core's timer
+/// hand-over. Its first run is on that core, whether or not a thread runs it now (a task spawned
+/// onto core 0 outside `block_on` waits for the next one); `movable`: from then on, it may
+/// move (see `Builder::steal_after`).
+pub fn spawn_remote<F, T>(
+    peers: &Arc<Peers>,
+    shared: &Arc<Shared>,
+    future: F,
+    deadline: Option<u64>,
+    movable: bool,
+) -> JoinHandle<T>
 where
     F: Future<Output = T> + Send + 'static,
     T: Send + 'static,
 {
     let (wrapped, slot) = TaskFuture::new(future);
     let (runnable, task) = async_task::Builder::new()
-        .metadata(shared.clone())
+        .metadata(TaskMeta::new(shared.id.key(), peers.clone(), movable))
         .spawn(move |_| wrapped, schedule);
     task.detach();
     shared.load.add_remote();
     let waker = runnable.waker();
     let deferred = match deadline {
         None => {
-            runnable.schedule();
+            // Straight to the core named, not through `schedule`, which would move the task
+            // if that core runs nothing now.
+            shared.schedule_remote(runnable);
             None
         }
         Some(deadline) => {
@@ -195,7 +238,7 @@ where
     F::Output: Send + 'static,
 {
     with_current(|core| match core.placement_target() {
-        Some(target) => spawn_remote(&target, future, None),
+        Some(target) => spawn_remote(core.peers_arc(), &target, future, None, true),
         None => spawn_on(core, future),
     })
     .expect(NO_RUNTIME)

@@ -30,6 +30,9 @@ pub(crate) struct CoreConfig {
     pub(crate) device: ClockDevice,
     /// Where `spawn` puts new tasks.
     pub(crate) placement: Placement,
+    /// How long a backlog of runnable `Send` tasks waits on a core before an idle core takes
+    /// half of it (`Builder::steal_after`); `None`: never.
+    pub(crate) steal_after: Option<Duration>,
     /// How `TcpStream::connect` looks up host names on the core (the runtime's lookup on its
     /// blocking pool, `dns::resolve_on_pool`: given from above, since it spawns a task).
     pub(crate) resolver: Resolve,

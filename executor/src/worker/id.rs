@@ -77,6 +77,18 @@ pub(crate) fn thread_token() -> u64 {
 }
 
 impl CoreKey {
+    /// The key as one word (for an atomic).
+    #[inline]
+    pub(crate) fn get(self) -> u64 {
+        self.0.get()
+    }
+
+    /// The key of a word [`get`](Self::get) gave.
+    #[inline]
+    pub(crate) fn from_raw(word: u64) -> CoreKey {
+        CoreKey(NonZeroU64::new(word).expect("a core key is never 0"))
+    }
+
     /// The core it names.
     pub(crate) fn id(self) -> CoreId {
         CoreId {

@@ -55,8 +55,12 @@ impl Core {
     /// Nothing is runnable: jump paused time, or spin if the next timer is close, or sleep.
     pub(crate) fn go_idle(&self) {
         bump(&self.counters.idles);
+        self.take_orphans();
         if self.timers.clock().is_paused() {
             return self.idle_paused();
+        }
+        if self.try_steal() {
+            return;
         }
         if let Some(lead) = self.timers.take_early() {
             if self.spin_to_early_timer(lead) {

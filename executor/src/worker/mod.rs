@@ -31,6 +31,8 @@ pub(crate) mod registry;
 pub(crate) mod run;
 pub(crate) mod shared;
 pub(crate) mod shutdown;
+pub(crate) mod spill;
+pub(crate) mod steal;
 pub(crate) mod timers;
 
 use std::cell::{Cell, RefCell};
@@ -52,8 +54,8 @@ use config::CoreConfig;
 use device::ClockDevice;
 use governor::Governor;
 use id::{CoreId, CoreKey};
-use placement::{Peers, Placement};
-use shared::{Due, Runnable, Shared};
+use placement::Placement;
+use shared::{Due, Peers, Runnable, Shared};
 use timers::Timers;
 
 /// Counters only the core touches (the others live where they are counted: the timer queue,
@@ -80,6 +82,10 @@ struct Counters {
     task_panics: Cell<u64>,
     /// Tasks `spawn` placed on another core.
     placed: Cell<u64>,
+    /// Tasks this core took from other cores' queues.
+    steals: Cell<u64>,
+    /// Tasks this core moved to its stealable queue.
+    spilled: Cell<u64>,
 }
 
 /// Adds one to a counter.
@@ -96,8 +102,24 @@ pub(crate) struct Core {
     shared: Arc<Shared>,
     /// Its id in one word.
     key: CoreKey,
-    /// Runnable tasks, woken on this thread.
+    /// Runnable tasks, woken on this thread (the first few; `Send` ones beyond
+    /// `spill_room` wait in the shared half's stealable queue, `shared.spill`).
     queue: RefCell<VecDeque<Runnable>>,
+    /// How many runnable tasks `queue` takes before `Send` ones spill (`usize::MAX`: never,
+    /// when nothing steals).
+    spill_room: usize,
+    /// An upper bound of the stealable queue's length, as this core knows it (it alone adds;
+    /// thieves only take): while 0, the queue is not looked at.
+    spilled: Cell<usize>,
+    /// How long a backlog waits before an idle core takes it, ns (`Builder::steal_after`).
+    steal_after: Option<u64>,
+    /// The instant an idle look at the other cores' backlogs is due (a young one was seen), if
+    /// a timer for it is armed.
+    steal_check: Cell<Option<u64>>,
+    /// The last backlog (by its start) this core told an idle peer of.
+    told_backlog: Cell<u64>,
+    /// Tasks taken from another core, kept to reuse the allocation.
+    stolen_buf: RefCell<Vec<Runnable>>,
     /// The timers, the clock and the timerfd.
     timers: Timers,
     /// The I/O driver.
@@ -130,6 +152,8 @@ pub(crate) struct Core {
     accepts_seen: Cell<u64>,
     /// Timers fired in one batch, kept to reuse the allocation.
     fired_buf: RefCell<Vec<Due>>,
+    /// Keys of the live-task set whose task moved, kept to reuse the allocation.
+    orphan_buf: RefCell<Vec<usize>>,
 }
 
 /// What a core shares with the rest of its runtime.
@@ -188,6 +212,16 @@ impl Core {
             key: shared.id.key(),
             shared,
             queue: RefCell::new(VecDeque::new()),
+            spill_room: match config.steal_after {
+                Some(_) => spill::LOCAL_ROOM,
+                None => usize::MAX,
+            },
+            spilled: Cell::new(0),
+            steal_after: config.steal_after.map(nanos),
+            steal_check: Cell::new(None),
+            told_backlog: Cell::new(0),
+            stolen_buf: RefCell::new(Vec::new()),
+            orphan_buf: RefCell::new(Vec::new()),
             timers,
             reactor,
             tasks: RefCell::new(Slab::new()),
@@ -232,6 +266,11 @@ impl Core {
         &self.peers
     }
 
+    /// The runtime's cores, shared (what every task's metadata holds).
+    pub(crate) fn peers_arc(&self) -> &Arc<Peers> {
+        &self.peers
+    }
+
     /// The runtime's blocking pool.
     pub(crate) fn blocking(&self) -> &Arc<BlockingPool> {
         &self.blocking
@@ -242,22 +281,121 @@ impl Core {
         &self.reactor
     }
 
-    /// Queues a task woken on this thread: no atomic on the queue, no syscall.
+    /// Queues a task woken on this thread: no atomic on the queue, no syscall, while the
+    /// private queue has room; a `Send` task beyond it goes to the stealable queue.
+    #[inline]
     pub(crate) fn schedule_local(&self, runnable: Runnable) {
-        self.queue.borrow_mut().push_back(runnable);
+        let mut queue = self.queue.borrow_mut();
+        if (queue.len() < self.spill_room && self.spilled.get() == 0)
+            || !runnable.metadata().movable()
+        {
+            queue.push_back(runnable);
+            return;
+        }
+        drop(queue);
+        self.spill(runnable);
     }
 
-    /// Adds a task, at its first poll, to the live-task set that shutdown reaches; returns
-    /// its key there.
-    pub(crate) fn track_task(&self, waker: &Waker) -> usize {
+    /// The next task to run: the private queue's, or, when it is empty, the oldest of the
+    /// stealable queue's, which refill it.
+    #[inline]
+    fn next_task(&self) -> Option<Runnable> {
+        let next = self.queue.borrow_mut().pop_front();
+        if next.is_some() || self.spilled.get() == 0 {
+            return next;
+        }
+        self.refill();
+        self.queue.borrow_mut().pop_front()
+    }
+
+    /// Queues a runnable `Send` task where other cores may take it (the private queue is full,
+    /// or holds older spilled tasks' successors): one uncontended lock. The first task of a
+    /// backlog tells an idle peer to look at it once it is old enough.
+    #[cold]
+    fn spill(&self, runnable: Runnable) {
+        let clock = self.timers.clock();
+        let started = self.shared.spill.push(runnable, || clock.now());
+        self.spilled.set(self.spilled.get() + 1);
+        bump(&self.counters.spilled);
+        if started {
+            self.tell_idle_peer();
+        }
+    }
+
+    /// Moves the oldest spilled tasks into the private queue, up to its room (at least one).
+    fn refill(&self) {
+        let mut queue = self.queue.borrow_mut();
+        let room = self.spill_room.saturating_sub(queue.len()).max(1);
+        let left = self.shared.spill.refill(&mut queue, room);
+        self.spilled.set(left);
+    }
+
+    /// A backlog started here: hands a parked peer a timer for the instant it becomes old
+    /// enough to steal, so that a peer sleeps through a backlog this core drains in time, and
+    /// takes it if this core is stuck (in a long poll, or preempted) by then. One peer, once
+    /// per `steal_after` at most; none if every peer is awake (an awake peer looks when it
+    /// goes idle).
+    fn tell_idle_peer(&self) {
+        let (Some(age), Some(cores)) = (self.steal_after, self.peers.all()) else {
+            return;
+        };
+        let since = self.shared.spill.since();
+        if since.saturating_sub(self.told_backlog.get()) < age && self.told_backlog.get() != 0 {
+            return;
+        }
+        let me = self.id().index;
+        let n = cores.len();
+        let parked = (1..n)
+            .map(|k| &cores[(me + k) % n])
+            .find(|c| c.is_parked() && c.takes_placed_work());
+        if let Some(peer) = parked {
+            self.told_backlog.set(since);
+            peer.push(Op::Insert {
+                deadline: since.saturating_add(age),
+                slack: tickless_timer::Slack::None,
+                value: Due::Wake(Waker::noop().clone()),
+            });
+        }
+    }
+
+    /// The key `key` of core `core`'s live-task set is stale: its task moved here, or is being
+    /// dropped here. Tells that core (which removes it at its next turn).
+    pub(crate) fn orphan_on(&self, core: CoreKey, key: usize) {
+        if let Some(shared) = self.peers.all().and_then(|c| c.get(core.id().index)) {
+            if shared.id.key() == core {
+                shared.orphan(key);
+            }
+        }
+    }
+
+    /// Adds a task, at its first poll here, to the live-task set that shutdown reaches;
+    /// returns its key there. A task that moved here from another core adds to this core's
+    /// load (its old core's goes down when that core removes its old key).
+    pub(crate) fn track_task(&self, waker: &Waker, moved: bool) -> usize {
+        if moved {
+            self.shared.load.add_own();
+        }
         self.tasks.borrow_mut().insert(waker.clone())
     }
 
-    /// Removes a task from the live-task set: its future is being dropped. (The set is never
-    /// borrowed while a future drops: shutdown clones the wakers out before waking them.)
+    /// Removes a task from the live-task set: its future is being dropped, or it moved to
+    /// another core. (The set is never borrowed while a future drops: shutdown clones the
+    /// wakers out before waking them.)
     pub(crate) fn untrack_task(&self, key: usize) {
         self.tasks.borrow_mut().try_remove(key);
         self.shared.load.remove();
+    }
+
+    /// Removes the keys of tasks that moved away, or were dropped elsewhere, from the live-task
+    /// set. Returns whether there were any.
+    pub(crate) fn take_orphans(&self) -> bool {
+        let mut keys = self.orphan_buf.borrow_mut();
+        self.shared.take_orphans(&mut keys);
+        let any = !keys.is_empty();
+        for key in keys.drain(..) {
+            self.untrack_task(key);
+        }
+        any
     }
 
     /// A task poll starts: remember the accept count, so that a spawn in it can tell whether
@@ -364,6 +502,8 @@ impl Core {
             alive_tasks: self.tasks.borrow().len() as u64,
             accepts: io.accepts,
             tasks_placed: c.placed.get(),
+            steals: c.steals.get(),
+            tasks_spilled: c.spilled.get(),
             io_rebinds: io.rebinds,
             io_registrations: io.registrations,
         }

@@ -25,9 +25,9 @@
 //! (The load counter is [`Load`](super::load::Load), in the core's shared half.)
 
 use std::cell::Cell;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
-use crate::worker::shared::Shared;
+use crate::worker::shared::{Peers, Shared};
 
 /// How `tickless::spawn` places new tasks ([`Builder::placement`](crate::Builder::placement)).
 ///
@@ -53,27 +53,12 @@ pub enum Placement {
     Local,
 }
 
-/// Every core of a runtime, for placing tasks: set once, when the last core has started.
-#[derive(Default)]
-pub(crate) struct Peers(OnceLock<Box<[Arc<Shared>]>>);
-
 impl Peers {
-    /// Records the runtime's cores, by index.
-    pub(crate) fn set(&self, cores: Box<[Arc<Shared>]>) {
-        // Set once, by the builder; a second call would be a bug, and changes nothing.
-        let _first = self.0.set(cores);
-    }
-
-    /// Every core, by index; `None` while the runtime is still starting.
-    pub(crate) fn all(&self) -> Option<&[Arc<Shared>]> {
-        self.0.get().map(|cores| &cores[..])
-    }
-
     /// The core a spawn on `me` that follows an accept should go to: one other core, taken in
     /// turn from `next`, if it carries less load than `me` and still takes work; `None` to
     /// stay (also while the runtime is still starting).
     pub(crate) fn target(&self, me: &Shared, next: &Cell<usize>) -> Option<Arc<Shared>> {
-        let cores = self.0.get()?;
+        let cores = self.all()?;
         let n = cores.len();
         if n < 2 {
             return None;
@@ -84,5 +69,18 @@ impl Peers {
         let index = if step >= me.id.index { step + 1 } else { step };
         let other = &cores[index];
         (other.takes_placed_work() && other.load() < me.load()).then(|| other.clone())
+    }
+}
+
+impl Peers {
+    /// A core other than `me` (an index; `usize::MAX` for none) that runs now and takes work,
+    /// the first after `me` in index order: where a `Send` task goes when its own core runs
+    /// nothing (core 0 while no thread is in `block_on`) or has stopped.
+    pub(crate) fn driven_other(&self, me: usize) -> Option<&Arc<Shared>> {
+        let cores = self.all()?;
+        let n = cores.len();
+        (1..n)
+            .map(|k| &cores[(me.wrapping_add(k)) % n])
+            .find(|c| c.id.index != me && c.takes_placed_work())
     }
 }

@@ -222,9 +222,13 @@ impl Driver for Core {
 
     fn run_tasks(&self) -> usize {
         let mut ran = 0;
+        if self.spilled.get() > 0 {
+            // Spilled tasks get their turn even while local wakes keep the private queue busy.
+            self.refill();
+        }
         while ran < TASK_BUDGET {
             // Pop in its own statement: a task may wake others while it runs.
-            let next = self.queue.borrow_mut().pop_front();
+            let next = self.next_task();
             let Some(runnable) = next else { break };
             bump(&self.counters.polls);
             self.poll_starts();
@@ -270,7 +274,7 @@ impl Driver for Core {
     }
 
     fn has_ready_tasks(&self) -> bool {
-        !self.queue.borrow().is_empty()
+        !self.queue.borrow().is_empty() || self.spilled.get() > 0
     }
 
     fn poll_io_now(&self) {

@@ -1,8 +1,9 @@
 //! The part of a core other threads may touch: its inbox, its eventfd, its stop flag, its
-//! published counters, and the word on why it died; and what its inbox and its timer wheel carry
-//! ([`Due`], which holds a [`Runnable`], which holds the `Shared`: one type knot, so one file).
+//! stealable queue, its published counters, and the word on why it died; what its inbox and its
+//! timer wheel carry ([`Due`], which holds a [`Runnable`], whose [`TaskMeta`] names the task's
+//! core among the runtime's [`Peers`], which hold the `Shared`s: one type knot, so one file).
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::task::Waker;
 
 use tickless_io::internal::Unparker;
@@ -13,15 +14,124 @@ use crate::sync::{lock, AtomicBool, AtomicU64, AtomicUsize, Mutex, Ordering};
 use crate::task::DeferredStart;
 use crate::worker::id::thread_token;
 use crate::worker::id::CoreId;
+use crate::worker::id::CoreKey;
 use crate::worker::load::Load;
+use crate::worker::spill::Spill;
 
-/// A task ready to run, carrying (in its header) the shared half of the core it belongs to:
-/// its schedule function then captures nothing, which lets a wake by value hand the waker's
-/// reference to the queued task instead of taking a new one and dropping the old (one atomic
-/// less on every wake on the task's own core). A wake from another thread pays it back: it
-/// clones the `Arc` before the hand-over, since once handed over the task (and the header that
-/// holds the `Arc`) may run and be freed on its core before the hand-over returns.
-pub type Runnable = async_task::Runnable<Arc<Shared>>;
+/// A task ready to run, carrying (in its header) its [`TaskMeta`]: the core it belongs to now,
+/// and the runtime's cores. Its schedule function then captures nothing, which lets a wake by
+/// value hand the waker's reference to the queued task instead of taking a new one and
+/// dropping the old (one atomic less on every wake on the task's own core). A wake from another
+/// thread clones the core's `Arc` before the hand-over, since once handed over the task (and
+/// the header that holds the metadata) may run and be freed on its core before the hand-over
+/// returns.
+pub type Runnable = async_task::Runnable<TaskMeta>;
+
+/// Every core of a runtime, by index: set once, when the last core has started (before
+/// `build` returns, so before any task of the runtime can be woken).
+#[derive(Default)]
+pub struct Peers(OnceLock<Box<[Arc<Shared>]>>);
+
+impl Peers {
+    /// Records the runtime's cores, by index.
+    pub(crate) fn set(&self, cores: Box<[Arc<Shared>]>) {
+        // Set once, by the builder; a second call would be a bug, and changes nothing.
+        let _first = self.0.set(cores);
+    }
+
+    /// Every core, by index; `None` while the runtime is still starting.
+    #[inline]
+    pub(crate) fn all(&self) -> Option<&[Arc<Shared>]> {
+        self.0.get().map(|cores| &cores[..])
+    }
+
+    /// For the loom models: a runtime of the given cores.
+    #[cfg(loom)]
+    pub fn for_model(cores: Vec<Arc<Shared>>) -> Arc<Peers> {
+        let peers = Arc::new(Peers::default());
+        peers.set(cores.into_boxed_slice());
+        peers
+    }
+}
+
+/// What every task carries in its header: the core it belongs to now (where its wakes go, and
+/// whose thread may poll it), the runtime's cores, and whether it may move.
+///
+/// # Protocol
+///
+/// `home` changes only while the task is scheduled and not running: async-task calls the
+/// schedule function of a task once per wake that made it scheduled, and runs it once per
+/// schedule, so the thread that holds the `Runnable` is the only one that may read or write
+/// `home` (a steal moves a `Runnable`; a wake of a task whose core does not run re-homes it
+/// before the hand-over; see `task::spawn::schedule`). The release of the hand-over that
+/// passes the `Runnable` on (the inbox, a spill queue's lock) orders the store before the new
+/// home's loads. Relaxed loads and stores therefore suffice.
+pub struct TaskMeta {
+    /// The [`CoreKey`] of the core the task belongs to now.
+    home: AtomicU64,
+    /// The runtime's cores.
+    peers: Arc<Peers>,
+    /// Whether the task may move to another core: a `Send` task (`spawn`, `Handle::spawn`),
+    /// not a `spawn_local` one.
+    movable: bool,
+}
+
+impl TaskMeta {
+    /// The metadata of a task of core `home` of the runtime of `peers`.
+    pub(crate) fn new(home: CoreKey, peers: Arc<Peers>, movable: bool) -> TaskMeta {
+        TaskMeta {
+            home: AtomicU64::new(home.get()),
+            peers,
+            movable,
+        }
+    }
+
+    /// For the loom models: a movable task of core `home` (an index into `peers`).
+    #[cfg(loom)]
+    pub fn for_model(home: usize, peers: Arc<Peers>) -> TaskMeta {
+        let key = peers.all().expect("set")[home].id.key();
+        TaskMeta::new(key, peers, true)
+    }
+
+    /// The core the task belongs to now, in one word (see the protocol).
+    #[inline]
+    pub(crate) fn home(&self) -> CoreKey {
+        CoreKey::from_raw(self.home.load(Ordering::Relaxed))
+    }
+
+    /// Moves the task to the core `key` (see the protocol: only the holder of its `Runnable`).
+    #[inline]
+    pub(crate) fn set_home(&self, key: CoreKey) {
+        self.home.store(key.get(), Ordering::Relaxed);
+    }
+
+    /// Whether the task belongs to the core `key` (one load and a compare).
+    #[inline]
+    pub(crate) fn is_home(&self, key: CoreKey) -> bool {
+        self.home.load(Ordering::Relaxed) == key.get()
+    }
+
+    /// The shared half of the core the task belongs to now.
+    #[inline]
+    pub fn home_shared(&self) -> &Arc<Shared> {
+        let index = self.home().id().index;
+        &self
+            .peers
+            .all()
+            .expect("a task exists only once its runtime's cores are set")[index]
+    }
+
+    /// The runtime's cores.
+    pub(crate) fn peers(&self) -> &Arc<Peers> {
+        &self.peers
+    }
+
+    /// Whether the task may move to another core.
+    #[inline]
+    pub(crate) fn movable(&self) -> bool {
+        self.movable
+    }
+}
 
 /// What a core does when an entry of its timer wheel or its inbox is due: the values both
 /// carry (the inbox's are due at once).
@@ -79,6 +189,14 @@ pub struct Shared<U = Unparker> {
     driven: AtomicBool,
     /// Tasks spawned onto the core and not yet finished, for placement.
     pub(crate) load: Load,
+    /// The runnable `Send` tasks the core's private queue had no room for: where idle cores
+    /// steal from (`worker::spill`).
+    pub(crate) spill: Spill<Runnable>,
+    /// Keys of the core's live-task set whose task moved to another core (or whose future was
+    /// dropped on another thread): the core removes them at its next turn.
+    orphans: Mutex<Vec<usize>>,
+    /// Whether `orphans` may hold keys (a hint the core reads each idle transition).
+    has_orphans: AtomicBool,
     /// The CPU the core's thread ran on when it last woke from a park (`usize::MAX`: not yet
     /// known), for the idle governor of the other cores.
     cpu: AtomicUsize,
@@ -115,6 +233,9 @@ impl<U: Unpark> Shared<U> {
             stop: AtomicBool::new(false),
             driven: AtomicBool::new(id.index != 0),
             load: Load::default(),
+            spill: Spill::default(),
+            orphans: Mutex::new(Vec::new()),
+            has_orphans: AtomicBool::new(false),
             cpu: AtomicUsize::new(usize::MAX),
             published: Published::default(),
             death: Mutex::new(None),
@@ -216,6 +337,20 @@ impl<U: Unpark> Shared<U> {
     pub(crate) fn set_driven(&self, driven: bool) {
         // A hint for placement, ordering nothing.
         self.driven.store(driven, Ordering::Relaxed);
+    }
+
+    /// A task tracked under `key` in this core's live-task set moved away, or was dropped on
+    /// another thread: the core removes the key at its next turn.
+    pub(crate) fn orphan(&self, key: usize) {
+        lock(&self.orphans).push(key);
+        self.has_orphans.store(true, Ordering::Release);
+    }
+
+    /// Core side: the keys of moved tasks to remove from the live-task set, if any.
+    pub(crate) fn take_orphans(&self, into: &mut Vec<usize>) {
+        if self.has_orphans.swap(false, Ordering::Acquire) {
+            into.append(&mut lock(&self.orphans));
+        }
     }
 
     /// Its load, as placement compares it.

@@ -93,6 +93,13 @@ impl Owner for Core {
                 drop_caught(runnable);
                 continue;
             }
+            // The stealable queue's, through the private queue (dropped outside its lock).
+            let spilled = self.shared.spill.take_all();
+            self.spilled.set(0);
+            if !spilled.is_empty() {
+                self.queue.borrow_mut().extend(spilled);
+                continue;
+            }
             // Timers hold wakers and `spawn_at` tasks.
             let timers = self.timers.take_all();
             if timers.is_empty() {
@@ -105,6 +112,8 @@ impl Owner for Core {
     }
 
     fn has_live(&self) -> bool {
+        // Keys of tasks that moved away (or were dropped on another core) first.
+        self.take_orphans();
         !self.tasks.borrow().is_empty()
     }
 }

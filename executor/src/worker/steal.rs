@@ -1,0 +1,120 @@
+//! Work that moves: an idle core takes runnable `Send` tasks that another core has left unrun
+//! for longer than `Builder::steal_after` (`try_steal`), and core 0, when its `block_on`
+//! returns, hands its `Send` tasks to a core that runs (`evacuate`).
+//!
+//! A task moves only between polls, as a `Runnable`: taken out of a queue under the queue's
+//! lock (a spill queue, `worker::spill`) or on the core that owns it (`evacuate`), re-homed
+//! (`TaskMeta::set_home`, see its protocol), and queued on its new core. Its next poll there
+//! moves its live-task entry (`task::harness`), and its streams and timers follow it when it
+//! polls them (the I/O and timer rules of `registration/` and `time/`). `spawn_local` tasks
+//! never move: they are not movable, never spill, and `evacuate` leaves them.
+
+use std::task::Waker;
+
+use tickless_timer::Slack;
+
+use super::shared::{Due, Runnable};
+use super::Core;
+
+impl Core {
+    /// An idle core looks at the other cores' backlogs: takes half of the first one that has
+    /// waited `steal_after` or more; for a younger one, arms a timer for when it will have,
+    /// so that an idle core that sleeps looks again then. Returns whether it took tasks (the
+    /// loop turns again at once). Not with paused time (which would make where tasks run
+    /// depend on the test's jumps), nor with one core.
+    pub(crate) fn try_steal(&self) -> bool {
+        let (Some(age), Some(cores)) = (self.steal_after, self.peers.all()) else {
+            return false;
+        };
+        if cores.len() < 2 || cores.iter().all(|c| c.spill.is_empty()) {
+            return false;
+        }
+        let now = self.timers.clock().now();
+        let me = self.id().index;
+        let n = cores.len();
+        let mut stolen = self.stolen_buf.borrow_mut();
+        let mut check: Option<u64> = None;
+        for k in 1..n {
+            let peer = &cores[(me + k) % n];
+            match peer.spill.steal_older_than(now, age, &mut stolen) {
+                Ok(0) => {}
+                Ok(_) => break,
+                Err(since) => {
+                    let at = since.saturating_add(age);
+                    check = Some(check.map_or(at, |c| c.min(at)));
+                }
+            }
+        }
+        if stolen.is_empty() {
+            if let Some(at) = check {
+                self.arm_steal_check(now, at);
+            }
+            return false;
+        }
+        self.counters
+            .steals
+            .set(self.counters.steals.get() + stolen.len() as u64);
+        let mut queue = self.queue.borrow_mut();
+        for runnable in stolen.drain(..) {
+            runnable.metadata().set_home(self.key);
+            queue.push_back(runnable);
+        }
+        true
+    }
+
+    /// Arms a timer on this core's wheel for `at`, when a backlog seen young will be old
+    /// enough to take, unless one is armed already for no later (a fired one only wakes the
+    /// core, which looks again as it goes idle).
+    fn arm_steal_check(&self, now: u64, at: u64) {
+        if self
+            .steal_check
+            .get()
+            .is_some_and(|armed| armed > now && armed <= at)
+        {
+            return;
+        }
+        self.steal_check.set(Some(at));
+        self.timers
+            .insert(at, Slack::None, Due::Wake(Waker::noop().clone()));
+    }
+
+    /// Core 0, as its `block_on` returns: no thread will run it until the next `block_on`. If
+    /// another core runs, its `Send` tasks go there: the runnable ones now, and the idle ones
+    /// are woken so that they go too (a wake of a task whose core runs nothing re-homes it, see
+    /// `task::spawn::schedule`), with their streams and timers following at their next poll.
+    /// `spawn_local` tasks stay, to run at the next `block_on`. Not with paused time, whose
+    /// jumps are each core's own (tasks stay for the next `block_on`, as on tokio's
+    /// current-thread runtime, the only one tokio pauses). Returns how many moved.
+    pub(crate) fn evacuate(&self) -> usize {
+        if self.timers.clock().is_paused() || self.peers.driven_other(self.id().index).is_none() {
+            return 0;
+        }
+        // Every live task, queued here (a second wake of a queued task does nothing).
+        super::shutdown::Owner::wake_live(self);
+        super::run::take_handed_over(self);
+        let mut runnable: Vec<Runnable> = self.queue.borrow_mut().drain(..).collect();
+        runnable.extend(self.shared.spill.take_all());
+        self.spilled.set(0);
+        let mut moved = 0;
+        let mut next = self.id().index;
+        for task in runnable {
+            let target = match task.metadata().movable() {
+                true => self.peers.driven_other(next),
+                false => None,
+            };
+            match target {
+                Some(target) => {
+                    next = target.id.index;
+                    task.metadata().set_home(target.id.key());
+                    let target = target.clone();
+                    target.schedule_remote(task);
+                    moved += 1;
+                }
+                None => self.queue.borrow_mut().push_back(task),
+            }
+        }
+        let placed = &self.counters.placed;
+        placed.set(placed.get() + moved as u64);
+        moved
+    }
+}
