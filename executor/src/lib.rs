@@ -90,8 +90,9 @@ pub mod loom_exports {
     pub use crate::worker::registry::{register, remote_cancel};
     pub use crate::worker::run::{run, take_handed_over, turn, Driver, Step};
     pub use crate::worker::shared::Due;
-    pub use crate::worker::shared::{Runnable, Shared, Unpark};
+    pub use crate::worker::shared::{Peers, Runnable, Shared, TaskMeta, Unpark};
     pub use crate::worker::shutdown::{close, shut_down, Owner};
+    pub use crate::worker::spill::Spill;
 }
 
 /// What `#[tickless::main]` and `#[tickless::test]` expand to: not for use by hand.

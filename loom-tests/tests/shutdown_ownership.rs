@@ -23,7 +23,8 @@ use std::task::{Context, Poll, Waker};
 use loom::sync::Mutex;
 use loom::thread::{self, ThreadId};
 use tickless::loom_exports::{
-    schedule, shut_down, spawn_remote, Driver, Due, JoinSlot, Owner, Runnable, Shared,
+    schedule, shut_down, spawn_remote, Driver, Due, JoinSlot, Owner, Peers, Runnable, Shared,
+    TaskMeta,
 };
 use tickless_io::internal::Reactor;
 use tickless_timer::internal::Op;
@@ -162,7 +163,10 @@ fn a_remote_wake_and_a_job_completion_racing_shutdown_leave_the_future_to_the_co
             polled: false,
         };
         let (runnable, task) = async_task::Builder::new()
-            .metadata(shared.clone())
+            .metadata(TaskMeta::for_model(
+                &shared,
+                Peers::for_model(vec![shared.clone()]),
+            ))
             .spawn(move |_| future, schedule);
         task.detach();
         // The first poll, on the core: the task is live, idle, its waker held elsewhere.
@@ -233,7 +237,10 @@ fn a_spawn_from_another_thread_racing_shutdown_is_dropped_once_unpolled() {
             polled: polled.clone(),
         };
         // The spawner: `spawn`'s placement, or a `Handle::spawn`, is this call.
-        let spawner = thread::spawn(move || drop(spawn_remote(&shared, future, None)));
+        let spawner = thread::spawn(move || {
+            let peers = Peers::for_model(vec![shared.clone()]);
+            drop(spawn_remote(&peers, &shared, future, None, true))
+        });
         shut_down(&core);
         spawner.join().unwrap();
         assert_eq!(trace.lock().unwrap().dropped_on.len(), 1, "dropped once");

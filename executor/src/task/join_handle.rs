@@ -43,8 +43,11 @@ pub struct JoinHandle<T> {
     slot: ResultSlot<T>,
     /// To wake the task on `abort` (its core drops the future).
     waker: Waker,
-    /// The task's core.
+    /// The task's core (where it was spawned).
     core: CoreId,
+    /// Whether the task can leave core 0 while no thread is in `block_on`: a `Send` task that
+    /// was queued on a core that ran (`Core::evacuate` moves it when `block_on` returns).
+    movable: bool,
     /// A `spawn_at` task's timer, and the core to send its abort to.
     deferred: Option<(Arc<DeferredStart>, Arc<Shared>)>,
 }
@@ -55,12 +58,14 @@ impl<T> JoinHandle<T> {
         slot: ResultSlot<T>,
         waker: Waker,
         core: CoreId,
+        movable: bool,
         deferred: Option<(Arc<DeferredStart>, Arc<Shared>)>,
     ) -> JoinHandle<T> {
         JoinHandle {
             slot,
             waker,
             core,
+            movable,
             deferred,
         }
     }
@@ -128,16 +133,22 @@ impl<T> JoinHandle<T> {
     ///
     /// # Panics
     ///
-    /// When called on the thread of the task's own core: from one of its tasks or its
-    /// `block_on`, or, for core 0, from the thread that last ran core 0 (the last thread in
-    /// `block_on`; until the first `block_on`, the thread that built the runtime), inside
-    /// `block_on` or not: core 0 runs only inside `block_on`, and that thread is the one
-    /// expected to run it. Either way the core would wait for itself forever: `.await` the
-    /// handle (in `block_on`, for core 0) instead.
+    /// When called on the thread of the task's own core (the core it was spawned on), from one
+    /// of its tasks or its `block_on`: the core would wait for itself forever; `.await` the
+    /// handle instead.
     ///
-    /// A task of core 0 joined from any other thread finishes only while some thread runs
-    /// `block_on`: with none running, `join` waits until one does. (`tickless::spawn` places
-    /// no task on core 0 while no thread is in `block_on`; `rt.handle(0).spawn` does.)
+    /// And for a task of core 0 that stays there, from the thread that last ran core 0 (the
+    /// last thread in `block_on`; until the first `block_on`, the thread that built the
+    /// runtime), outside `block_on`: core 0 runs only inside `block_on`, and that thread is
+    /// the one expected to run it. A task stays on core 0 when it is a `spawn_local` one, when
+    /// no other core runs (a runtime of one core), or when it was spawned onto core 0 by
+    /// `rt.handle(0)` while no thread was in `block_on` (it waits for the next one). A `Send`
+    /// task that core 0 ran, or that was queued there during a `block_on`, moves to another
+    /// core when that `block_on` returns (see [`Builder::steal_after`](crate::Builder::steal_after)),
+    /// so joining it from that thread is fine.
+    ///
+    /// A task that stays on core 0, joined from any other thread, finishes only while some
+    /// thread runs `block_on`: with none running, `join` waits until one does.
     ///
     /// # Examples
     ///
@@ -149,11 +160,25 @@ impl<T> JoinHandle<T> {
     ///
     /// let task = rt.handle(1).spawn(async { 6 * 7 });
     /// assert_eq!(task.join().unwrap(), 42); // from core 0's thread, outside `block_on`
+    ///
+    /// // Started on core 0, finished on core 1 after `block_on` returned.
+    /// let (tx, rx) = std::sync::mpsc::channel::<()>();
+    /// let task = rt.block_on(async move {
+    ///     tickless::spawn(async move {
+    ///         let rx = tickless::task::spawn_blocking(move || rx.recv()); // waits on the pool
+    ///         rx.await.unwrap().unwrap();
+    ///         tickless::core_id()
+    ///     })
+    /// });
+    /// tx.send(()).unwrap();
+    /// assert_eq!(task.join().unwrap(), 1);
     /// # std::io::Result::Ok(())
     /// ```
     pub fn join(self) -> Result<T, JoinError> {
         let own = with_current(|core| core.id() == self.core).unwrap_or(false)
-            || registry::find(self.core).is_some_and(|shared| shared.is_core_thread());
+            || registry::find(self.core).is_some_and(|shared| {
+                shared.is_core_thread() && !(self.movable && another_core_runs(self.core))
+            });
         if own {
             panic!(
                 "`JoinHandle::join` called on the thread of the task's own core, which would \
@@ -163,6 +188,14 @@ impl<T> JoinHandle<T> {
         }
         park_on(self)
     }
+}
+
+/// Whether a core of `core`'s runtime other than `core` runs and takes work.
+fn another_core_runs(core: CoreId) -> bool {
+    (0..)
+        .map(|index| CoreId { index, ..core })
+        .map_while(registry::find)
+        .any(|shared| shared.id != core && shared.takes_placed_work())
 }
 
 impl<T> Future for JoinHandle<T> {

@@ -124,8 +124,9 @@ fn queue_own<T>(
     task.detach();
     core.shared().load.add_own();
     let waker = runnable.waker();
+    let movable = runnable.metadata().movable();
     core.schedule_local(runnable);
-    JoinHandle::new(slot, waker, core.id(), None)
+    JoinHandle::new(slot, waker, core.id(), movable, None)
 }
 
 /// Spawns a `Send` future onto the core of `shared`, one of `peers`, from any thread: it runs
@@ -168,7 +169,9 @@ where
             Some((deferred, shared.clone()))
         }
     };
-    JoinHandle::new(slot, waker, shared.id, deferred)
+    // Queued where a thread runs: `evacuate` moves it off core 0 when that thread leaves.
+    let movable = movable && deadline.is_none() && shared.takes_placed_work();
+    JoinHandle::new(slot, waker, shared.id, movable, deferred)
 }
 
 /// Spawns a `!Send` future on the current core.

@@ -330,11 +330,10 @@ impl Core {
         self.spilled.set(left);
     }
 
-    /// A backlog started here: hands a parked peer a timer for the instant it becomes old
-    /// enough to steal, so that a peer sleeps through a backlog this core drains in time, and
-    /// takes it if this core is stuck (in a long poll, or preempted) by then. One peer, once
-    /// per `steal_after` at most; none if every peer is awake (an awake peer looks when it
-    /// goes idle).
+    /// A backlog started here: hands a peer (a parked one if any) a timer for the instant it
+    /// becomes old enough to steal, so that a peer sleeps through a backlog this core drains in
+    /// time, and takes it if this core is stuck (in a long poll, or preempted) by then. One
+    /// peer, once per `steal_after` at most.
     fn tell_idle_peer(&self) {
         let (Some(age), Some(cores)) = (self.steal_after, self.peers.all()) else {
             return;
@@ -345,15 +344,18 @@ impl Core {
         }
         let me = self.id().index;
         let n = cores.len();
-        let parked = (1..n)
-            .map(|k| &cores[(me + k) % n])
-            .find(|c| c.is_parked() && c.takes_placed_work());
-        if let Some(peer) = parked {
+        let others = || (1..n).map(|k| &cores[(me + k) % n]);
+        // A parked peer first (an awake one looks when it goes idle, but may be spinning
+        // towards a park it will not come out of by itself).
+        let peer = others()
+            .find(|c| c.is_parked() && c.takes_placed_work())
+            .or_else(|| others().find(|c| c.takes_placed_work()));
+        if let Some(peer) = peer {
             self.told_backlog.set(since);
             peer.push(Op::Insert {
                 deadline: since.saturating_add(age),
                 slack: tickless_timer::Slack::None,
-                value: Due::Wake(Waker::noop().clone()),
+                value: Due::StealCheck,
             });
         }
     }
@@ -442,6 +444,8 @@ impl Core {
     fn deliver(&self, value: Due) {
         match value {
             Due::Wake(w) => wake_caught(w),
+            // Nothing to run: the core goes idle after this turn, and looks then.
+            Due::StealCheck => self.steal_check.set(None),
             Due::Schedule(r) | Due::ScheduleAt(r, _) => self.schedule_local(r),
             Due::Abort(deferred) => {
                 // The task still waits in the wheel: cancel its timer and drop it now (its

@@ -86,11 +86,10 @@ impl TaskMeta {
         }
     }
 
-    /// For the loom models: a movable task of core `home` (an index into `peers`).
+    /// For the loom models: a movable task of `home`, one of `peers`.
     #[cfg(loom)]
-    pub fn for_model(home: usize, peers: Arc<Peers>) -> TaskMeta {
-        let key = peers.all().expect("set")[home].id.key();
-        TaskMeta::new(key, peers, true)
+    pub fn for_model(home: &Shared, peers: Arc<Peers>) -> TaskMeta {
+        TaskMeta::new(home.id.key(), peers, true)
     }
 
     /// The core the task belongs to now, in one word (see the protocol).
@@ -114,11 +113,17 @@ impl TaskMeta {
     /// The shared half of the core the task belongs to now.
     #[inline]
     pub fn home_shared(&self) -> &Arc<Shared> {
-        let index = self.home().id().index;
-        &self
-            .peers
-            .all()
-            .expect("a task exists only once its runtime's cores are set")[index]
+        let key = self.home();
+        let cores =
+            (self.peers.all()).expect("a task exists only once its runtime's cores are set");
+        match cores.get(key.id().index) {
+            Some(core) if core.id.key() == key => core,
+            // The loom models' runtimes are not indexed from 0.
+            _ => cores
+                .iter()
+                .find(|c| c.id.key() == key)
+                .expect("its core is a peer"),
+        }
     }
 
     /// The runtime's cores.
@@ -146,6 +151,9 @@ pub enum Due {
     ScheduleAt(Runnable, Arc<DeferredStart>),
     /// Abort a `spawn_at` task still waiting in the wheel (from its `JoinHandle::abort`).
     Abort(Arc<DeferredStart>),
+    /// Look at the other cores' backlogs (`worker::steal`): a backlog seen young is old enough
+    /// to take now.
+    StealCheck,
 }
 
 /// What wakes a core blocked in `epoll_wait`, from another thread: the core's eventfd in
@@ -262,6 +270,12 @@ impl<U: Unpark> Shared<U> {
         self.id
     }
 
+    /// For the loom models: the stealable queue.
+    #[cfg(loom)]
+    pub fn spill(&self) -> &Spill<Runnable> {
+        &self.spill
+    }
+
     /// For the loom models: the inbox and its sleep word (its wake counters, the published
     /// sleep).
     #[cfg(loom)]
@@ -337,6 +351,25 @@ impl<U: Unpark> Shared<U> {
     pub(crate) fn set_driven(&self, driven: bool) {
         // A hint for placement, ordering nothing.
         self.driven.store(driven, Ordering::Relaxed);
+    }
+
+    /// Thief side (`thief`, an idle core): takes half of this core's backlog if it started
+    /// `age` ns or more before `now`, into `into`, each task re-homed to the thief before it is
+    /// handed on (so that a wake after its first run there goes to the thief's inbox: see
+    /// [`TaskMeta`]'s protocol). As [`Spill::steal_older_than`].
+    pub fn steal_into(
+        &self,
+        thief: &Shared,
+        now: u64,
+        age: u64,
+        into: &mut Vec<Runnable>,
+    ) -> Result<usize, u64> {
+        let before = into.len();
+        let taken = self.spill.steal_older_than(now, age, into)?;
+        for runnable in &into[before..] {
+            runnable.metadata().set_home(thief.id.key());
+        }
+        Ok(taken)
     }
 
     /// A task tracked under `key` in this core's live-task set moved away, or was dropped on

@@ -9,7 +9,7 @@
 //! polls them (the I/O and timer rules of `registration/` and `time/`). `spawn_local` tasks
 //! never move: they are not movable, never spill, and `evacuate` leaves them.
 
-use std::task::Waker;
+use std::sync::Arc;
 
 use tickless_timer::Slack;
 
@@ -36,7 +36,7 @@ impl Core {
         let mut check: Option<u64> = None;
         for k in 1..n {
             let peer = &cores[(me + k) % n];
-            match peer.spill.steal_older_than(now, age, &mut stolen) {
+            match peer.steal_into(&self.shared, now, age, &mut stolen) {
                 Ok(0) => {}
                 Ok(_) => break,
                 Err(since) => {
@@ -47,7 +47,7 @@ impl Core {
         }
         if stolen.is_empty() {
             if let Some(at) = check {
-                self.arm_steal_check(now, at);
+                self.arm_steal_check(at);
             }
             return false;
         }
@@ -55,27 +55,20 @@ impl Core {
             .steals
             .set(self.counters.steals.get() + stolen.len() as u64);
         let mut queue = self.queue.borrow_mut();
-        for runnable in stolen.drain(..) {
-            runnable.metadata().set_home(self.key);
-            queue.push_back(runnable);
-        }
+        // Re-homed here already (`steal_into`).
+        queue.extend(stolen.drain(..));
         true
     }
 
     /// Arms a timer on this core's wheel for `at`, when a backlog seen young will be old
-    /// enough to take, unless one is armed already for no later (a fired one only wakes the
-    /// core, which looks again as it goes idle).
-    fn arm_steal_check(&self, now: u64, at: u64) {
-        if self
-            .steal_check
-            .get()
-            .is_some_and(|armed| armed > now && armed <= at)
-        {
+    /// enough to take, unless one is pending already for no later (its firing clears it, and
+    /// the core looks again as it goes idle).
+    fn arm_steal_check(&self, at: u64) {
+        if self.steal_check.get().is_some_and(|armed| armed <= at) {
             return;
         }
         self.steal_check.set(Some(at));
-        self.timers
-            .insert(at, Slack::None, Due::Wake(Waker::noop().clone()));
+        self.timers.insert(at, Slack::None, Due::StealCheck);
     }
 
     /// Core 0, as its `block_on` returns: no thread will run it until the next `block_on`. If
@@ -95,23 +88,21 @@ impl Core {
         let mut runnable: Vec<Runnable> = self.queue.borrow_mut().drain(..).collect();
         runnable.extend(self.shared.spill.take_all());
         self.spilled.set(0);
+        // The cores that run, in turn.
+        let me = self.id().index;
+        let targets: Vec<_> = (self.peers.all().into_iter().flatten())
+            .filter(|c| c.id.index != me && c.takes_placed_work())
+            .collect();
         let mut moved = 0;
-        let mut next = self.id().index;
         for task in runnable {
-            let target = match task.metadata().movable() {
-                true => self.peers.driven_other(next),
-                false => None,
-            };
-            match target {
-                Some(target) => {
-                    next = target.id.index;
-                    task.metadata().set_home(target.id.key());
-                    let target = target.clone();
-                    target.schedule_remote(task);
-                    moved += 1;
-                }
-                None => self.queue.borrow_mut().push_back(task),
+            if !task.metadata().movable() || targets.is_empty() {
+                self.queue.borrow_mut().push_back(task);
+                continue;
             }
+            let target = Arc::clone(targets[moved % targets.len()]);
+            task.metadata().set_home(target.id.key());
+            target.schedule_remote(task);
+            moved += 1;
         }
         let placed = &self.counters.placed;
         placed.set(placed.get() + moved as u64);

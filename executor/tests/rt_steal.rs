@@ -1,0 +1,269 @@
+//! `Send` work moves when its core cannot run it: an idle core takes the backlog of a core
+//! stuck in a long poll, a core that keeps up is never stolen from, `spawn_local` and
+//! `spawn_pinned` tasks never move, and core 0's tasks (their streams with them) go on running
+//! on another core while no thread is in `block_on`. Counted (`steals`, `io_rebinds`, the cores
+//! each task saw), never timed: every wait is bounded by counts, with a generous hang guard
+//! only.
+
+use std::io::{self, Read, Write};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+use futures_lite::{AsyncReadExt, AsyncWriteExt};
+use tickless::net::TcpListener;
+use tickless::runtime::Builder;
+use tickless::{Runtime, Stats};
+
+/// The hang guard of every wait on another core's counters: a test that needs it failed.
+const HANG_GUARD: Duration = Duration::from_secs(60);
+
+/// The runtime's counters once `done` holds of them (or the hang guard ran out).
+fn stats_when(rt: &Runtime, done: impl Fn(&Stats) -> bool) -> Stats {
+    let start = Instant::now();
+    loop {
+        let stats = rt.stats();
+        if done(&stats) || start.elapsed() > HANG_GUARD {
+            return stats;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Tasks queued behind the stuck poll.
+const BEHIND: usize = 100;
+
+#[test]
+fn an_idle_core_runs_the_tasks_queued_behind_a_core_stuck_in_a_long_poll() -> io::Result<()> {
+    let rt = Builder::new().cores(2).build()?;
+    // Which core each task ran on first, and last (after a yield).
+    let moved = Arc::new(AtomicUsize::new(0));
+    let on_core_1 = Arc::new(AtomicUsize::new(0));
+    let (moved2, on_core_1_2) = (moved.clone(), on_core_1.clone());
+    // Pinned: the stuck task itself stays on core 1.
+    let stuck = rt.handle(1).spawn_pinned(move || async move {
+        let mut tasks = Vec::new();
+        for _ in 0..BEHIND {
+            let (moved, on_core_1) = (moved2.clone(), on_core_1_2.clone());
+            tasks.push(tickless::spawn(async move {
+                let first = tickless::core_id();
+                tickless::task::yield_now().await;
+                if tickless::core_id() != first {
+                    moved.fetch_add(1, Ordering::SeqCst);
+                }
+                if first == 1 {
+                    on_core_1.fetch_add(1, Ordering::SeqCst);
+                }
+                tickless::core_id()
+            }));
+        }
+        // Each polled once here (and queued again by its yield).
+        tickless::task::yield_now().await;
+        // The core is stuck: a synchronous call that blocks its thread, with 100 runnable
+        // tasks queued behind it.
+        std::thread::sleep(Duration::from_millis(50));
+        tasks
+    });
+    // Core 0 is idle in this `block_on` meanwhile, and steals.
+    let ran_on = rt.block_on(async move {
+        let tasks = stuck.await.expect("the stuck task");
+        let mut ran_on = [0usize; 2];
+        for t in tasks {
+            ran_on[t.await.expect("a task")] += 1;
+        }
+        ran_on
+    });
+    // Core 1 publishes its spills at its next park.
+    let stats = stats_when(&rt, |s| s.cores[1].tasks_spilled >= s.cores[0].steals);
+    assert_eq!(ran_on.iter().sum::<usize>(), BEHIND);
+    assert!(
+        stats.cores[0].steals > 0,
+        "core 0 took some of core 1's backlog: {ran_on:?}, {stats:?}"
+    );
+    assert!(ran_on[0] > 0, "some tasks finished on core 0: {ran_on:?}");
+    assert!(
+        moved.load(Ordering::SeqCst) > 0,
+        "some tasks saw their core change between two polls"
+    );
+    assert!(
+        stats.cores[0].steals <= stats.cores[1].tasks_spilled,
+        "only spilled tasks are stolen"
+    );
+    assert_eq!(stats.cores[1].steals, 0, "core 0 kept up");
+    assert_eq!(stats.total.task_panics, 0);
+    Ok(())
+}
+
+#[test]
+fn a_core_that_keeps_up_is_never_stolen_from() -> io::Result<()> {
+    let rt = Builder::new().cores(2).build()?;
+    // Bursts of fewer tasks than a core keeps to itself, on core 1, while core 0 idles in
+    // `block_on`: nothing spills, nothing is stolen.
+    let done = rt.handle(1).spawn(async {
+        for _ in 0..200 {
+            let burst: Vec<_> = (0..8)
+                .map(|_| tickless::spawn(async { tickless::core_id() }))
+                .collect();
+            for t in burst {
+                assert_eq!(t.await.expect("a task"), 1);
+            }
+        }
+    });
+    rt.block_on(done).expect("the bursts");
+    let stats = rt.stats();
+    assert_eq!(stats.cores[1].tasks_spilled, 0);
+    assert_eq!(stats.total.steals, 0);
+    Ok(())
+}
+
+#[test]
+fn spawn_local_and_spawn_pinned_tasks_never_move() -> io::Result<()> {
+    let rt = Builder::new().cores(2).build()?;
+    // Core 1 queues pinned work behind a long poll; core 0 idles and would steal it if it
+    // could.
+    let stuck = rt.handle(1).spawn_pinned(|| async {
+        let locals: Vec<_> = (0..BEHIND)
+            .map(|_| {
+                tickless::spawn_local(async {
+                    tickless::task::yield_now().await;
+                    tickless::core_id()
+                })
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(50));
+        let mut cores = Vec::new();
+        for t in locals {
+            cores.push(t.await.expect("a local task"));
+        }
+        cores
+    });
+    let cores = rt.block_on(stuck).expect("the pinned task");
+    assert_eq!(cores, vec![1; BEHIND]);
+    let stats = rt.stats();
+    assert_eq!(stats.cores[1].tasks_spilled, 0, "a local task never spills");
+    assert_eq!(stats.total.steals, 0);
+    Ok(())
+}
+
+/// Core 0's connection tasks, their streams registered with core 0, go on serving after
+/// `block_on` returns: they move to core 1, and their streams follow them.
+#[test]
+fn core_zero_s_connections_are_served_on_another_core_outside_block_on() -> io::Result<()> {
+    const CONNS: usize = 20;
+    let rt = Builder::new().cores(2).steal_after(None).build()?;
+    let std_listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let addr = std_listener.local_addr()?;
+    let (ready_tx, ready_rx) = mpsc::channel();
+    let client = std::thread::spawn(move || -> io::Result<()> {
+        let mut conns = Vec::new();
+        for _ in 0..CONNS {
+            let mut c = std::net::TcpStream::connect(addr)?;
+            c.write_all(b"a")?;
+            let mut b = [0u8; 1];
+            c.read_exact(&mut b)?;
+            conns.push(c);
+        }
+        // Every connection answered once, inside `block_on`; the rest comes after it.
+        ready_rx.recv().expect("the server left block_on");
+        for c in &mut conns {
+            c.write_all(b"b")?;
+            let mut b = [0u8; 1];
+            c.read_exact(&mut b)?;
+            assert_eq!(&b, b"b");
+        }
+        Ok(())
+    });
+    let tasks = rt.block_on(async {
+        let listener = TcpListener::from_std(std_listener)?;
+        let mut tasks = Vec::new();
+        for _ in 0..CONNS {
+            let (mut stream, _) = listener.accept().await?;
+            // First echo on core 0 (the stream registers there), then spawned: with placement
+            // off for this accept (the spawn comes after a read, in another poll), it stays.
+            let mut b = [0u8; 1];
+            stream.read_exact(&mut b).await?;
+            stream.write_all(&b).await?;
+            tasks.push(tickless::spawn(async move {
+                let mut b = [0u8; 1];
+                while stream.read(&mut b).await? == 1 {
+                    stream.write_all(&b).await?;
+                }
+                io::Result::Ok(tickless::core_id())
+            }));
+        }
+        io::Result::Ok(tasks)
+    })?;
+    // No thread is in `block_on` now.
+    ready_tx.send(()).expect("the client waits");
+    client.join().expect("the client thread panicked")?;
+    let cores: Vec<usize> = tasks
+        .into_iter()
+        .map(|t| t.join().expect("a connection task").expect("its I/O"))
+        .collect();
+    assert_eq!(cores, vec![1; CONNS], "every connection ended on core 1");
+    let stats = stats_when(&rt, |s| s.cores[1].io_rebinds >= CONNS as u64);
+    assert_eq!(
+        stats.cores[1].io_rebinds, CONNS as u64,
+        "each stream moved once"
+    );
+    assert!(stats.cores[0].tasks_placed >= CONNS as u64);
+    assert_eq!(stats.total.task_panics, 0);
+    Ok(())
+}
+
+/// A task of core 0 woken from another thread while no thread is in `block_on` runs on a core
+/// that runs: a `JoinHandle::join` from `main` does not wait for ever.
+#[test]
+fn a_core_zero_task_woken_outside_block_on_runs_elsewhere() -> io::Result<()> {
+    let rt = Builder::new().cores(2).build()?;
+    let (tx, rx) = async_channel();
+    // (In a tuple: a `block_on` whose output is itself a future reads as a mistake.)
+    let (task,) = rt.block_on(async move {
+        let task = tickless::spawn(async move {
+            rx.recv().await;
+            tickless::core_id()
+        });
+        // Let it start, so that it waits on core 0.
+        tickless::task::yield_now().await;
+        (task,)
+    });
+    tx.send();
+    assert_eq!(task.join().expect("the task"), 1);
+    Ok(())
+}
+
+/// A one-shot signal between threads: what a channel's receiver does with its waker.
+fn async_channel() -> (Signal, Signal) {
+    let shared = Arc::new(std::sync::Mutex::new((false, None::<std::task::Waker>)));
+    (Signal(shared.clone()), Signal(shared))
+}
+
+/// One end of [`async_channel`].
+struct Signal(Arc<std::sync::Mutex<(bool, Option<std::task::Waker>)>>);
+
+impl Signal {
+    /// Sets the signal, waking the receiver.
+    fn send(&self) {
+        let waker = {
+            let mut s = self.0.lock().unwrap();
+            s.0 = true;
+            s.1.take()
+        };
+        if let Some(w) = waker {
+            w.wake();
+        }
+    }
+
+    /// Waits for the signal.
+    async fn recv(&self) {
+        std::future::poll_fn(|cx| {
+            let mut s = self.0.lock().unwrap();
+            if s.0 {
+                return std::task::Poll::Ready(());
+            }
+            s.1 = Some(cx.waker().clone());
+            std::task::Poll::Pending
+        })
+        .await
+    }
+}
