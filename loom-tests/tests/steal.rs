@@ -71,7 +71,7 @@ fn a_stolen_task_runs_once_and_its_wakes_go_to_its_thief() {
             waker: waker.clone(),
         };
         let (runnable, task) = async_task::Builder::new()
-            .metadata(TaskMeta::for_model(&a, peers))
+            .metadata(TaskMeta::for_model(&a, peers.clone()))
             .spawn(move |_| future, schedule);
         task.detach();
         // Its first poll, on A, before the model starts: the waker is out.
@@ -84,27 +84,27 @@ fn a_stolen_task_runs_once_and_its_wakes_go_to_its_thief() {
         let queued = scheduled_on(&a);
         assert_eq!(queued.len(), 1, "the wake went to A, its home");
         for r in queued {
-            a.spill().push(r, || 0);
+            a.spill().push(r, || 0, peers.backlogs());
         }
 
         let owner = {
-            let a = a.clone();
+            let (a, peers) = (a.clone(), peers.clone());
             thread::spawn(move || {
                 WHO.with(|w| w.set(0));
                 let mut mine = VecDeque::new();
-                a.spill().refill(&mut mine, 16);
+                a.spill().refill(&mut mine, 16, peers.backlogs());
                 for r in mine {
                     r.run();
                 }
             })
         };
         let thief = {
-            let (a, b) = (a.clone(), b.clone());
+            let (a, b, peers) = (a.clone(), b.clone(), peers.clone());
             thread::spawn(move || {
                 WHO.with(|w| w.set(1));
                 let mut stolen = Vec::new();
                 // Old enough: 10 ns past a start at 0, for an age of 10.
-                let _ = a.steal_into(&b, 10, 10, &mut stolen);
+                let _ = a.steal_into(&b, &peers, 10, 10, &mut stolen);
                 for r in stolen {
                     r.run();
                 }
@@ -124,6 +124,11 @@ fn a_stolen_task_runs_once_and_its_wakes_go_to_its_thief() {
         waking.join().unwrap();
 
         let ran = runs.lock().unwrap().clone();
+        assert_eq!(
+            peers.backlogs().load(std::sync::atomic::Ordering::Relaxed),
+            0,
+            "the backlog was taken whole, and counted off once"
+        );
         assert_eq!(
             ran.len(),
             1,

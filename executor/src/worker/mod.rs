@@ -314,7 +314,10 @@ impl Core {
     #[cold]
     fn spill(&self, runnable: Runnable) {
         let clock = self.timers.clock();
-        let started = self.shared.spill.push(runnable, || clock.now());
+        let started = self
+            .shared
+            .spill
+            .push(runnable, || clock.now(), self.peers.backlogs());
         self.spilled.set(self.spilled.get() + 1);
         bump(&self.counters.spilled);
         if started {
@@ -323,10 +326,15 @@ impl Core {
     }
 
     /// Moves the oldest spilled tasks into the private queue, up to its room (at least one).
+    #[cold]
+    #[inline(never)]
     fn refill(&self) {
         let mut queue = self.queue.borrow_mut();
         let room = self.spill_room.saturating_sub(queue.len()).max(1);
-        let left = self.shared.spill.refill(&mut queue, room);
+        let left = self
+            .shared
+            .spill
+            .refill(&mut queue, room, self.peers.backlogs());
         self.spilled.set(left);
     }
 
@@ -389,8 +397,18 @@ impl Core {
     }
 
     /// Removes the keys of tasks that moved away, or were dropped elsewhere, from the live-task
-    /// set. Returns whether there were any.
-    pub(crate) fn take_orphans(&self) -> bool {
+    /// set (one relaxed load when there are none).
+    #[inline]
+    pub(crate) fn take_orphans(&self) {
+        if self.shared.may_have_orphans() {
+            self.take_orphans_now();
+        }
+    }
+
+    /// [`take_orphans`](Self::take_orphans)' work, out of line. Returns whether there were
+    /// any.
+    #[inline(never)]
+    fn take_orphans_now(&self) -> bool {
         let mut keys = self.orphan_buf.borrow_mut();
         self.shared.take_orphans(&mut keys);
         let any = !keys.is_empty();

@@ -30,19 +30,31 @@ pub type Runnable = async_task::Runnable<TaskMeta>;
 /// Every core of a runtime, by index: set once, when the last core has started (before
 /// `build` returns, so before any task of the runtime can be woken).
 #[derive(Default)]
-pub struct Peers(OnceLock<Box<[Arc<Shared>]>>);
+pub struct Peers {
+    /// The cores, by index.
+    cores: OnceLock<Box<[Arc<Shared>]>>,
+    /// How many of their stealable queues are not empty (`worker::spill`): an idle core
+    /// looks at the others only when this is not 0, one load.
+    backlogs: AtomicUsize,
+}
 
 impl Peers {
     /// Records the runtime's cores, by index.
     pub(crate) fn set(&self, cores: Box<[Arc<Shared>]>) {
         // Set once, by the builder; a second call would be a bug, and changes nothing.
-        let _first = self.0.set(cores);
+        let _first = self.cores.set(cores);
     }
 
     /// Every core, by index; `None` while the runtime is still starting.
     #[inline]
     pub(crate) fn all(&self) -> Option<&[Arc<Shared>]> {
-        self.0.get().map(|cores| &cores[..])
+        self.cores.get().map(|cores| &cores[..])
+    }
+
+    /// The runtime's count of non-empty stealable queues.
+    #[inline]
+    pub fn backlogs(&self) -> &AtomicUsize {
+        &self.backlogs
     }
 
     /// For the loom models: a runtime of the given cores.
@@ -360,12 +372,15 @@ impl<U: Unpark> Shared<U> {
     pub fn steal_into(
         &self,
         thief: &Shared,
+        peers: &Peers,
         now: u64,
         age: u64,
         into: &mut Vec<Runnable>,
     ) -> Result<usize, u64> {
         let before = into.len();
-        let taken = self.spill.steal_older_than(now, age, into)?;
+        let taken = self
+            .spill
+            .steal_older_than(now, age, into, peers.backlogs())?;
         for runnable in &into[before..] {
             runnable.metadata().set_home(thief.id.key());
         }
@@ -377,6 +392,13 @@ impl<U: Unpark> Shared<U> {
     pub(crate) fn orphan(&self, key: usize) {
         lock(&self.orphans).push(key);
         self.has_orphans.store(true, Ordering::Release);
+    }
+
+    /// Whether `orphans` may hold keys (one relaxed load: the core's check at every idle
+    /// transition; [`take_orphans`](Self::take_orphans) orders what it takes).
+    #[inline]
+    pub(crate) fn may_have_orphans(&self) -> bool {
+        self.has_orphans.load(Ordering::Relaxed)
     }
 
     /// Core side: the keys of moved tasks to remove from the live-task set, if any.

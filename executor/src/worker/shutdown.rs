@@ -94,7 +94,7 @@ impl Owner for Core {
                 continue;
             }
             // The stealable queue's, through the private queue (dropped outside its lock).
-            let spilled = self.shared.spill.take_all();
+            let spilled = self.shared.spill.take_all(self.peers.backlogs());
             self.spilled.set(0);
             if !spilled.is_empty() {
                 self.queue.borrow_mut().extend(spilled);

@@ -62,12 +62,14 @@ impl<T> Spill<T> {
     }
 
     /// Owner side: queues `task` at the back; `now` is read only if the queue was empty (it
-    /// stamps the backlog's start). Returns whether the queue was empty.
-    pub fn push(&self, task: T, now: impl FnOnce() -> u64) -> bool {
+    /// stamps the backlog's start, and counts one more in `backlogs`, the runtime's count of
+    /// non-empty spill queues). Returns whether the queue was empty.
+    pub fn push(&self, task: T, now: impl FnOnce() -> u64, backlogs: &AtomicUsize) -> bool {
         let mut queue = lock(&self.queue);
         let was_empty = queue.is_empty();
         if was_empty {
             self.since.store(now(), Ordering::Relaxed);
+            backlogs.fetch_add(1, Ordering::Relaxed);
         }
         queue.push_back(task);
         self.len.store(queue.len(), Ordering::Relaxed);
@@ -76,12 +78,21 @@ impl<T> Spill<T> {
 
     /// Owner side: moves up to `max` of the oldest tasks into `into`, in order; returns how
     /// many are left.
-    pub fn refill(&self, into: &mut VecDeque<T>, max: usize) -> usize {
+    pub fn refill(&self, into: &mut VecDeque<T>, max: usize, backlogs: &AtomicUsize) -> usize {
         let mut queue = lock(&self.queue);
         let n = queue.len().min(max);
         into.extend(queue.drain(..n));
-        self.len.store(queue.len(), Ordering::Relaxed);
+        self.emptied(n, &queue, backlogs);
         queue.len()
+    }
+
+    /// After `n` tasks were taken under the lock: the length's mirror, and one backlog less if
+    /// they were the last.
+    fn emptied(&self, n: usize, queue: &VecDeque<T>, backlogs: &AtomicUsize) {
+        self.len.store(queue.len(), Ordering::Relaxed);
+        if n > 0 && queue.is_empty() {
+            backlogs.fetch_sub(1, Ordering::Relaxed);
+        }
     }
 
     /// When the backlog started (ns on the runtime's clock; meaningful while it is not empty).
@@ -93,7 +104,13 @@ impl<T> Spill<T> {
     /// reading), takes half of it, at least one task, the oldest first, into `into`; returns
     /// how many. A younger backlog is left to its owner: `Err(since)`, when it started, so
     /// that the thief can look again once it is old enough.
-    pub fn steal_older_than(&self, now: u64, age: u64, into: &mut Vec<T>) -> Result<usize, u64> {
+    pub fn steal_older_than(
+        &self,
+        now: u64,
+        age: u64,
+        into: &mut Vec<T>,
+        backlogs: &AtomicUsize,
+    ) -> Result<usize, u64> {
         if self.is_empty() {
             return Ok(0);
         }
@@ -107,7 +124,7 @@ impl<T> Spill<T> {
         }
         let n = queue.len().div_ceil(2);
         into.extend(queue.drain(..n));
-        self.len.store(queue.len(), Ordering::Relaxed);
+        self.emptied(n, &queue, backlogs);
         if !queue.is_empty() {
             // What is left has waited since `since` too, but give the owner its turn at it: a
             // second thief (or this one, again) takes it only after another `age`.
@@ -116,11 +133,12 @@ impl<T> Spill<T> {
         Ok(n)
     }
 
-    /// Takes every task (at shutdown, to drop them outside the lock).
-    pub fn take_all(&self) -> VecDeque<T> {
+    /// Takes every task (at shutdown, or to hand them on, outside the lock).
+    pub fn take_all(&self, backlogs: &AtomicUsize) -> VecDeque<T> {
         let mut queue = lock(&self.queue);
-        self.len.store(0, Ordering::Relaxed);
-        std::mem::take(&mut *queue)
+        let all = std::mem::take(&mut *queue);
+        self.emptied(all.len(), &queue, backlogs);
+        all
     }
 }
 
@@ -129,40 +147,50 @@ mod tests {
     use std::collections::VecDeque;
 
     use super::Spill;
+    use crate::sync::{AtomicUsize, Ordering};
 
     #[test]
     fn a_young_backlog_is_left_to_its_owner_and_an_old_one_is_halved() {
         let spill = Spill::default();
+        let backlogs = AtomicUsize::new(0);
         for i in 0..5 {
-            spill.push(i, || 1_000);
+            spill.push(i, || 1_000, &backlogs);
         }
+        assert_eq!(backlogs.load(Ordering::Relaxed), 1, "one backlog");
         let mut stolen = Vec::new();
-        assert_eq!(
-            spill.steal_older_than(1_500, 1_000, &mut stolen),
-            Err(1_000)
-        );
+        let steal =
+            |now, stolen: &mut Vec<i32>| spill.steal_older_than(now, 1_000, stolen, &backlogs);
+        assert_eq!(steal(1_500, &mut stolen), Err(1_000));
         assert!(stolen.is_empty());
-        assert_eq!(spill.steal_older_than(2_000, 1_000, &mut stolen), Ok(3));
+        assert_eq!(steal(2_000, &mut stolen), Ok(3));
         assert_eq!(stolen, [0, 1, 2], "the oldest first");
         assert_eq!(spill.len(), 2);
         // The rest is young again for the next thief.
-        assert_eq!(
-            spill.steal_older_than(2_500, 1_000, &mut stolen),
-            Err(2_000)
-        );
+        assert_eq!(steal(2_500, &mut stolen), Err(2_000));
         let mut mine = VecDeque::new();
-        assert_eq!(spill.refill(&mut mine, 8), 0, "none left");
+        assert_eq!(spill.refill(&mut mine, 8, &backlogs), 0, "none left");
         assert_eq!(mine, [3, 4]);
         assert!(spill.is_empty());
-        assert_eq!(spill.steal_older_than(9_000, 1_000, &mut stolen), Ok(0));
+        assert_eq!(backlogs.load(Ordering::Relaxed), 0, "the backlog is gone");
+        assert_eq!(steal(9_000, &mut stolen), Ok(0));
     }
 
     #[test]
-    fn the_backlog_is_stamped_when_it_starts_only() {
+    fn the_backlog_is_stamped_and_counted_when_it_starts_only() {
         let spill = Spill::default();
-        assert!(spill.push(1, || 10));
-        assert!(!spill.push(2, || panic!("the clock is read only for an empty queue")));
-        assert_eq!(spill.take_all().len(), 2);
+        let backlogs = AtomicUsize::new(0);
+        assert!(spill.push(1, || 10, &backlogs));
+        let unread = || panic!("the clock is read only for an empty queue");
+        assert!(!spill.push(2, unread, &backlogs));
+        assert_eq!(backlogs.load(Ordering::Relaxed), 1);
+        assert_eq!(spill.take_all(&backlogs).len(), 2);
         assert!(spill.is_empty());
+        assert_eq!(backlogs.load(Ordering::Relaxed), 0);
+        assert_eq!(spill.take_all(&backlogs).len(), 0);
+        assert_eq!(
+            backlogs.load(Ordering::Relaxed),
+            0,
+            "an empty take counts nothing"
+        );
     }
 }

@@ -13,6 +13,8 @@ use std::sync::Arc;
 
 use tickless_timer::Slack;
 
+use crate::sync::Ordering;
+
 use super::shared::{Due, Runnable};
 use super::Core;
 
@@ -22,11 +24,22 @@ impl Core {
     /// so that an idle core that sleeps looks again then. Returns whether it took tasks (the
     /// loop turns again at once). Not with paused time (which would make where tasks run
     /// depend on the test's jumps), nor with one core.
+    #[inline]
     pub(crate) fn try_steal(&self) -> bool {
+        // One load while no core has a backlog (an idle runtime, a core that keeps up).
+        if self.peers.backlogs().load(Ordering::Relaxed) == 0 {
+            return false;
+        }
+        self.steal_now()
+    }
+
+    /// [`try_steal`](Self::try_steal)'s work, out of line.
+    #[inline(never)]
+    fn steal_now(&self) -> bool {
         let (Some(age), Some(cores)) = (self.steal_after, self.peers.all()) else {
             return false;
         };
-        if cores.len() < 2 || cores.iter().all(|c| c.spill.is_empty()) {
+        if cores.len() < 2 {
             return false;
         }
         let now = self.timers.clock().now();
@@ -36,7 +49,7 @@ impl Core {
         let mut check: Option<u64> = None;
         for k in 1..n {
             let peer = &cores[(me + k) % n];
-            match peer.steal_into(&self.shared, now, age, &mut stolen) {
+            match peer.steal_into(&self.shared, &self.peers, now, age, &mut stolen) {
                 Ok(0) => {}
                 Ok(_) => break,
                 Err(since) => {
@@ -86,7 +99,7 @@ impl Core {
         super::shutdown::Owner::wake_live(self);
         super::run::take_handed_over(self);
         let mut runnable: Vec<Runnable> = self.queue.borrow_mut().drain(..).collect();
-        runnable.extend(self.shared.spill.take_all());
+        runnable.extend(self.shared.spill.take_all(self.peers.backlogs()));
         self.spilled.set(0);
         // The cores that run, in turn.
         let me = self.id().index;
