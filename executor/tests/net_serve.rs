@@ -365,3 +365,50 @@ fn a_handler_that_panics_loses_its_connection_not_the_loop() -> io::Result<()> {
     );
     Ok(())
 }
+
+/// Serves `conns` connections from this thread (a round trip each, one at a time, each from a
+/// new port), and says which core served each.
+fn call_each(addr: SocketAddr, conns: usize) -> io::Result<[usize; 2]> {
+    let mut seen = [0usize; 2];
+    for _ in 0..conns {
+        let mut c = std::net::TcpStream::connect(addr)?;
+        c.set_read_timeout(Some(Duration::from_secs(30)))?;
+        let mut reply = [0u8; 1];
+        c.read_exact(&mut reply)?;
+        seen[reply[0] as usize] += 1;
+    }
+    Ok(seen)
+}
+
+/// A server started from `main`, called from `main` with no thread in `block_on`: core 0 runs
+/// nothing, and core 1 serves core 0's listener meanwhile, so every connection is answered
+/// (before: the about half the kernel gave core 0's listener waited for a `block_on`). Then,
+/// with a thread in `block_on`, core 0 serves its own again.
+#[test]
+fn core_zero_s_listener_is_served_by_core_1_while_no_thread_is_in_block_on() -> io::Result<()> {
+    const CONNS: usize = 100;
+    let rt = two_cores()?;
+    let server = serve_per_core(&rt, localhost(), |mut stream, _conn| async move {
+        let _ = stream.write_all(&[tickless::core_id() as u8]).await;
+    })?;
+    let addr = server.local_addr();
+    let seen = call_each(addr, CONNS)?;
+    assert_eq!(seen, [0, CONNS], "every connection answered, by core 1");
+    // Inside `block_on`, both cores serve their own listeners.
+    let seen = rt.block_on(async {
+        let caller = std::thread::spawn(move || call_each(addr, CONNS));
+        until(|| caller.is_finished()).await;
+        caller.join().expect("the caller")
+    })?;
+    assert_eq!(seen.iter().sum::<usize>(), CONNS);
+    // 100 connections from random ports: none on core 0 has probability 2^-100.
+    assert!(
+        seen[0] > 0,
+        "core 0 serves its listener in block_on: {seen:?}"
+    );
+    // And after it, core 1 again.
+    assert_eq!(call_each(addr, 10)?, [0, 10]);
+    let report = rt.block_on(server.shutdown(Duration::from_secs(10)))?;
+    assert_eq!(report.aborted, 0);
+    Ok(())
+}

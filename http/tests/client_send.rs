@@ -101,3 +101,44 @@ fn a_request_dropped_mid_connect_leaves_the_client_free_to_move() -> std::io::Re
     assert_eq!(status, 200);
     Ok(())
 }
+
+/// The client's connection pooled on core 0 (opened in `block_on`), then used from a task of
+/// core 1 while no thread is in `block_on`: the connection's task moves to a core that runs
+/// (core 0 hands its `Send` tasks over when `block_on` returns), its stream follows it, and the
+/// request is answered over the same connection. (Before: the request's wake went to core 0's
+/// inbox, which nothing drained, and it waited for ever.)
+#[test]
+fn a_connection_pooled_on_core_0_serves_a_request_from_core_1_outside_block_on(
+) -> std::io::Result<()> {
+    use bytes::Bytes;
+    use http_body_util::{BodyExt, Empty};
+
+    let (addr, accepted) = keep_alive_server()?;
+    let uri: hyper::Uri = format!("http://{addr}/").parse().unwrap();
+    let rt = Builder::new().cores(2).build()?;
+    let client = tickless_http::client::<Empty<Bytes>>();
+    let first = rt.block_on({
+        let (client, uri) = (client.clone(), uri.clone());
+        async move {
+            let res = client.get(uri).await.unwrap();
+            res.into_body().collect().await.unwrap().to_bytes()
+        }
+    });
+    assert_eq!(first, "ok");
+    let second = rt
+        .handle(1)
+        .spawn(async move {
+            let res = client.get(uri).await.unwrap();
+            let body = res.into_body().collect().await.unwrap().to_bytes();
+            (body, tickless::core_id())
+        })
+        .join()
+        .expect("the request on core 1");
+    assert_eq!(second, (Bytes::from_static(b"ok"), 1));
+    assert_eq!(
+        accepted.load(Ordering::SeqCst),
+        1,
+        "the pooled connection was reused"
+    );
+    Ok(())
+}

@@ -353,3 +353,26 @@ fn a_header_read_timeout_serves_http1_and_http2_as_before() -> io::Result<()> {
     })?;
     Ok(())
 }
+
+/// `serve` called from `main`, then 100 requests from `main`, each on a connection of its own,
+/// with no thread ever in `block_on`: every one is answered (core 1 serves core 0's listener
+/// while core 0 runs nothing; before, the connections the kernel gave core 0's listener were
+/// never accepted).
+#[test]
+fn serve_answers_every_connection_with_no_thread_in_block_on() -> io::Result<()> {
+    use std::io::{Read, Write};
+
+    let rt = Builder::new().cores(2).build()?;
+    let server = tickless_http::serve(&rt, localhost(), ok())?;
+    let addr = server.local_addr();
+    for i in 0..100 {
+        let mut c = std::net::TcpStream::connect(addr)?;
+        c.set_read_timeout(Some(Duration::from_secs(30)))?;
+        c.write_all(b"GET / HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")?;
+        let mut reply = String::new();
+        c.read_to_string(&mut reply)
+            .unwrap_or_else(|e| panic!("request {i} got no answer: {e}"));
+        assert!(reply.starts_with("HTTP/1.1 200"), "request {i}: {reply}");
+    }
+    Ok(())
+}

@@ -167,8 +167,9 @@ struct Leave<'a>(&'a Rc<Core>);
 
 impl Drop for Leave<'_> {
     fn drop(&mut self) {
-        // Not driven first: a wake from another thread from now on moves its task itself.
-        self.0.shared().set_driven(false);
+        // Not driven first: a wake from another thread from now on moves its task itself, and
+        // the core that serves core 0's listeners meanwhile starts.
+        self.0.shared().leave();
         self.0.evacuate();
     }
 }

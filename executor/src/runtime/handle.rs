@@ -100,6 +100,11 @@ impl Handle {
 }
 
 impl Handle {
+    /// The core's shared half.
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
     /// A handle to every core of the runtime running the caller, by index: what
     /// [`Runtime::handle`](crate::Runtime::handle) gives for each core, from inside a task
     /// that has no `Runtime` at hand (to start work on every core, as a server that listens on

@@ -106,12 +106,58 @@ async fn unless_stopped<F: Future>(stop: &Stop, core: usize, future: F) -> Next<
     .await
 }
 
+/// Core 0's listener, as the loop of another core holds it (a duplicate descriptor of the same
+/// socket): served there while no thread is in `block_on`, when core 0 runs nothing. Otherwise
+/// the connections the kernel gives core 0's listener would wait, unaccepted, until the next
+/// `block_on`.
+pub(super) struct Adopt {
+    /// The duplicate, registered with this core only while it serves it.
+    pub(super) listener: std::net::TcpListener,
+    /// Core 0, whose `block_on` it watches.
+    pub(super) core_zero: Arc<crate::worker::shared::Shared>,
+}
+
+/// An [`Adopt`] in use: registered with this core while core 0 is left.
+struct Adopted {
+    adopt: Adopt,
+    active: Option<crate::net::TcpListener>,
+}
+
+impl Adopted {
+    /// A connection from core 0's listener, if core 0 is left and one is waiting; otherwise
+    /// `Pending`, with the task woken when core 0 is left or a connection arrives then. Its
+    /// registration here lasts while core 0 is left (two `epoll_ctl` calls a `block_on`), so
+    /// that core 0's connections wake this core only while core 0 cannot take them.
+    fn poll_accept(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> Poll<io::Result<(TcpStream, SocketAddr)>> {
+        if self.adopt.core_zero.driven_or_wake_when_left(cx.waker()) {
+            self.active = None;
+            return Poll::Pending;
+        }
+        if self.active.is_none() {
+            let dup = self.adopt.listener.try_clone();
+            match dup.and_then(crate::net::TcpListener::from_std) {
+                Ok(l) => self.active = Some(l),
+                // Not served from here then; core 0 takes them at its next `block_on`.
+                Err(_) => return Poll::Pending,
+            }
+        }
+        self.active
+            .as_ref()
+            .map_or(Poll::Pending, |l| l.poll_accept(cx))
+    }
+}
+
 /// Everything one core's loop needs.
 pub(super) struct Loop<H> {
     /// This core's index.
     pub(super) core: usize,
     /// The listener, bound on the calling thread; registered here.
     pub(super) listener: std::net::TcpListener,
+    /// Core 0's listener, served here while core 0 runs nothing (core 1's loop only).
+    pub(super) adopt: Option<Adopt>,
     /// Makes each connection's future.
     pub(super) handler: H,
     /// The server's settings.
@@ -132,11 +178,16 @@ where
         let Loop {
             core,
             listener,
+            adopt,
             handler,
             config,
             stop,
             counters,
         } = self;
+        let mut adopted = adopt.map(|adopt| Adopted {
+            adopt,
+            active: None,
+        });
         let listener = match crate::net::TcpListener::from_std(listener) {
             Ok(l) => l,
             Err(e) => {
@@ -161,7 +212,13 @@ where
                 streak = 0;
                 crate::yield_now().await;
             }
-            let accepted = match unless_stopped(&stop, core, listener.accept()).await {
+            let either = poll_fn(|cx| match listener.poll_accept(cx) {
+                Poll::Ready(got) => Poll::Ready(got),
+                Poll::Pending => adopted
+                    .as_mut()
+                    .map_or(Poll::Pending, |a| a.poll_accept(cx)),
+            });
+            let accepted = match unless_stopped(&stop, core, either).await {
                 Next::Stop => break,
                 Next::Got(result) => result,
             };

@@ -20,7 +20,7 @@ use crate::{Handle, JoinHandle, Runtime};
 pub use conns::{ConnInfo, ShutdownRequested};
 pub use stats::{ServeCounters, ServeStats};
 
-use accept::{Config, CoreReport, ErrorHook, Loop};
+use accept::{Adopt, Config, CoreReport, ErrorHook, Loop};
 use stats::Counters;
 #[cfg(loom)]
 pub use stop::Stop;
@@ -287,6 +287,16 @@ impl Serve {
         });
         let stop = Arc::new(Stop::new(cores));
         let counters: Vec<Arc<Counters>> = (0..cores).map(|_| Arc::default()).collect();
+        // Core 1 serves core 0's listener while no thread is in `block_on` (core 0 runs
+        // nothing then): a duplicate of its descriptor, the same socket.
+        let adopt = match (bound.listeners.first(), handles.first()) {
+            (Some(l), Some(h)) if cores > 1 => l.try_clone().ok().map(|listener| Adopt {
+                listener,
+                core_zero: Arc::clone(h.shared()),
+            }),
+            _ => None,
+        };
+        let mut adopt = Some(adopt).flatten();
         let loops = bound
             .listeners
             .into_iter()
@@ -296,6 +306,7 @@ impl Serve {
                 let l = Loop {
                     core,
                     listener,
+                    adopt: if core == 1 { adopt.take() } else { None },
                     handler: handler.clone(),
                     config: Arc::clone(&config),
                     stop: Arc::clone(&stop),

@@ -237,6 +237,10 @@ pub struct Shared<U = Unparker> {
     /// `tickless-http`'s `serve`), while each loop runs: shut down if the runtime leaks the
     /// loop instead of dropping it (see [`shut_leaked_listeners`](Self::shut_leaked_listeners)).
     listeners: Mutex<Vec<std::os::fd::RawFd>>,
+    /// Core 0: the task that serves its listener while no thread is in `block_on` (another
+    /// core's accept loop, `serve::accept`), woken when core 0 stops being driven. Locked
+    /// together with the `driven` changes it watches.
+    adopter: Mutex<Option<Waker>>,
 }
 
 impl<U: Unpark> Shared<U> {
@@ -263,6 +267,7 @@ impl<U: Unpark> Shared<U> {
             local_tasks: AtomicUsize::new(0),
             local_leaked: AtomicUsize::new(0),
             listeners: Mutex::new(Vec::new()),
+            adopter: Mutex::new(None),
         }
     }
 
@@ -361,8 +366,36 @@ impl<U: Unpark> Shared<U> {
 
     /// Core 0: a thread is in `block_on` (`true`, holding the lease) or has left it.
     pub(crate) fn set_driven(&self, driven: bool) {
-        // A hint for placement, ordering nothing.
+        // A hint for placement, ordering nothing; the adopter's lock orders its own look.
+        let _adopter = lock(&self.adopter);
         self.driven.store(driven, Ordering::Relaxed);
+    }
+
+    /// Core 0 is left (its `block_on` returns): not driven any more, and the task that serves
+    /// its listener meanwhile, if one waits, is woken.
+    pub(crate) fn leave(&self) {
+        let adopter = {
+            let mut adopter = lock(&self.adopter);
+            self.driven.store(false, Ordering::Relaxed);
+            adopter.take()
+        };
+        if let Some(waker) = adopter {
+            crate::catch::wake_caught(waker);
+        }
+    }
+
+    /// The adopter's look (see `adopter`): `true` while core 0 is driven, and then `waker` is
+    /// woken when it stops being; `false` while it is not (the adopter serves its listener).
+    pub(crate) fn driven_or_wake_when_left(&self, waker: &Waker) -> bool {
+        let mut adopter = lock(&self.adopter);
+        let driven = self.driven.load(Ordering::Relaxed);
+        if driven {
+            match &mut *adopter {
+                Some(w) => w.clone_from(waker),
+                None => *adopter = Some(waker.clone()),
+            }
+        }
+        driven
     }
 
     /// Thief side (`thief`, an idle core): takes half of this core's backlog if it started
