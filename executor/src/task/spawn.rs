@@ -63,8 +63,9 @@ fn schedule_away(runnable: Runnable) {
 
 /// Spawns a `Send` future on `core`, from the thread running it, and queues it there.
 ///
-/// Tasks never leave their core; a `Send` one may be run by whichever thread runs the core
-/// (core 0's changes between `block_on` calls).
+/// A `Send` task may be run by whichever thread runs the core (core 0's changes between
+/// `block_on` calls), and moves to another core when this one cannot run it (see
+/// `Builder::steal_after`).
 pub(crate) fn spawn_on<F, T>(core: &Core, future: F) -> JoinHandle<T>
 where
     F: Future<Output = T> + Send + 'static,
@@ -206,7 +207,9 @@ where
 /// Spawns a `Send` future, as `tokio::spawn` does: on the current core, or, when the task
 /// spawning it has just accepted a connection, possibly on another core.
 ///
-/// Tasks never migrate: where a task runs is decided here, once. The rule
+/// Where a task first runs is decided here; after that it moves only when its core cannot run
+/// it (stuck, preempted or overloaded past
+/// [`Builder::steal_after`](crate::Builder::steal_after), or core 0 outside `block_on`). The rule
 /// ([`Placement::Spread`](crate::runtime::Placement::Spread), the default): a spawn that
 /// follows an accept in the same poll of the spawning task (the usual accept loop handing a
 /// connection to its task) goes to the less loaded of this core and one other, taken in turn,

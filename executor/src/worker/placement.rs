@@ -4,7 +4,8 @@
 //!
 //! # The rule
 //!
-//! A task never migrates; where it runs is decided once, at spawn. `spawn` keeps a task on the
+//! Where a task first runs is decided at spawn (after that, it moves only when its core cannot
+//! run it: `worker::steal`). `spawn` keeps a task on the
 //! spawning core unless the task being polled has just accepted a connection (the core's
 //! reactor counted an accept during this poll, and no spawn has used that accept yet). Such a
 //! spawn is the accept loop handing a connection to its task, which captures a stream that is
@@ -49,7 +50,8 @@ pub enum Placement {
     /// another (see `tickless::spawn`); every other spawn stays on the spawning core.
     #[default]
     Spread,
-    /// Every task stays on the spawning core.
+    /// Every task starts on the spawning core (stealing may still move it later, unless
+    /// [`Builder::steal_after`](crate::Builder::steal_after) is `None`).
     Local,
 }
 
