@@ -111,42 +111,52 @@ async fn unless_stopped<F: Future>(stop: &Stop, core: usize, future: F) -> Next<
 /// the connections the kernel gives core 0's listener would wait, unaccepted, until the next
 /// `block_on`.
 pub(super) struct Adopt {
-    /// The duplicate, registered with this core only while it serves it.
+    /// The duplicate.
     pub(super) listener: std::net::TcpListener,
     /// Core 0, whose `block_on` it watches.
     pub(super) core_zero: Arc<crate::worker::shared::Shared>,
 }
 
-/// An [`Adopt`] in use: registered with this core while core 0 is left.
-struct Adopted {
-    adopt: Adopt,
-    active: Option<crate::net::TcpListener>,
+/// An [`Adopt`] in use: the duplicate, registered with this core the first time core 0 is
+/// left, and polled only while it is (a server whose `main` stays in `block_on` never
+/// registers it; one that leaves and comes back has its core 0 connections wake this core
+/// too, which then leaves them to core 0).
+enum Adopted {
+    /// Not registered yet.
+    Idle(Adopt),
+    /// Registered here.
+    Active(crate::net::TcpListener, Arc<crate::worker::shared::Shared>),
+    /// Registering failed: core 0 serves its own at its next `block_on`.
+    Failed,
 }
 
 impl Adopted {
     /// A connection from core 0's listener, if core 0 is left and one is waiting; otherwise
-    /// `Pending`, with the task woken when core 0 is left or a connection arrives then. Its
-    /// registration here lasts while core 0 is left (two `epoll_ctl` calls a `block_on`), so
-    /// that core 0's connections wake this core only while core 0 cannot take them.
+    /// `Pending`, with the task woken when core 0 is left or a connection arrives then.
     fn poll_accept(
         &mut self,
         cx: &mut std::task::Context<'_>,
     ) -> Poll<io::Result<(TcpStream, SocketAddr)>> {
-        if self.adopt.core_zero.driven_or_wake_when_left(cx.waker()) {
-            self.active = None;
+        let core_zero = match self {
+            Adopted::Idle(a) => &a.core_zero,
+            Adopted::Active(_, core_zero) => core_zero,
+            Adopted::Failed => return Poll::Pending,
+        };
+        if core_zero.driven_or_wake_when_left(cx.waker()) {
             return Poll::Pending;
         }
-        if self.active.is_none() {
-            let dup = self.adopt.listener.try_clone();
-            match dup.and_then(crate::net::TcpListener::from_std) {
-                Ok(l) => self.active = Some(l),
-                // Not served from here then; core 0 takes them at its next `block_on`.
-                Err(_) => return Poll::Pending,
+        if let Adopted::Idle(_) = self {
+            let Adopted::Idle(a) = std::mem::replace(self, Adopted::Failed) else {
+                unreachable!("matched above")
+            };
+            if let Ok(l) = crate::net::TcpListener::from_std(a.listener) {
+                *self = Adopted::Active(l, a.core_zero);
             }
         }
-        self.active
-            .as_ref()
-            .map_or(Poll::Pending, |l| l.poll_accept(cx))
+        match self {
+            Adopted::Active(l, _) => l.poll_accept(cx),
+            _ => Poll::Pending,
+        }
     }
 }
 
@@ -184,10 +194,7 @@ where
             stop,
             counters,
         } = self;
-        let mut adopted = adopt.map(|adopt| Adopted {
-            adopt,
-            active: None,
-        });
+        let mut adopted = adopt.map(Adopted::Idle);
         let listener = match crate::net::TcpListener::from_std(listener) {
             Ok(l) => l,
             Err(e) => {
