@@ -6,9 +6,10 @@
 //! loads) and placement, every member gets a fresh server process at once (`compare __child
 //! latency_server <shape> <runtime> cores=N [cpu=K]`, which prints `listening=<addr>` and
 //! serves until its standard input closes; the ones not being loaded sleep), and the generator
-//! (`load::gen`, on a thread of this process) measures the members in turn at each step, the
-//! order rotating from one load to the next, so that a busy spell of a shared machine falls on
-//! every runtime alike:
+//! (`load::gen`, on a thread of this process) measures the members in turn at each step, each
+//! step `repeats` times (3; 1 in smoke runs), the order rotating with each run, so that a busy
+//! spell of a shared machine falls on every runtime alike; each line is the run whose p99 is
+//! the median of the step's (`runs=`):
 //!
 //! 1. the closed-loop maximum (`load=closed`): 64 connections, each sending as soon as it has
 //!    its answer;
@@ -23,10 +24,10 @@
 //! measured the machine's other processes as much as the runtime (a 1 ms wait delays every
 //! request that comes during it). Prints, each member's lines together,
 //! `workload=latency shape=<s> cpus=<dedicated|shared> load=<f> runtime=<r> p50_us= p99_us=
-//! p999_us= achieved_rps= cpu_us_per_req= server_waited= gen_waited= offered_rps= late_share=
-//! send_late_p99_us= unanswered=`, then per runtime the ZygOS figure (`workload=latency_zygos
-//! ... zygos_load=`: the highest measured load up to which p99 stays under 10x the unloaded
-//! median), and writes `benches/results/latency_<group>_<cpus>.svg`.
+//! p999_us= achieved_rps= cpu_us_per_req= server_waited= gen_waited= runs= offered_rps=
+//! late_share= send_late_p99_us= unanswered=`, then per runtime the ZygOS figure
+//! (`workload=latency_zygos ... zygos_load=`: the highest measured load up to which p99 stays
+//! under 10x the unloaded median), and writes `benches/results/latency_<group>_<cpus>.svg`.
 
 use std::io::{self, BufRead, BufReader, Write};
 use std::net::SocketAddr;
@@ -168,6 +169,9 @@ pub struct Sizes {
     pub rate_cap: Option<f64>,
     /// Connections.
     pub conns: usize,
+    /// Runs of each step per member (closed loop, unloaded, each load), the members taking
+    /// turns; a line reports the run whose p99 is the median.
+    pub repeats: usize,
 }
 
 impl Sizes {
@@ -180,21 +184,23 @@ impl Sizes {
                 groups: vec![HTTP, KV],
                 shared: true,
                 fractions,
-                closed: (ms(1_000), ms(3_000)),
-                point: (ms(1_000), ms(4_000)),
+                closed: (ms(500), ms(1_500)),
+                point: (ms(500), ms(2_000)),
                 unloaded_rate: 1_000.0,
                 rate_cap: None,
                 conns: 64,
+                repeats: 3,
             },
             Size::Quick => Sizes {
                 groups: vec![HTTP, KV],
                 shared: true,
                 fractions,
-                closed: (ms(300), ms(1_000)),
-                point: (ms(300), ms(1_000)),
+                closed: (ms(200), ms(500)),
+                point: (ms(200), ms(500)),
                 unloaded_rate: 1_000.0,
                 rate_cap: None,
                 conns: 64,
+                repeats: 3,
             },
             Size::Smoke => Sizes {
                 groups: vec![HTTP],
@@ -205,6 +211,7 @@ impl Sizes {
                 unloaded_rate: 200.0,
                 rate_cap: Some(1_000.0),
                 conns: 64,
+                repeats: 1,
             },
         }
     }
@@ -319,6 +326,8 @@ struct Point {
     server_waited: Option<f64>,
     /// The share of the window the generator's thread spent waiting for a CPU.
     gen_waited: Option<f64>,
+    /// Runs of the same step this one is the median of (by p99).
+    runs: usize,
 }
 
 /// Runs the generator against `server` on a thread of its own (pinned to the client CPU when
@@ -378,6 +387,7 @@ fn measure(
         cpu_us_per_req,
         server_waited: spent(before.wait, after.wait).map(share),
         gen_waited: spent(before.gen_wait, after.gen_wait).map(share),
+        runs: 1,
     })
 }
 
@@ -386,7 +396,7 @@ fn line(shape: Shape, placement: &Placement, load: &str, runtime: &str, p: &Poin
     let o = &p.outcome;
     let mut l = format!(
         "workload=latency shape={} cpus={} load={load} runtime={runtime} p50_us={} p99_us={} \
-         p999_us={} achieved_rps={} cpu_us_per_req={} server_waited={} gen_waited={}",
+         p999_us={} achieved_rps={} cpu_us_per_req={} server_waited={} gen_waited={} runs={}",
         shape.name(),
         placement.name(),
         fmt_num(o.latency_us(0.5)),
@@ -396,6 +406,7 @@ fn line(shape: Shape, placement: &Placement, load: &str, runtime: &str, p: &Poin
         p.cpu_us_per_req.map_or("nan".into(), fmt_num),
         p.server_waited.map_or("nan".into(), fmt_num),
         p.gen_waited.map_or("nan".into(), fmt_num),
+        p.runs,
     );
     if o.offered_rps > 0.0 {
         l += &format!(
@@ -465,11 +476,13 @@ pub fn run(size: Size, plots: Option<&std::path::Path>) -> Report {
     report.notes.push(format!(
         "latency: {} connections, one generator thread (epoll), Poisson arrivals, each request \
          timed from its scheduled send; closed-loop maximum over {:?}, each load over {:?} after \
-         {:?} of warm-up; unloaded median at {} requests/s at most; {}",
+         {:?} of warm-up, each step run {} times per runtime, the runtimes taking turns (each \
+         line the run with the median p99); unloaded median at {} requests/s at most; {}",
         sizes.conns,
         sizes.closed.1,
         sizes.point.1,
         sizes.point.0,
+        sizes.repeats,
         sizes.unloaded_rate,
         placements
             .iter()
@@ -584,10 +597,19 @@ fn measure_group(
     if members.first().map(|m| m.runtime) != Some(group.members[0].1) {
         return Vec::new();
     }
+    let mut turn = 0;
+    let closed = step(
+        &mut members,
+        sizes,
+        placement,
+        Pacing::Closed,
+        sizes.closed,
+        1,
+        &mut turn,
+    );
     let mut tokio_max = None;
-    for m in &mut members {
-        let closed = m.measure(sizes, placement, Pacing::Closed, sizes.closed, 1);
-        if let Some(p) = closed {
+    for (m, p) in members.iter_mut().zip(closed) {
+        if let Some(p) = p {
             m.lines
                 .push(line(m.shape, placement, "closed", m.runtime, &p));
             tokio_max.get_or_insert(p.outcome.achieved_rps);
@@ -602,21 +624,35 @@ fn measure_group(
         arrivals: Arrivals::Poisson,
     };
     let unloaded_rate = sizes.unloaded_rate.min(0.02 * max).max(100.0);
-    for m in &mut members {
-        if let Some(p) = m.measure(sizes, placement, open(unloaded_rate), sizes.point, 2) {
+    let unloaded = step(
+        &mut members,
+        sizes,
+        placement,
+        open(unloaded_rate),
+        sizes.point,
+        2,
+        &mut turn,
+    );
+    for (m, p) in members.iter_mut().zip(unloaded) {
+        if let Some(p) = p {
             m.lines
                 .push(line(m.shape, placement, "unloaded", m.runtime, &p));
             m.unloaded_p50 = p.outcome.latency_us(0.5);
         }
     }
-    let n = members.len();
     for (i, &f) in sizes.fractions.iter().enumerate() {
-        for k in 0..n {
-            let m = &mut members[(i + k) % n];
-            let Some(p) = m.measure(sizes, placement, open(f * max), sizes.point, 3 + i as u64)
-            else {
-                continue;
-            };
+        let seed = 3 + i as u64;
+        let points = step(
+            &mut members,
+            sizes,
+            placement,
+            open(f * max),
+            sizes.point,
+            seed,
+            &mut turn,
+        );
+        for (m, p) in members.iter_mut().zip(points) {
+            let Some(p) = p else { continue };
             m.lines
                 .push(line(m.shape, placement, &format!("{f}"), m.runtime, &p));
             m.points
@@ -635,6 +671,47 @@ fn measure_group(
         }
     }
     finish(members, placement, report)
+}
+
+/// One step (the closed loop, the unloaded rate, or a load) run `sizes.repeats` times on every
+/// member, the members in turn, the order rotating with each run (`turn` counts the runs of
+/// the group). Returns, per member, its run whose p99 is the median of its runs (the higher
+/// of two middle ones), `runs` set; `None` for a member that failed.
+fn step(
+    members: &mut [Member],
+    sizes: &Sizes,
+    placement: &Placement,
+    pacing: Pacing,
+    window: (Duration, Duration),
+    seed: u64,
+    turn: &mut usize,
+) -> Vec<Option<Point>> {
+    let n = members.len();
+    let mut runs: Vec<Vec<Point>> = (0..n).map(|_| Vec::new()).collect();
+    for r in 0..sizes.repeats.max(1) {
+        for k in 0..n {
+            let i = (*turn + k) % n;
+            // Each repeat on a schedule of its own (the same for every member).
+            let seed = seed + 1_000 * r as u64;
+            if let Some(p) = members[i].measure(sizes, placement, pacing, window, seed) {
+                runs[i].push(p);
+            }
+        }
+        *turn += 1;
+    }
+    runs.into_iter()
+        .zip(members.iter())
+        .map(|(mut points, m)| {
+            if m.failed.is_some() || points.is_empty() {
+                return None;
+            }
+            let count = points.len();
+            let p99s: Vec<f64> = points.iter().map(|p| p.outcome.latency_us(0.99)).collect();
+            let mut median = points.swap_remove(median_of(&p99s));
+            median.runs = count;
+            Some(median)
+        })
+        .collect()
 }
 
 impl Member {
@@ -667,6 +744,13 @@ impl Member {
             }
         }
     }
+}
+
+/// The index of the median of `values` (not empty); of two middle ones, the higher.
+fn median_of(values: &[f64]) -> usize {
+    let mut order: Vec<usize> = (0..values.len()).collect();
+    order.sort_by(|&a, &b| values[a].total_cmp(&values[b]));
+    order[values.len() / 2]
 }
 
 /// Counts and notes a member's failure.
@@ -784,6 +868,14 @@ mod tests {
         assert_eq!(zygos_load(&pts, 100.0), 0.5, "a later dip does not count");
         assert_eq!(zygos_load(&pts, 1_000.0), 0.9);
         assert_eq!(zygos_load(&pts, 10.0), 0.0);
+    }
+
+    #[test]
+    fn a_step_reports_its_median_run_by_p99() {
+        assert_eq!(median_of(&[900.0, 150.0, 300.0]), 2);
+        assert_eq!(median_of(&[5.0]), 0);
+        assert_eq!(median_of(&[2.0, 1.0]), 0, "of two, the higher");
+        assert_eq!(median_of(&[1.0, 7.0, 3.0, 9.0]), 1);
     }
 
     #[test]
