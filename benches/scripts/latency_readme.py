@@ -58,16 +58,19 @@ def main():
         "maximum; `unloaded`: a low rate, for the ZygOS column; the fractions are of tokio's "
         "closed-loop maximum for the shape and placement. Latency in µs, from each request's "
         "scheduled send; `late` is the share of requests the generator itself sent over 1 ms "
-        "late (a run with many is void).",
+        "late (a run with many is void); `waited`: the shares of the window the server and the "
+        "generator were runnable but waiting for a CPU, others' processes holding it (over "
+        "0.005, the point's p99 is the machine's as much as the runtime's).",
         "",
-        "| shape | CPUs | load | runtime | p50 | p99 | p99.9 | achieved req/s | server CPU µs/req | late |",
-        "|---|---|---|---|---:|---:|---:|---:|---:|---:|",
+        "| shape | CPUs | load | runtime | p50 | p99 | p99.9 | achieved req/s | server CPU µs/req | late | waited (server, generator) |",
+        "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         lines.append(
             f"| {r['shape']} | {r['cpus']} | {r['load']} | {r['runtime']} | {num(r, 'p50_us')} | "
             f"{num(r, 'p99_us')} | {num(r, 'p999_us')} | {num(r, 'achieved_rps')} | "
-            f"{num(r, 'cpu_us_per_req')} | {r.get('late_share', '')} |"
+            f"{num(r, 'cpu_us_per_req')} | {r.get('late_share', '')} | "
+            f"{r.get('server_waited', '')}, {r.get('gen_waited', '')} |"
         )
     if zygos:
         lines += [

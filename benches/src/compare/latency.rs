@@ -2,10 +2,14 @@
 //! fixed fractions of tokio's closed-loop maximum, on dedicated CPUs (server on one, the
 //! generator on another) and on shared ones.
 //!
-//! For each shape and placement, each runtime in turn (tokio first, whose maximum sets the
-//! loads) gets a fresh server process (`compare __child latency_server <shape> <runtime>
-//! cores=N [cpu=K]`, which prints `listening=<addr>` and serves until its standard input
-//! closes), and the generator (`load::gen`, on a thread of this process) measures:
+//! For each group of servers (one shape on both runtimes, tokio first, whose maximum sets the
+//! loads) and placement, every member gets a fresh server process at once (`compare __child
+//! latency_server <shape> <runtime> cores=N [cpu=K]`, which prints `listening=<addr>` and
+//! serves until its standard input closes; the ones not being loaded sleep), and the generator
+//! (`load::gen`, on a thread of this process) measures the members in turn at each step, each
+//! step `repeats` times (3; 1 in smoke runs), the order rotating with each run, so that a busy
+//! spell of a shared machine falls on every runtime alike; each line is the run whose p99 is
+//! the median of the step's (`runs=`):
 //!
 //! 1. the closed-loop maximum (`load=closed`): 64 connections, each sending as soon as it has
 //!    its answer;
@@ -14,12 +18,16 @@
 //!    a Poisson schedule, each timed from its scheduled send.
 //!
 //! The server's CPU per request is its process's utime + stime (`/proc/<pid>/stat`) over the
-//! recorded window, per answer in it. Prints
+//! recorded window, per answer in it; `server_waited` and `gen_waited` are the shares of the
+//! window the server's threads and the generator's thread spent runnable but waiting for a CPU
+//! (`schedstat`, see `procstat.rs`): a point where either is more than a few thousandths
+//! measured the machine's other processes as much as the runtime (a 1 ms wait delays every
+//! request that comes during it). Prints, each member's lines together,
 //! `workload=latency shape=<s> cpus=<dedicated|shared> load=<f> runtime=<r> p50_us= p99_us=
-//! p999_us= achieved_rps= cpu_us_per_req= offered_rps= late_share= send_late_p99_us=
-//! unanswered=`, then per runtime the ZygOS figure (`workload=latency_zygos ... zygos_load=`:
-//! the highest measured load up to which p99 stays under 10x the unloaded median), and writes
-//! `benches/results/latency_<group>_<cpus>.svg`.
+//! p999_us= achieved_rps= cpu_us_per_req= server_waited= gen_waited= runs= offered_rps=
+//! late_share= send_late_p99_us= unanswered=`, then per runtime the ZygOS figure
+//! (`workload=latency_zygos ... zygos_load=`: the highest measured load up to which p99 stays
+//! under 10x the unloaded median), and writes `benches/results/latency_<group>_<cpus>.svg`.
 
 use std::io::{self, BufRead, BufReader, Write};
 use std::net::SocketAddr;
@@ -29,6 +37,7 @@ use std::time::Duration;
 
 use super::child::fmt_num;
 use super::plan::Size;
+use super::procstat;
 use super::runner::child_command;
 use crate::load::gen::{self, Mark, Outcome, Pacing};
 use crate::load::plot::{self, Series};
@@ -160,6 +169,9 @@ pub struct Sizes {
     pub rate_cap: Option<f64>,
     /// Connections.
     pub conns: usize,
+    /// Runs of each step per member (closed loop, unloaded, each load), the members taking
+    /// turns; a line reports the run whose p99 is the median.
+    pub repeats: usize,
 }
 
 impl Sizes {
@@ -172,21 +184,23 @@ impl Sizes {
                 groups: vec![HTTP, KV],
                 shared: true,
                 fractions,
-                closed: (ms(1_000), ms(3_000)),
-                point: (ms(1_000), ms(4_000)),
+                closed: (ms(500), ms(1_500)),
+                point: (ms(500), ms(2_000)),
                 unloaded_rate: 1_000.0,
                 rate_cap: None,
                 conns: 64,
+                repeats: 3,
             },
             Size::Quick => Sizes {
                 groups: vec![HTTP, KV],
                 shared: true,
                 fractions,
-                closed: (ms(300), ms(1_000)),
-                point: (ms(300), ms(1_000)),
+                closed: (ms(200), ms(500)),
+                point: (ms(200), ms(500)),
                 unloaded_rate: 1_000.0,
                 rate_cap: None,
                 conns: 64,
+                repeats: 3,
             },
             Size::Smoke => Sizes {
                 groups: vec![HTTP],
@@ -197,6 +211,7 @@ impl Sizes {
                 unloaded_rate: 200.0,
                 rate_cap: Some(1_000.0),
                 conns: 64,
+                repeats: 1,
             },
         }
     }
@@ -265,9 +280,14 @@ impl Server {
         }
     }
 
-    /// Its CPU time so far (user + system, every thread).
-    fn cpu(&self) -> Option<Duration> {
-        proc_cpu(self.child.id())
+    /// Its CPU time so far (user + system, every thread), and the time its threads waited
+    /// for a CPU so far.
+    fn usage(&self) -> Usage {
+        Usage {
+            cpu: procstat::proc_cpu(self.child.id()),
+            wait: procstat::proc_wait(self.child.id()),
+            gen_wait: procstat::thread_wait(),
+        }
     }
 }
 
@@ -285,17 +305,15 @@ impl Drop for Server {
     }
 }
 
-/// utime + stime of process `pid` from `/proc/<pid>/stat` (fields 14 and 15, counted after
-/// the command name, which ends at the last `)`).
-pub fn proc_cpu(pid: u32) -> Option<Duration> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
-    // SAFETY: sysconf takes a name and returns a value or -1.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    let hz = u64::try_from(hz).ok().filter(|&h| h > 0)?;
-    Some(Duration::from_nanos(ticks * 1_000_000_000 / hz))
+/// Readings at one end of a measurement's window (`None`: `/proc` could not say).
+#[derive(Debug, Clone, Copy, Default)]
+struct Usage {
+    /// The server's CPU time.
+    cpu: Option<Duration>,
+    /// The time the server's threads waited for a CPU.
+    wait: Option<Duration>,
+    /// The time the generator's thread (the caller) waited for a CPU.
+    gen_wait: Option<Duration>,
 }
 
 /// One measurement's result.
@@ -303,6 +321,13 @@ struct Point {
     outcome: Outcome,
     /// Server CPU over the window, µs per answer in it.
     cpu_us_per_req: Option<f64>,
+    /// The share of the window the server's threads spent waiting for a CPU (summed over
+    /// them): others' processes on its CPU, or its own threads crowding each other.
+    server_waited: Option<f64>,
+    /// The share of the window the generator's thread spent waiting for a CPU.
+    gen_waited: Option<f64>,
+    /// Runs of the same step this one is the median of (by p99).
+    runs: usize,
 }
 
 /// Runs the generator against `server` on a thread of its own (pinned to the client CPU when
@@ -336,7 +361,7 @@ fn measure(
         Placement::Dedicated { client, .. } => Some(*client),
         Placement::Shared { .. } => None,
     };
-    let (mut before, mut after) = (None, None);
+    let (mut before, mut after) = (Usage::default(), Usage::default());
     let outcome = thread::scope(|s| {
         thread::Builder::new()
             .name("load-gen".into())
@@ -345,22 +370,24 @@ fn measure(
                     crate::sys::pin_current_thread(cpu)?;
                 }
                 gen::run(&cfg, &mut |m| match m {
-                    Mark::Opens => before = server.cpu(),
-                    Mark::Closes => after = server.cpu(),
+                    Mark::Opens => before = server.usage(),
+                    Mark::Closes => after = server.usage(),
                 })
             })?
             .join()
             .unwrap_or_else(|p| std::panic::resume_unwind(p))
     })?;
-    let cpu_us_per_req = match (before, after) {
-        (Some(b), Some(a)) if outcome.answered > 0 => Some(
-            a.saturating_sub(b).as_secs_f64() * 1e6 / outcome.achieved_rps / window.as_secs_f64(),
-        ),
-        _ => None,
-    };
+    let spent = |b: Option<Duration>, a: Option<Duration>| Some(a?.saturating_sub(b?));
+    let cpu_us_per_req = spent(before.cpu, after.cpu)
+        .filter(|_| outcome.answered > 0)
+        .map(|d| d.as_secs_f64() * 1e6 / outcome.achieved_rps / window.as_secs_f64());
+    let share = |d: Duration| d.as_secs_f64() / window.as_secs_f64();
     Ok(Point {
         outcome,
         cpu_us_per_req,
+        server_waited: spent(before.wait, after.wait).map(share),
+        gen_waited: spent(before.gen_wait, after.gen_wait).map(share),
+        runs: 1,
     })
 }
 
@@ -369,7 +396,7 @@ fn line(shape: Shape, placement: &Placement, load: &str, runtime: &str, p: &Poin
     let o = &p.outcome;
     let mut l = format!(
         "workload=latency shape={} cpus={} load={load} runtime={runtime} p50_us={} p99_us={} \
-         p999_us={} achieved_rps={} cpu_us_per_req={}",
+         p999_us={} achieved_rps={} cpu_us_per_req={} server_waited={} gen_waited={} runs={}",
         shape.name(),
         placement.name(),
         fmt_num(o.latency_us(0.5)),
@@ -377,6 +404,9 @@ fn line(shape: Shape, placement: &Placement, load: &str, runtime: &str, p: &Poin
         fmt_num(o.latency_us(0.999)),
         fmt_num(o.achieved_rps),
         p.cpu_us_per_req.map_or("nan".into(), fmt_num),
+        p.server_waited.map_or("nan".into(), fmt_num),
+        p.gen_waited.map_or("nan".into(), fmt_num),
+        p.runs,
     );
     if o.offered_rps > 0.0 {
         l += &format!(
@@ -411,7 +441,17 @@ pub struct Report {
     pub failed: usize,
     /// The largest share of a point's requests the generator sent over 1 ms late.
     pub worst_late: f64,
+    /// The open-loop points where the server or the generator waited for a CPU more than
+    /// [`WAITED`] of the window, named `shape runtime cpus load (server, generator)`.
+    pub waited: Vec<String>,
+    /// Open-loop points measured.
+    pub points: usize,
 }
+
+/// The share of a window waiting for a CPU over which a point is named as disturbed: 5 ms a
+/// second, enough to hold up more than the 1% of requests whose latency p99 reads when the
+/// waits come a few ms at a time (a scheduler slice), as they do on a busy machine.
+pub const WAITED: f64 = 0.005;
 
 /// Runs the workload; `plots` is the folder for the charts (`None`: none written).
 pub fn run(size: Size, plots: Option<&std::path::Path>) -> Report {
@@ -436,11 +476,13 @@ pub fn run(size: Size, plots: Option<&std::path::Path>) -> Report {
     report.notes.push(format!(
         "latency: {} connections, one generator thread (epoll), Poisson arrivals, each request \
          timed from its scheduled send; closed-loop maximum over {:?}, each load over {:?} after \
-         {:?} of warm-up; unloaded median at {} requests/s at most; {}",
+         {:?} of warm-up, each step run {} times per runtime, the runtimes taking turns (each \
+         line the run with the median p99); unloaded median at {} requests/s at most; {}",
         sizes.conns,
         sizes.closed.1,
         sizes.point.1,
         sizes.point.0,
+        sizes.repeats,
         sizes.unloaded_rate,
         placements
             .iter()
@@ -450,49 +492,16 @@ pub fn run(size: Size, plots: Option<&std::path::Path>) -> Report {
     ));
     for group in &sizes.groups {
         for placement in &placements {
-            let mut series = Vec::new();
-            let mut tokio_max = None;
-            for &(shape, runtime) in group.members {
-                let title = format!("latency {} {runtime} ({})", shape.name(), placement.name());
-                eprintln!("{title}");
-                if size != Size::Smoke {
-                    patience.wait_quiet();
-                }
-                let window = super::quiet::Window::start();
-                let measured = member(
-                    &sizes,
-                    shape,
-                    runtime,
-                    placement,
-                    &mut tokio_max,
-                    &mut report,
-                );
-                let others = window.and_then(|w| w.others()).unwrap_or(0.0);
-                if others > super::quiet::MAX_OTHERS && size != Size::Smoke {
-                    disturbed.push(format!(
-                        "{} {runtime} {} ({others:.2})",
-                        shape.name(),
-                        placement.name()
-                    ));
-                }
-                match measured {
-                    Ok(points) => {
-                        let name = if shape == Shape::KvPerCore {
-                            format!("{runtime} serve_per_core")
-                        } else {
-                            runtime.to_string()
-                        };
-                        series.push(Series { name, points });
-                    }
-                    Err(e) => {
-                        report.failed += 1;
-                        eprintln!("{title} FAILED: {e}");
-                        report.notes.push(format!("{title} failed: {e}"));
-                        if tokio_max.is_none() {
-                            break; // no loads to run the others at
-                        }
-                    }
-                }
+            let title = format!("latency {} ({})", group.name, placement.name());
+            eprintln!("{title}");
+            if size != Size::Smoke {
+                patience.wait_quiet();
+            }
+            let window = super::quiet::Window::start();
+            let series = measure_group(&sizes, group, placement, &mut report);
+            let others = window.and_then(|w| w.others()).unwrap_or(0.0);
+            if others > super::quiet::MAX_OTHERS && size != Size::Smoke {
+                disturbed.push(format!("{} {} ({others:.2})", group.name, placement.name()));
             }
             if let (Some(dir), false) = (plots, series.is_empty()) {
                 let path = dir.join(format!("latency_{}_{}.svg", group.name, placement.name()));
@@ -511,11 +520,22 @@ pub fn run(size: Size, plots: Option<&std::path::Path>) -> Report {
     }
     if !disturbed.is_empty() {
         report.notes.push(format!(
-            "latency: other processes used more than {:.2} CPUs during {} of the servers' runs \
-             (CPUs used on average in brackets; treat those figures as rough): {}",
+            "latency: other processes used more than {:.2} CPUs during {} of the groups' runs \
+             (CPUs used on average in brackets; treat those figures as rough, and see each \
+             line's server_waited and gen_waited): {}",
             super::quiet::MAX_OTHERS,
             disturbed.len(),
             disturbed.join(", ")
+        ));
+    }
+    if !report.waited.is_empty() {
+        report.notes.push(format!(
+            "latency: {} of {} loaded points waited for a CPU more than {WAITED} of their window \
+             (server, generator: server_waited and gen_waited on each line); their p99 and \
+             p99.9 are the machine's other processes as much as the runtime's: {}",
+            report.waited.len(),
+            report.points,
+            report.waited.join(", ")
         ));
     }
     if !report.lines.is_empty() {
@@ -534,77 +554,250 @@ pub fn run(size: Size, plots: Option<&std::path::Path>) -> Report {
     report
 }
 
-/// One server: closed-loop maximum, unloaded median, the loads. Returns the chart's points.
-fn member(
-    sizes: &Sizes,
+/// One member of a group being measured: its server, and its lines and chart points so far.
+struct Member {
     shape: Shape,
-    runtime: &str,
+    runtime: &'static str,
+    server: Server,
+    lines: Vec<String>,
+    unloaded_p50: f64,
+    /// (load, p50 µs, p99 µs).
+    points: Vec<(f64, f64, f64)>,
+    /// Why it stopped, if a measurement failed.
+    failed: Option<io::Error>,
+}
+
+/// A group on one placement: every member's server started at once, and the members
+/// measured in turn at each step (closed loop, unloaded, then each load), the order rotating
+/// from one load to the next, so that a busy spell of the machine falls on the runtimes alike
+/// rather than on whichever ran then. Prints each member's lines together, in the group's
+/// order; returns the chart's series.
+fn measure_group(
+    sizes: &Sizes,
+    group: &Group,
     placement: &Placement,
-    tokio_max: &mut Option<f64>,
     report: &mut Report,
-) -> io::Result<Vec<(f64, f64, f64)>> {
-    let server = Server::start(shape, runtime, placement)?;
-    let protocol = shape.protocol();
-    let closed = measure(
-        &server,
+) -> Vec<Series> {
+    let mut members = Vec::new();
+    for &(shape, runtime) in group.members {
+        match Server::start(shape, runtime, placement) {
+            Ok(server) => members.push(Member {
+                shape,
+                runtime,
+                server,
+                lines: Vec::new(),
+                unloaded_p50: f64::NAN,
+                points: Vec::new(),
+                failed: None,
+            }),
+            Err(e) => fail(report, &format!("{} {runtime}", shape.name()), placement, e),
+        }
+    }
+    // tokio's maximum sets the loads: without it there is nothing to run the others at.
+    if members.first().map(|m| m.runtime) != Some(group.members[0].1) {
+        return Vec::new();
+    }
+    let mut turn = 0;
+    let closed = step(
+        &mut members,
+        sizes,
         placement,
-        &protocol,
-        sizes.conns,
         Pacing::Closed,
         sizes.closed,
         1,
-    )?;
-    report
-        .lines
-        .push(line(shape, placement, "closed", runtime, &closed));
-    let max = *tokio_max.get_or_insert(closed.outcome.achieved_rps);
+        &mut turn,
+    );
+    let mut tokio_max = None;
+    for (m, p) in members.iter_mut().zip(closed) {
+        if let Some(p) = p {
+            m.lines
+                .push(line(m.shape, placement, "closed", m.runtime, &p));
+            tokio_max.get_or_insert(p.outcome.achieved_rps);
+        }
+    }
+    let Some(max) = tokio_max.filter(|_| members[0].failed.is_none()) else {
+        return finish(members, placement, report);
+    };
     let cap = |r: f64| sizes.rate_cap.map_or(r, |c| r.min(c)).max(1.0);
     let open = |rate: f64| Pacing::Open {
         rate: cap(rate),
         arrivals: Arrivals::Poisson,
     };
     let unloaded_rate = sizes.unloaded_rate.min(0.02 * max).max(100.0);
-    let unloaded = measure(
-        &server,
+    let unloaded = step(
+        &mut members,
+        sizes,
         placement,
-        &protocol,
-        sizes.conns,
         open(unloaded_rate),
         sizes.point,
         2,
-    )?;
-    report
-        .lines
-        .push(line(shape, placement, "unloaded", runtime, &unloaded));
-    let mut points = Vec::new();
+        &mut turn,
+    );
+    for (m, p) in members.iter_mut().zip(unloaded) {
+        if let Some(p) = p {
+            m.lines
+                .push(line(m.shape, placement, "unloaded", m.runtime, &p));
+            m.unloaded_p50 = p.outcome.latency_us(0.5);
+        }
+    }
     for (i, &f) in sizes.fractions.iter().enumerate() {
-        let p = measure(
-            &server,
+        let seed = 3 + i as u64;
+        let points = step(
+            &mut members,
+            sizes,
+            placement,
+            open(f * max),
+            sizes.point,
+            seed,
+            &mut turn,
+        );
+        for (m, p) in members.iter_mut().zip(points) {
+            let Some(p) = p else { continue };
+            m.lines
+                .push(line(m.shape, placement, &format!("{f}"), m.runtime, &p));
+            m.points
+                .push((f, p.outcome.latency_us(0.5), p.outcome.latency_us(0.99)));
+            report.worst_late = report.worst_late.max(p.outcome.late_share());
+            report.points += 1;
+            let (server, gen) = (p.server_waited.unwrap_or(0.0), p.gen_waited.unwrap_or(0.0));
+            if server > WAITED || gen > WAITED {
+                report.waited.push(format!(
+                    "{} {} {} {f} ({server:.3}, {gen:.3})",
+                    m.shape.name(),
+                    m.runtime,
+                    placement.name()
+                ));
+            }
+        }
+    }
+    finish(members, placement, report)
+}
+
+/// One step (the closed loop, the unloaded rate, or a load) run `sizes.repeats` times on every
+/// member, the members in turn, the order rotating with each run (`turn` counts the runs of
+/// the group). Returns, per member, its run whose p99 is the median of its runs (the higher
+/// of two middle ones), `runs` set; `None` for a member that failed.
+fn step(
+    members: &mut [Member],
+    sizes: &Sizes,
+    placement: &Placement,
+    pacing: Pacing,
+    window: (Duration, Duration),
+    seed: u64,
+    turn: &mut usize,
+) -> Vec<Option<Point>> {
+    let n = members.len();
+    let mut runs: Vec<Vec<Point>> = (0..n).map(|_| Vec::new()).collect();
+    for r in 0..sizes.repeats.max(1) {
+        for k in 0..n {
+            let i = (*turn + k) % n;
+            // Each repeat on a schedule of its own (the same for every member).
+            let seed = seed + 1_000 * r as u64;
+            if let Some(p) = members[i].measure(sizes, placement, pacing, window, seed) {
+                runs[i].push(p);
+            }
+        }
+        *turn += 1;
+    }
+    runs.into_iter()
+        .zip(members.iter())
+        .map(|(mut points, m)| {
+            if m.failed.is_some() || points.is_empty() {
+                return None;
+            }
+            let count = points.len();
+            let p99s: Vec<f64> = points.iter().map(|p| p.outcome.latency_us(0.99)).collect();
+            let mut median = points.swap_remove(median_of(&p99s));
+            median.runs = count;
+            Some(median)
+        })
+        .collect()
+}
+
+impl Member {
+    /// One measurement, unless an earlier one failed; a failure stops the member.
+    fn measure(
+        &mut self,
+        sizes: &Sizes,
+        placement: &Placement,
+        pacing: Pacing,
+        window: (Duration, Duration),
+        seed: u64,
+    ) -> Option<Point> {
+        if self.failed.is_some() {
+            return None;
+        }
+        let protocol = self.shape.protocol();
+        match measure(
+            &self.server,
             placement,
             &protocol,
             sizes.conns,
-            open(f * max),
-            sizes.point,
-            3 + i as u64,
-        )?;
-        report
-            .lines
-            .push(line(shape, placement, &format!("{f}"), runtime, &p));
-        points.push((f, p.outcome.latency_us(0.5), p.outcome.latency_us(0.99)));
-        report.worst_late = report.worst_late.max(p.outcome.late_share());
+            pacing,
+            window,
+            seed,
+        ) {
+            Ok(p) => Some(p),
+            Err(e) => {
+                self.failed = Some(e);
+                None
+            }
+        }
     }
-    let base = unloaded.outcome.latency_us(0.5);
-    let p99s: Vec<(f64, f64)> = points.iter().map(|p| (p.0, p.2)).collect();
-    report.lines.push(format!(
-        "workload=latency_zygos shape={} cpus={} runtime={runtime} unloaded_p50_us={} \
-         p99_limit_us={} zygos_load={}",
-        shape.name(),
-        placement.name(),
-        fmt_num(base),
-        fmt_num(10.0 * base),
-        fmt_num(zygos_load(&p99s, 10.0 * base)),
-    ));
-    Ok(points)
+}
+
+/// The index of the median of `values` (not empty); of two middle ones, the higher.
+fn median_of(values: &[f64]) -> usize {
+    let mut order: Vec<usize> = (0..values.len()).collect();
+    order.sort_by(|&a, &b| values[a].total_cmp(&values[b]));
+    order[values.len() / 2]
+}
+
+/// Counts and notes a member's failure.
+fn fail(report: &mut Report, what: &str, placement: &Placement, e: io::Error) {
+    report.failed += 1;
+    let title = format!("latency {what} ({})", placement.name());
+    eprintln!("{title} FAILED: {e}");
+    report.notes.push(format!("{title} failed: {e}"));
+}
+
+/// The members' lines and ZygOS figures into the report, failures counted; the series.
+fn finish(members: Vec<Member>, placement: &Placement, report: &mut Report) -> Vec<Series> {
+    let mut series = Vec::new();
+    for m in members {
+        report.lines.extend(m.lines);
+        if let Some(e) = m.failed {
+            fail(
+                report,
+                &format!("{} {}", m.shape.name(), m.runtime),
+                placement,
+                e,
+            );
+            continue;
+        }
+        let base = m.unloaded_p50;
+        let p99s: Vec<(f64, f64)> = m.points.iter().map(|p| (p.0, p.2)).collect();
+        report.lines.push(format!(
+            "workload=latency_zygos shape={} cpus={} runtime={} unloaded_p50_us={} \
+             p99_limit_us={} zygos_load={}",
+            m.shape.name(),
+            placement.name(),
+            m.runtime,
+            fmt_num(base),
+            fmt_num(10.0 * base),
+            fmt_num(zygos_load(&p99s, 10.0 * base)),
+        ));
+        let name = if m.shape == Shape::KvPerCore {
+            format!("{} serve_per_core", m.runtime)
+        } else {
+            m.runtime.to_string()
+        };
+        series.push(Series {
+            name,
+            points: m.points,
+        });
+    }
+    series
 }
 
 /// The server child's subcommand: `compare __child latency_server <shape> <runtime> cores=N
@@ -678,9 +871,11 @@ mod tests {
     }
 
     #[test]
-    fn proc_cpu_reads_this_process() {
-        assert!(proc_cpu(std::process::id()).is_some());
-        assert!(proc_cpu(u32::MAX).is_none());
+    fn a_step_reports_its_median_run_by_p99() {
+        assert_eq!(median_of(&[900.0, 150.0, 300.0]), 2);
+        assert_eq!(median_of(&[5.0]), 0);
+        assert_eq!(median_of(&[2.0, 1.0]), 0, "of two, the higher");
+        assert_eq!(median_of(&[1.0, 7.0, 3.0, 9.0]), 1);
     }
 
     #[test]

@@ -17,6 +17,7 @@
 mod child;
 pub mod latency;
 mod plan;
+mod procstat;
 mod quiet;
 mod report;
 mod runner;
