@@ -11,6 +11,7 @@ use crate::blocking::{BlockingPool, DEFAULT_KEEP_ALIVE, DEFAULT_MAX_THREADS};
 use crate::runtime::thread::core_thread;
 use crate::runtime::tokio_context::TokioRuntime;
 use crate::runtime::Runtime;
+use crate::task::hooks::Observers;
 use crate::worker::config::{CoreConfig, DefaultSlack};
 use crate::worker::device::ClockDevice;
 use crate::worker::id::CoreId;
@@ -66,6 +67,8 @@ pub struct Builder {
     blocking_keep_alive: Duration,
     /// Start a tokio runtime and enter its context on every core.
     tokio_context: bool,
+    /// The task hooks and the stall detector (`runtime::hooks`).
+    pub(super) observers: Observers,
 }
 
 impl Default for Builder {
@@ -114,6 +117,7 @@ impl Builder {
             max_blocking_threads: DEFAULT_MAX_THREADS,
             blocking_keep_alive: DEFAULT_KEEP_ALIVE,
             tokio_context: false,
+            observers: Observers::default(),
         }
     }
 
@@ -666,6 +670,7 @@ impl Builder {
         let siblings = Siblings {
             blocking: blocking.clone(),
             peers: peers.clone(),
+            hooks: self.observers.task_hooks(),
         };
         let core0 = Core::new(CoreId { runtime, index: 0 }, config, siblings.clone())?;
         let (done_tx, done_rx) = mpsc::channel();

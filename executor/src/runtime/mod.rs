@@ -4,6 +4,7 @@
 mod builder;
 mod core_zero;
 mod handle;
+mod hooks;
 pub(crate) mod lease;
 mod thread;
 mod tokio_context;
@@ -15,6 +16,7 @@ use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle as ThreadHandle;
 use std::time::{Duration, Instant};
 
+pub use crate::task::hooks::TaskMeta;
 pub use builder::{
     Builder, DEFAULT_SLACK_KNEE, DEFAULT_SLACK_MAX, DEFAULT_WAKEUP_LEAD_MAX, MAX_SLACK,
     MAX_TIMER_RESOLUTION, MAX_WAKEUP_LEAD,

@@ -2,6 +2,7 @@
 //! (`Handle::spawn`, `Handle::spawn_at`).
 
 use std::future::Future;
+use std::panic::Location;
 use std::sync::Arc;
 
 use tickless_timer::internal::Op;
@@ -37,12 +38,16 @@ pub fn schedule(runnable: Runnable) {
 ///
 /// Tasks never leave their core; a `Send` one may be run by whichever thread runs the core
 /// (core 0's changes between `block_on` calls).
-pub(crate) fn spawn_on<F, T>(core: &Core, future: F) -> JoinHandle<T>
+pub(crate) fn spawn_on<F, T>(
+    core: &Core,
+    future: F,
+    at: &'static Location<'static>,
+) -> JoinHandle<T>
 where
     F: Future<Output = T> + Send + 'static,
     T: Send + 'static,
 {
-    let (wrapped, slot) = TaskFuture::new(future);
+    let (wrapped, slot) = TaskFuture::new(future, at, core.shared());
     let (runnable, task) = async_task::Builder::new()
         .metadata(core.shared().clone())
         .spawn(move |_| wrapped, schedule);
@@ -55,18 +60,23 @@ where
 /// dropped on the core's thread, which never changes. On core 0, whose thread may change
 /// between `block_on` calls, the future is [`Bound`] to this thread instead (see
 /// `task::bound`).
-pub(crate) fn spawn_local_on<F, T>(core: &Core, future: F) -> JoinHandle<T>
+pub(crate) fn spawn_local_on<F, T>(
+    core: &Core,
+    future: F,
+    at: &'static Location<'static>,
+) -> JoinHandle<T>
 where
     F: Future<Output = T> + 'static,
     T: 'static,
 {
     let builder = async_task::Builder::new().metadata(core.shared().clone());
     if core.id().index != 0 {
-        let (wrapped, slot) = TaskFuture::new(future);
+        let (wrapped, slot) = TaskFuture::new(future, at, core.shared());
         let (runnable, task) = builder.spawn_local(move |_| wrapped, schedule);
         return queue_own(core, runnable, task, slot);
     }
-    let (wrapped, slot) = TaskFuture::new(Bound::new(future, core.shared().clone()));
+    let bound = Bound::new(future, core.shared().clone());
+    let (wrapped, slot) = TaskFuture::new(bound, at, core.shared());
     // SAFETY: async-task asks that the runnable of a `!Send` future be used and dropped on
     // the thread that spawned it. The future is a `TaskFuture` of a `Bound`: it reaches the
     // user's future only through `Bound`, which is polled on its spawning thread only (core 0
@@ -98,12 +108,27 @@ fn queue_own<T>(
 
 /// Spawns a `Send` future onto the core of `shared`, from any thread: it runs there at once,
 /// or from `deadline` (ns on the runtime's clock) on, through the core's timer hand-over.
+#[track_caller]
 pub fn spawn_remote<F, T>(shared: &Arc<Shared>, future: F, deadline: Option<u64>) -> JoinHandle<T>
 where
     F: Future<Output = T> + Send + 'static,
     T: Send + 'static,
 {
-    let (wrapped, slot) = TaskFuture::new(future);
+    spawn_remote_at(shared, future, deadline, Location::caller())
+}
+
+/// [`spawn_remote`], spawned at `at`.
+fn spawn_remote_at<F, T>(
+    shared: &Arc<Shared>,
+    future: F,
+    deadline: Option<u64>,
+    at: &'static Location<'static>,
+) -> JoinHandle<T>
+where
+    F: Future<Output = T> + Send + 'static,
+    T: Send + 'static,
+{
+    let (wrapped, slot) = TaskFuture::new(future, at, shared);
     let (runnable, task) = async_task::Builder::new()
         .metadata(shared.clone())
         .spawn(move |_| wrapped, schedule);
@@ -149,12 +174,14 @@ where
 /// assert_eq!(out.unwrap(), 42);
 /// # std::io::Result::Ok(())
 /// ```
+#[track_caller]
 pub fn spawn_local<F>(future: F) -> JoinHandle<F::Output>
 where
     F: Future + 'static,
     F::Output: 'static,
 {
-    with_current(|core| spawn_local_on(core, future)).expect(NO_RUNTIME)
+    let at = Location::caller();
+    with_current(|core| spawn_local_on(core, future, at)).expect(NO_RUNTIME)
 }
 
 /// Spawns a `Send` future, as `tokio::spawn` does: on the current core, or, when the task
@@ -189,14 +216,16 @@ where
 /// assert_eq!(out.unwrap(), "hello");
 /// # std::io::Result::Ok(())
 /// ```
+#[track_caller]
 pub fn spawn<F>(future: F) -> JoinHandle<F::Output>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
+    let at = Location::caller();
     with_current(|core| match core.placement_target() {
-        Some(target) => spawn_remote(&target, future, None),
-        None => spawn_on(core, future),
+        Some(target) => spawn_remote_at(&target, future, None, at),
+        None => spawn_on(core, future, at),
     })
     .expect(NO_RUNTIME)
 }
@@ -239,11 +268,13 @@ where
 /// assert_eq!(sum.unwrap(), 500_500);
 /// # std::io::Result::Ok(())
 /// ```
+#[track_caller]
 pub fn spawn_blocking<F, R>(f: F) -> JoinHandle<R>
 where
     F: FnOnce() -> R + Send + 'static,
     R: Send + 'static,
 {
-    with_current(|core| spawn_on(core, BlockingTask::new(core.blocking().clone(), f)))
+    let at = Location::caller();
+    with_current(|core| spawn_on(core, BlockingTask::new(core.blocking().clone(), f), at))
         .expect(NO_RUNTIME)
 }

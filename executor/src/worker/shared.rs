@@ -14,6 +14,7 @@ use crate::task::DeferredStart;
 use crate::worker::id::thread_token;
 use crate::worker::id::CoreId;
 use crate::worker::load::Load;
+use crate::worker::watch::Watch;
 
 /// A task ready to run, carrying (in its header) the shared half of the core it belongs to:
 /// its schedule function then captures nothing, which lets a wake by value hand the waker's
@@ -99,6 +100,8 @@ pub struct Shared<U = Unparker> {
     /// `tickless-http`'s `serve`), while each loop runs: shut down if the runtime leaks the
     /// loop instead of dropping it (see [`shut_leaked_listeners`](Self::shut_leaked_listeners)).
     listeners: Mutex<Vec<std::os::fd::RawFd>>,
+    /// The poll in progress, for `task::id` and the stall detector; the task hooks.
+    pub(crate) watch: Watch,
 }
 
 impl<U: Unpark> Shared<U> {
@@ -122,6 +125,7 @@ impl<U: Unpark> Shared<U> {
             local_tasks: AtomicUsize::new(0),
             local_leaked: AtomicUsize::new(0),
             listeners: Mutex::new(Vec::new()),
+            watch: Watch::default(),
         }
     }
 
