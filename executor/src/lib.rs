@@ -69,6 +69,7 @@ mod park;
 pub mod runtime;
 mod serve;
 pub mod signal;
+mod stall;
 mod stats;
 mod sync;
 pub mod task;

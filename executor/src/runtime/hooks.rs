@@ -1,9 +1,11 @@
 //! The builder's observers: the task hooks (`Builder::on_task_spawn`, `on_task_terminate`,
-//! `on_before_task_poll`, `on_after_task_poll`, as tokio's).
+//! `on_before_task_poll`, `on_after_task_poll`, as tokio's) and the stall detector
+//! (`Builder::stall_threshold`, `on_stall`).
 
 use std::sync::Arc;
+use std::time::Duration;
 
-use crate::runtime::Builder;
+use crate::runtime::{Builder, StallReport};
 use crate::task::hooks::TaskMeta;
 
 impl Builder {
@@ -154,6 +156,108 @@ impl Builder {
         F: Fn(&TaskMeta<'_>) + Send + Sync + 'static,
     {
         self.observers.hooks.after_poll = Some(Arc::new(f));
+        self
+    }
+
+    /// The stall detector's threshold (default: `Some(25 ms)`, seastar's; `None` turns the
+    /// detector off): a core whose one poll (a task's, or the `block_on` future's) runs longer
+    /// than this is reported once, from another thread, to [`on_stall`](Self::on_stall), and
+    /// counted in [`CoreStats::stalls`](crate::CoreStats::stalls). A task that blocks its core
+    /// (a synchronous call, a long computation, a lock held elsewhere) stops every connection
+    /// on that core: the report names the core, the task's id and spawn location, how long
+    /// the poll has run so far, and the stalled thread's backtrace.
+    ///
+    /// A core parked in epoll is idle, not stalled, however long it sleeps.
+    ///
+    /// # How it works, and what it costs
+    ///
+    /// One watchdog thread per runtime checks every core every half threshold. A core's poll
+    /// costs it two relaxed stores (the poll's number at its start, zero at its end) and a
+    /// task's poll two more (its id and spawn location, which [`task::id`](crate::task::id())
+    /// reads too): no clock read, no read-modify-write. A poll seen by two checks a threshold
+    /// apart is reported: between one and one and a half thresholds after it started (a poll
+    /// shorter than one and a half may go unreported). While any core runs, the watchdog wakes
+    /// 2 / threshold times a second (80 at 25 ms); while every core is parked, it sleeps until
+    /// one wakes, so an idle runtime is not woken at all (a core waking from a park pays a
+    /// fence and a load, and the first one after the watchdog slept, a futex wake).
+    ///
+    /// # Backtraces
+    ///
+    /// The backtrace is taken on the stalled thread, by a signal (`SIGRTMIN + 7`) whose
+    /// handler walks the stack into a static buffer, allocating and locking nothing; the
+    /// watchdog resolves the addresses. This needs glibc's `_dl_find_object` (glibc 2.35 and
+    /// libgcc 12 on), through which the unwinder finds unwind tables without the loader's
+    /// lock; elsewhere, or where the signal already has a handler, reports come without a
+    /// backtrace and say why. A system call the stalled thread is in restarts after the
+    /// handler (`SA_RESTART`), except the few the kernel never restarts (`epoll_wait`,
+    /// `poll`, a `select` with a timeout), which return `EINTR` as for any signal.
+    ///
+    /// # Errors
+    ///
+    /// [`build`](Self::build) rejects a threshold under [`MIN_STALL_THRESHOLD`](
+    /// crate::runtime::MIN_STALL_THRESHOLD) (1 ms).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// // Report polls longer than 100 ms (to stderr, by default).
+    /// let rt = tickless::Builder::new()
+    ///     .stall_threshold(Some(Duration::from_millis(100)))
+    ///     .build()?;
+    /// # drop(rt);
+    /// // No detector, no watchdog thread.
+    /// let quiet = tickless::Builder::new().stall_threshold(None).build()?;
+    /// # drop(quiet);
+    /// # std::io::Result::Ok(())
+    /// ```
+    pub fn stall_threshold(&mut self, threshold: Option<Duration>) -> &mut Self {
+        self.observers.stall_threshold = threshold;
+        self
+    }
+
+    /// Where the stall detector reports (see [`stall_threshold`](Self::stall_threshold)):
+    /// `f` is called on the watchdog's thread, once per stall, while the poll still runs. The
+    /// default writes the report's one line to stderr, as
+    /// `tickless: core 1 stalled: task 12 (spawned at src/main.rs:9:5) has been in one poll for
+    /// at least 26ms (threshold 25ms); in app::handler at src/main.rs:30`. A panic of `f` is
+    /// caught. `f` holds up the watchdog (and so the next reports) while it runs.
+    ///
+    /// # Examples
+    ///
+    /// Counting stalls, and logging each one's backtrace:
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    ///
+    /// let stalls = Arc::new(AtomicUsize::new(0));
+    /// let count = stalls.clone();
+    /// let rt = tickless::Builder::new()
+    ///     .cores(1)
+    ///     .stall_threshold(Some(Duration::from_millis(20)))
+    ///     .on_stall(move |report| {
+    ///         count.fetch_add(1, Ordering::Relaxed);
+    ///         eprintln!("{report}");
+    ///         if let Some(trace) = report.backtrace() {
+    ///             eprintln!("{trace}");
+    ///         }
+    ///     })
+    ///     .build()?;
+    /// rt.block_on(async {
+    ///     std::thread::sleep(Duration::from_millis(200)); // the block_on future blocks
+    /// });
+    /// assert_eq!(stalls.load(Ordering::Relaxed), 1);
+    /// assert_eq!(rt.stats().cores[0].stalls, 1);
+    /// # std::io::Result::Ok(())
+    /// ```
+    pub fn on_stall<F>(&mut self, f: F) -> &mut Self
+    where
+        F: Fn(&StallReport) + Send + Sync + 'static,
+    {
+        self.observers.on_stall = Some(Arc::new(f));
         self
     }
 }

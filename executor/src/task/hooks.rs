@@ -9,8 +9,10 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::panic::Location;
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::catch::call_caught;
+use crate::stall::StallReport;
 use crate::task::id::{Id, Meta};
 
 /// What a task hook is told of the task: its id and where it was spawned, as tokio's
@@ -125,11 +127,43 @@ fn call_hook(hook: &TaskHook, task: Meta) {
     call_caught(|| hook(&TaskMeta::new(task)));
 }
 
+/// The stall detector's hook.
+pub(crate) type StallHook = Arc<dyn Fn(&StallReport) + Send + Sync + 'static>;
+
+/// The stall detector's default threshold, as seastar's `blocked-reactor-notify-ms`.
+pub const DEFAULT_STALL_THRESHOLD: Duration = Duration::from_millis(25);
+/// The smallest stall threshold [`Builder::build`](crate::Builder::build) accepts.
+pub const MIN_STALL_THRESHOLD: Duration = Duration::from_millis(1);
+
 /// What a runtime tells the user's code about its tasks.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone)]
 pub(crate) struct Observers {
     /// The task hooks.
     pub(crate) hooks: Hooks,
+    /// The stall detector's threshold; `None`: off.
+    pub(crate) stall_threshold: Option<Duration>,
+    /// Where stalls are reported; `None`: one line to stderr.
+    pub(crate) on_stall: Option<StallHook>,
+}
+
+impl Default for Observers {
+    fn default() -> Self {
+        Observers {
+            hooks: Hooks::default(),
+            stall_threshold: Some(DEFAULT_STALL_THRESHOLD),
+            on_stall: None,
+        }
+    }
+}
+
+impl fmt::Debug for Observers {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Observers")
+            .field("hooks", &self.hooks)
+            .field("stall_threshold", &self.stall_threshold)
+            .field("on_stall", &self.on_stall.is_some())
+            .finish()
+    }
 }
 
 impl Observers {
@@ -137,5 +171,12 @@ impl Observers {
     /// then checks one word per poll and calls nothing.
     pub(crate) fn task_hooks(&self) -> Option<Arc<Hooks>> {
         self.hooks.any().then(|| Arc::new(self.hooks.clone()))
+    }
+
+    /// The stall hook: the one set, or one that writes the report's line to stderr.
+    pub(crate) fn stall_hook(&self) -> StallHook {
+        self.on_stall
+            .clone()
+            .unwrap_or_else(|| Arc::new(|report: &StallReport| eprintln!("{report}")))
     }
 }

@@ -57,7 +57,7 @@ use id::{CoreId, CoreKey};
 use placement::{Peers, Placement};
 use shared::{Due, Runnable, Shared};
 use timers::Timers;
-use watch::Watch;
+use watch::{Kennel, Watch};
 
 /// Counters only the core touches (the others live where they are counted: the timer queue,
 /// the hand-over, the clock, the reactor).
@@ -144,6 +144,8 @@ pub(crate) struct Siblings {
     pub(crate) peers: Arc<Peers>,
     /// The runtime's task hooks, if any is set.
     pub(crate) hooks: Option<Arc<Hooks>>,
+    /// Where the runtime's stall detector sleeps, if it has one.
+    pub(crate) kennel: Option<Arc<Kennel>>,
 }
 
 /// A reactor with a timerfd, for the timerfd device.
@@ -164,6 +166,7 @@ impl Core {
             blocking,
             peers,
             hooks,
+            kennel,
         } = siblings;
         let (reactor, timerfd) = match config.device {
             ClockDevice::TimerFd => with_timerfd()?,
@@ -181,7 +184,7 @@ impl Core {
         reactor.set_resolver(config.resolver);
         let clock = Clock::new(config.paused, config.timer.resolution);
         let mut shared = Shared::with_unparker(id, reactor.unparker(), config.always_wake);
-        shared.watch = Watch::new(hooks);
+        shared.watch = Watch::new(hooks, kennel);
         let shared = Arc::new(shared);
         registry::register(&shared);
         let timers = Timers::new(
@@ -373,6 +376,7 @@ impl Core {
             io_polls: io.polls,
             io_events: io.events,
             task_panics: c.task_panics.get(),
+            stalls: self.shared.watch.stalls(),
             drop_panics: self.caught.drops(),
             wake_panics: self.caught.wakes() + io.waker_panics,
             alive_tasks: self.tasks.borrow().len() as u64,

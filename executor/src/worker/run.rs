@@ -143,6 +143,7 @@ impl Core {
     pub(crate) fn block_on<F: Future>(self: &Rc<Self>, main: F) -> F::Output {
         let mut main = std::pin::pin!(main);
         let _slack = self.precise_slack();
+        let _running = self.shared.watch.enter();
         run(&**self, Some(main.as_mut()))
             .expect("the loop returns only with the output while there is a main future")
     }
@@ -150,6 +151,7 @@ impl Core {
     /// Runs the loop until the runtime asks the core to stop (cores other than core 0).
     pub(crate) fn run_until_stopped(&self) {
         let _slack = self.precise_slack();
+        let _running = self.shared.watch.enter();
         run::<Self, std::future::Pending<()>>(self, None);
     }
 
