@@ -715,7 +715,8 @@ impl Builder {
         peers.set(rt.shared.clone().into_boxed_slice());
         if let (Some(threshold), Some(kennel)) = (threshold, siblings.kennel) {
             let hook = self.observers.stall_hook();
-            rt.watchdog = Some(Watchdog::start(rt.shared.clone(), kennel, threshold, hook)?);
+            let cores = rt.shared.clone();
+            rt.watchdog = Some(Watchdog::start(cores, kennel, threshold, hook, allowed)?);
         }
         Ok(rt)
     }

@@ -172,9 +172,10 @@ impl Builder {
     /// # How it works, and what it costs
     ///
     /// One watchdog thread per runtime checks every core every half threshold. A core's poll
-    /// costs it two relaxed stores (the poll's number at its start, zero at its end) and a
-    /// task's poll two more (its id and spawn location, which [`task::id`](crate::task::id())
-    /// reads too): no clock read, no read-modify-write. A poll seen by two checks a threshold
+    /// costs it a relaxed store at its start (the poll's number) and two at its end (zero, in
+    /// the number and the task's id), and a task's poll two more at its start (its id and
+    /// spawn location, which [`task::id`](crate::task::id()) reads too): no clock read, no
+    /// read-modify-write. A poll seen by two checks a threshold
     /// apart is reported: between one and one and a half thresholds after it started (a poll
     /// shorter than one and a half may go unreported). While any core runs, the watchdog wakes
     /// 2 / threshold times a second (80 at 25 ms); while every core is parked, it sleeps until
@@ -222,7 +223,9 @@ impl Builder {
     /// default writes the report's one line to stderr, as
     /// `tickless: core 1 stalled: task 12 (spawned at src/main.rs:9:5) has been in one poll for
     /// at least 26ms (threshold 25ms); in app::handler at src/main.rs:30`. A panic of `f` is
-    /// caught. `f` holds up the watchdog (and so the next reports) while it runs.
+    /// caught. `f` holds up the watchdog (and so the next reports) while it runs; the
+    /// report's `Display` resolves the backtrace's innermost user frame, which the first time
+    /// reads the binary's debug information (up to a second or so for a large debug build).
     ///
     /// # Examples
     ///

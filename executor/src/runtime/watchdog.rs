@@ -54,7 +54,8 @@ struct Seen {
 
 impl Watchdog {
     /// Starts the watchdog of `cores`, which sleep in `kennel`, reporting polls longer than
-    /// `threshold` to `hook`.
+    /// `threshold` to `hook`; its thread may run on the CPUs `cpus` (the building thread's
+    /// before core 0 was pinned to it, so that it does not share core 0's CPU).
     ///
     /// # Errors
     ///
@@ -64,13 +65,18 @@ impl Watchdog {
         kennel: Arc<Kennel>,
         threshold: Duration,
         hook: StallHook,
+        cpus: Vec<usize>,
     ) -> io::Result<Watchdog> {
         let stop = Arc::new(AtomicBool::new(false));
         let thread = {
             let (stop, kennel) = (stop.clone(), kennel.clone());
             thread::Builder::new()
                 .name("tickless-watchdog".into())
-                .spawn(move || watch(&cores, &kennel, &stop, threshold, &hook))?
+                .spawn(move || {
+                    // Best effort: where it cannot, it shares the building thread's CPUs.
+                    let _ = tickless_io::internal::cpu::set_current_affinity(&cpus);
+                    watch(&cores, &kennel, &stop, threshold, &hook);
+                })?
         };
         let _ = kennel.thread.set(thread.thread().clone());
         Ok(Watchdog {

@@ -107,7 +107,7 @@ impl<F: Future> Future for TaskFuture<F> {
         if let Some(hooks) = hooks {
             hooks::call(&hooks.after_poll, meta);
         }
-        with_current(|core| core.shared().watch.task_ends());
+        // The core clears the task's id when the poll ends (`Watch::poll_ends`).
         poll
     }
 }

@@ -243,6 +243,7 @@ impl Driver for Core {
         ran
     }
 
+    #[inline]
     fn main_poll_ended(&self) {
         self.poll_ends();
     }

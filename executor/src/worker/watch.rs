@@ -5,9 +5,10 @@
 //!
 //! # Cost
 //!
-//! A poll costs the core two relaxed stores of its own (the poll's number at its start, 0 at
-//! its end) and a task's poll two more (its id and spawn location; the id cleared at the end),
-//! all to a line no other thread writes: no read-modify-write, no fence, no clock read. The
+//! A poll costs the core three relaxed stores of its own (the poll's number at its start; 0 in
+//! it and in the task's id at its end), and a task's poll two more at its start, by the task's
+//! wrapper (its id and spawn location, after a look-up of the current core), all to a line no
+//! other thread writes: no read-modify-write, no fence, no clock read. The
 //! watchdog reads the words once per check (see `runtime::watchdog`). What the watchdog's sleep
 //! costs a core is one fence and one load each time it wakes from a park (see [`Kennel`]).
 //!
@@ -75,10 +76,9 @@ impl Kennel {
         fence(Ordering::SeqCst);
     }
 
-    /// Watchdog side: it will not park (or has woken); returns whether it was still asleep
-    /// by its own account (nobody woke it).
-    pub(crate) fn get_up(&self) -> bool {
-        self.asleep.swap(false, Ordering::Relaxed)
+    /// Watchdog side: it will not park, or has woken.
+    pub(crate) fn get_up(&self) {
+        self.asleep.store(false, Ordering::Relaxed);
     }
 
     /// Watchdog side: whether a core has woken it (or it got up itself).
@@ -111,8 +111,7 @@ impl Watch {
     /// A thread starts running the core's loop: it is the one to signal, and the core is no
     /// longer idle to the watchdog (woken if it sleeps). Returns the guard that ends it.
     pub(crate) fn enter(&self) -> Running<'_> {
-        // SAFETY: `gettid` has no preconditions.
-        self.tid.store(unsafe { libc::gettid() }, Ordering::Relaxed);
+        self.tid.store(this_tid(), Ordering::Relaxed);
         self.active.store(true, Ordering::Relaxed);
         self.woke();
         Running(self)
@@ -165,9 +164,11 @@ impl Watch {
         self.poll.store(n, Ordering::Relaxed);
     }
 
-    /// The poll has ended.
+    /// The poll has ended (a task's included: the task's id is cleared here, by the core,
+    /// rather than by the task's wrapper, which would have to look the core up again).
     #[inline]
     pub(crate) fn poll_ends(&self) {
+        self.task.store(0, Ordering::Relaxed);
         self.poll.store(0, Ordering::Relaxed);
     }
 
@@ -178,12 +179,6 @@ impl Watch {
         // Release: a reader that sees the id sees the location stored before it.
         self.at.store(at.cast_mut(), Ordering::Relaxed);
         self.task.store(task.id.as_u64(), Ordering::Release);
-    }
-
-    /// The task's poll has ended (the core's may go on: the `block_on` future's is no task's).
-    #[inline]
-    pub(crate) fn task_ends(&self) {
-        self.task.store(0, Ordering::Relaxed);
     }
 
     /// The id of the task being polled, if one is.
@@ -218,4 +213,20 @@ impl Drop for Running<'_> {
         watch.poll.store(0, Ordering::Relaxed);
         watch.active.store(false, Ordering::Relaxed);
     }
+}
+
+/// This thread's kernel id, asked of the kernel once per thread (`block_on` may be called in a
+/// loop).
+fn this_tid() -> i32 {
+    thread_local! {
+        /// This thread's id; 0 until asked.
+        static TID: std::cell::Cell<i32> = const { std::cell::Cell::new(0) };
+    }
+    TID.with(|tid| {
+        if tid.get() == 0 {
+            // SAFETY: `gettid` has no preconditions.
+            tid.set(unsafe { libc::gettid() });
+        }
+        tid.get()
+    })
 }
