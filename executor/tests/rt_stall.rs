@@ -194,3 +194,36 @@ fn a_threshold_under_a_millisecond_is_an_error() {
     assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
     assert!(err.to_string().contains("stall threshold"), "{err}");
 }
+
+#[test]
+fn a_panicking_stall_hook_costs_only_its_call() {
+    let _serial = serial();
+    let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = calls.clone();
+    let rt = Builder::new()
+        .cores(1)
+        .stall_threshold(Some(Duration::from_millis(20)))
+        .on_stall(move |_| {
+            count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            panic!("stall hook");
+        })
+        .build()
+        .unwrap();
+    // The hook's panics silenced (the tests run one at a time): the default panic hook's
+    // backtrace, under RUST_BACKTRACE, would keep the watchdog busy for seconds on a loaded
+    // machine, long enough to miss the next stall.
+    std::panic::set_hook(Box::new(|_| {}));
+    for n in 1..=2 {
+        rt.block_on(async { block() });
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while calls.load(std::sync::atomic::Ordering::SeqCst) < n
+            && std::time::Instant::now() < deadline
+        {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+    drop(std::panic::take_hook()); // the default hook back
+                                   // The watchdog lived through the first panic to report the second stall.
+    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 2);
+    assert_eq!(rt.stats().cores[0].stalls, 2);
+}
