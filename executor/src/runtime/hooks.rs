@@ -223,7 +223,8 @@ impl Builder {
     /// default writes the report's one line to stderr, as
     /// `tickless: core 1 stalled: task 12 (spawned at src/main.rs:9:5) has been in one poll for
     /// at least 26ms (threshold 25ms); in app::handler at src/main.rs:30`. A panic of `f` is
-    /// caught. `f` holds up the watchdog (and so the next reports) while it runs; the
+    /// caught. `f` holds up the watchdog (and so the next reports, and the runtime's drop,
+    /// which joins the watchdog's thread) while it runs; the
     /// report's `Display` resolves the backtrace's innermost user frame, which the first time
     /// reads the binary's debug information (up to a second or so for a large debug build).
     ///
