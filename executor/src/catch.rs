@@ -108,3 +108,12 @@ pub(crate) fn wake_caught(waker: Waker) {
         count(Caught::count_wake);
     }
 }
+
+/// Runs `f`, a hook the user gave the runtime, catching (and counting, as `wake_panics`) a
+/// panic; the panic's payload is dropped under a guard of its own.
+pub(crate) fn call_caught(f: impl FnOnce()) {
+    if let Err(payload) = catch_unwind(AssertUnwindSafe(f)) {
+        count(Caught::count_wake);
+        drop_caught(payload);
+    }
+}

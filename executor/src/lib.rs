@@ -45,6 +45,13 @@
 //! }
 //! ```
 //!
+//! # Diagnosis
+//!
+//! A poll that blocks its core longer than 25 ms is reported on stderr, once, with the task's id,
+//! where it was spawned and the stalled thread's backtrace
+//! ([`Builder::stall_threshold`], [`Builder::on_stall`]); tokio's task hooks
+//! ([`Builder::on_task_spawn`] and the others) see every task's [`task::Id`] and spawn location.
+//!
 //! # Features
 //!
 //! - `tokio-io`: tokio's `AsyncRead`/`AsyncWrite` on the stream types.
@@ -69,6 +76,7 @@ mod park;
 pub mod runtime;
 mod serve;
 pub mod signal;
+mod stall;
 mod stats;
 mod sync;
 pub mod task;

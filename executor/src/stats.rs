@@ -125,6 +125,10 @@ counters! {
     io_events,
     /// Task polls that panicked (each became its task's `JoinError::Panic`).
     task_panics,
+    /// Polls (a task's, or the `block_on` future's) that ran past the stall threshold, each
+    /// reported once (see [`Builder::stall_threshold`](crate::Builder::stall_threshold)).
+    /// Counted by the watchdog thread; published with the other counters.
+    stalls,
     /// Task futures (or their outputs) whose destructor panicked when the core dropped them
     /// (abort, shutdown, a detached task's end); where a handle waits, it gets the panic.
     drop_panics,

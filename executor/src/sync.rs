@@ -7,10 +7,11 @@
 //! core 0's lease; the rest (the registry of cores, a `spawn_at` abort, `JoinSet`) compiles
 //! under loom but has no model yet.
 //!
-//! Three things stay `std`'s, on purpose: `Arc` (`Waker::from` needs std's, and a reference
+//! Four things stay `std`'s, on purpose: `Arc` (`Waker::from` needs std's, and a reference
 //! count orders nothing the protocols rely on), the `mpsc` channels that start and join core
-//! threads (plain message passing), and `signal.rs`'s statics, which a signal handler touches
-//! (loom cannot model a handler).
+//! threads (plain message passing), `signal.rs`'s statics, which a signal handler touches
+//! (loom cannot model a handler), and the stall detector's words (`worker/watch.rs`, the task
+//! id counter), which only the watchdog reads.
 
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};

@@ -10,12 +10,15 @@ use tickless_timer::{Config, RearmPolicy, Slack};
 use crate::blocking::{BlockingPool, DEFAULT_KEEP_ALIVE, DEFAULT_MAX_THREADS};
 use crate::runtime::thread::core_thread;
 use crate::runtime::tokio_context::TokioRuntime;
+use crate::runtime::watchdog::Watchdog;
 use crate::runtime::Runtime;
+use crate::task::hooks::{Observers, MIN_STALL_THRESHOLD};
 use crate::worker::config::{CoreConfig, DefaultSlack};
 use crate::worker::device::ClockDevice;
 use crate::worker::id::CoreId;
 use crate::worker::placement::Placement;
 use crate::worker::shared::Peers;
+use crate::worker::watch::Kennel;
 use crate::worker::{Core, Siblings};
 
 /// The coarsest timer resolution [`Builder::build`] accepts.
@@ -71,6 +74,8 @@ pub struct Builder {
     blocking_keep_alive: Duration,
     /// Start a tokio runtime and enter its context on every core.
     tokio_context: bool,
+    /// The task hooks and the stall detector (`runtime::hooks`).
+    pub(super) observers: Observers,
 }
 
 impl Default for Builder {
@@ -120,6 +125,7 @@ impl Builder {
             max_blocking_threads: DEFAULT_MAX_THREADS,
             blocking_keep_alive: DEFAULT_KEEP_ALIVE,
             tokio_context: false,
+            observers: Observers::default(),
         }
     }
 
@@ -621,6 +627,13 @@ impl Builder {
             }
             DefaultSlack::Fixed(_) => None,
         };
+        if let Some(t) = self.observers.stall_threshold {
+            if t < MIN_STALL_THRESHOLD {
+                return invalid(format!(
+                    "stall threshold {t:?} is less than {MIN_STALL_THRESHOLD:?}"
+                ));
+            }
+        }
         let lead = self.core.timer.lead_max;
         if lead > MAX_WAKEUP_LEAD {
             return invalid(format!(
@@ -679,6 +692,7 @@ impl Builder {
                 ));
             }
         }
+        let threshold = self.observers.stall_threshold;
         let runtime = CoreId::new_runtime();
         let mut config = self.core;
         config.pinned = self.pin;
@@ -699,6 +713,8 @@ impl Builder {
         let siblings = Siblings {
             blocking: blocking.clone(),
             peers: peers.clone(),
+            hooks: self.observers.task_hooks(),
+            kennel: threshold.map(|_| std::sync::Arc::new(Kennel::default())),
         };
         let core0 = Core::new(CoreId { runtime, index: 0 }, config, siblings.clone())?;
         let (done_tx, done_rx) = mpsc::channel();
@@ -730,6 +746,11 @@ impl Builder {
         }
         // Every core runs: placement may use them all.
         peers.set(rt.shared.clone().into_boxed_slice());
+        if let (Some(threshold), Some(kennel)) = (threshold, siblings.kennel) {
+            let hook = self.observers.stall_hook();
+            let cores = rt.shared.clone();
+            rt.watchdog = Some(Watchdog::start(cores, kennel, threshold, hook, allowed)?);
+        }
         Ok(rt)
     }
 }

@@ -84,6 +84,7 @@ impl Handle {
     /// assert_eq!(sum.join().unwrap(), 55);
     /// # std::io::Result::Ok(())
     /// ```
+    #[track_caller]
     pub fn spawn_blocking<F, R>(&self, f: F) -> JoinHandle<R>
     where
         F: FnOnce() -> R + Send + 'static,
@@ -172,6 +173,7 @@ impl Handle {
     /// assert_eq!(thread.join().unwrap(), 1);
     /// # std::io::Result::Ok(())
     /// ```
+    #[track_caller]
     pub fn spawn<F>(&self, future: F) -> JoinHandle<F::Output>
     where
         F: Future + Send + 'static,
@@ -197,6 +199,7 @@ impl Handle {
     /// assert_eq!(task.join().unwrap(), 1);
     /// # std::io::Result::Ok(())
     /// ```
+    #[track_caller]
     pub fn spawn_pinned<C, F>(&self, create: C) -> JoinHandle<F::Output>
     where
         C: FnOnce() -> F + Send + 'static,
@@ -277,6 +280,7 @@ impl Handle {
     /// });
     /// # std::io::Result::Ok(())
     /// ```
+    #[track_caller]
     pub fn spawn_at<F>(&self, deadline: crate::time::Instant, future: F) -> JoinHandle<F::Output>
     where
         F: Future + Send + 'static,

@@ -4,9 +4,11 @@
 mod builder;
 mod core_zero;
 mod handle;
+mod hooks;
 pub(crate) mod lease;
 mod thread;
 mod tokio_context;
+mod watchdog;
 
 use std::fmt;
 use std::future::Future;
@@ -15,6 +17,8 @@ use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle as ThreadHandle;
 use std::time::{Duration, Instant};
 
+pub use crate::stall::{StallBacktrace, StallReport};
+pub use crate::task::hooks::{TaskMeta, DEFAULT_STALL_THRESHOLD, MIN_STALL_THRESHOLD};
 pub use builder::{
     Builder, DEFAULT_SLACK_KNEE, DEFAULT_SLACK_MAX, DEFAULT_WAKEUP_LEAD_MAX, MAX_SLACK,
     MAX_TIMER_RESOLUTION, MAX_WAKEUP_LEAD,
@@ -153,6 +157,8 @@ pub struct Runtime {
     restore_affinity: Option<Vec<usize>>,
     /// `shutdown` ran: dropping has nothing left to stop or report.
     stopped: bool,
+    /// The stall detector's watchdog thread, if the detector is on.
+    watchdog: Option<watchdog::Watchdog>,
 }
 
 /// A core that died of a panic, as [`Runtime::shutdown`] reports it.
@@ -295,6 +301,7 @@ impl Runtime {
             tokio,
             restore_affinity,
             stopped: false,
+            watchdog: None,
         }
     }
 

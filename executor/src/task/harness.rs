@@ -1,23 +1,27 @@
 //! A task's future as the executor runs it: panics caught, aborts honoured, the result handed
 //! to the join slot, and an entry in its core's live-task set from its first poll until it is
-//! dropped.
+//! dropped. It keeps the task's id and spawn location ([`Meta`]): the core publishes them
+//! while the task is polled (`task::id`, the stall detector), and the task hooks are given them.
 //!
 //! Every place here that runs user code (the poll, the future's destructor, the output's
 //! destructor when nobody will take it, the waker of whoever awaits the handle) runs it under
 //! `catch_unwind`: a bad task costs its own result, never its core or the process.
 
 use std::future::Future;
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::panic::{catch_unwind, AssertUnwindSafe, Location};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use crate::catch::drop_caught;
 use crate::context::with_current;
+use crate::task::hooks::{self, Hooks};
+use crate::task::id::Meta;
 use crate::task::join_error::JoinError;
 use crate::task::join_slot::JoinSlot;
 use crate::worker::id::CoreKey;
 use crate::worker::registry;
+use crate::worker::shared::Shared;
 
 /// Where a task leaves its result for its handle.
 pub(crate) type ResultSlot<T> = Arc<JoinSlot<Result<T, JoinError>>>;
@@ -33,6 +37,10 @@ pin_project_lite::pin_project! {
         // The core whose live-task set holds it, and its key there, from its first poll on
         // (moved at its first poll on another core).
         tracked: Option<(CoreKey, usize)>,
+        // Its id and spawn location.
+        meta: Meta,
+        // The runtime's task hooks, if any is set.
+        hooks: Option<Arc<Hooks>>,
     }
 
     impl<F: Future> PinnedDrop for TaskFuture<F> {
@@ -45,6 +53,9 @@ pin_project_lite::pin_project! {
                 Err(e) => Err(e),
             };
             complete(this.slot, result);
+            if let Some(hooks) = this.hooks {
+                hooks::call(&hooks.terminate, *this.meta);
+            }
             if let Some((core, key)) = *this.tracked {
                 untrack(core, key);
             }
@@ -53,13 +64,25 @@ pin_project_lite::pin_project! {
 }
 
 impl<F: Future> TaskFuture<F> {
-    /// `future`, wrapped for spawning, and the slot its handle reads.
-    pub(crate) fn new(future: F) -> (TaskFuture<F>, ResultSlot<F::Output>) {
-        let slot = Arc::new(JoinSlot::new());
+    /// `future`, spawned at `at` onto the core of `shared` (whose hooks it takes, calling the
+    /// spawn hook now), wrapped for spawning; and the slot its handle reads.
+    pub(crate) fn new(
+        future: F,
+        at: &'static Location<'static>,
+        shared: &Shared,
+    ) -> (TaskFuture<F>, ResultSlot<F::Output>) {
+        let meta = Meta::new(at);
+        let slot = Arc::new(JoinSlot::for_task(meta.id));
+        let hooks = shared.watch.hooks.clone();
+        if let Some(hooks) = &hooks {
+            hooks::call(&hooks.spawn, meta);
+        }
         let wrapped = TaskFuture {
             future: Some(future),
             slot: slot.clone(),
             tracked: None,
+            meta,
+            hooks,
         };
         (wrapped, slot)
     }
@@ -69,45 +92,33 @@ impl<F: Future> Future for TaskFuture<F> {
     type Output = ();
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        let mut this = self.project();
-        with_current(|core| match *this.tracked {
-            Some((home, _)) if home == core.key() => {}
-            // First poll on this core (the first of all, or after a move): register here so
-            // that this core's shutdown reaches it, and leave the old core's set.
-            moved => {
-                if let Some((old, key)) = moved {
-                    core.orphan_on(old, key);
+        let this = self.project();
+        let meta = *this.meta;
+        let tracked = this.tracked;
+        with_current(|core| {
+            match *tracked {
+                Some((home, _)) if home == core.key() => {}
+                // First poll on this core (the first of all, or after a move): register here so
+                // that this core's shutdown reaches it, and leave the old core's set.
+                moved => {
+                    if let Some((old, key)) = moved {
+                        core.orphan_on(old, key);
+                    }
+                    *tracked = Some((core.key(), core.track_task(cx.waker(), moved.is_some())));
                 }
-                *this.tracked = Some((core.key(), core.track_task(cx.waker(), moved.is_some())));
             }
+            core.shared().watch.task_starts(&meta);
         });
-        if this.slot.is_aborted() {
-            // Returning drops this wrapper, here on its core; its drop reports the cancel.
-            return Poll::Ready(());
+        let hooks = this.hooks.as_deref();
+        if let Some(hooks) = hooks {
+            hooks::call(&hooks.before_poll, meta);
         }
-        let Some(future) = this.future.as_mut().as_pin_mut() else {
-            // Finished already; a stray poll after completion.
-            return Poll::Ready(());
-        };
-        let result = match catch_unwind(AssertUnwindSafe(|| future.poll(cx))) {
-            Ok(Poll::Pending) => return Poll::Pending,
-            Ok(Poll::Ready(out)) => match drop_future(this.future) {
-                // The future is dropped as soon as it is done, as tokio does.
-                Ok(()) => Ok(out),
-                Err(e) => {
-                    drop_caught(out);
-                    Err(e)
-                }
-            },
-            Err(payload) => {
-                with_current(|core| core.count_task_panic());
-                // The panicked future is dropped too; a second panic there is only counted.
-                let _second = drop_future(this.future);
-                Err(JoinError::panic(payload))
-            }
-        };
-        complete(this.slot, result);
-        Poll::Ready(())
+        let poll = poll_task(this.future, this.slot, cx);
+        if let Some(hooks) = hooks {
+            hooks::call(&hooks.after_poll, meta);
+        }
+        // The core clears the task's id when the poll ends (`Watch::poll_ends`).
+        poll
     }
 }
 
@@ -127,6 +138,43 @@ fn untrack(core: CoreKey, key: usize) {
             shared.orphan(key);
         }
     }
+}
+
+/// Polls the task's future (if it is still there and not aborted), catching a panic; hands the
+/// result to the slot when it completes.
+#[inline]
+fn poll_task<F: Future>(
+    mut future: Pin<&mut Option<F>>,
+    slot: &ResultSlot<F::Output>,
+    cx: &mut Context<'_>,
+) -> Poll<()> {
+    if slot.is_aborted() {
+        // Returning drops this wrapper, here on its core; its drop reports the cancel.
+        return Poll::Ready(());
+    }
+    let Some(polled) = future.as_mut().as_pin_mut() else {
+        // Finished already; a stray poll after completion.
+        return Poll::Ready(());
+    };
+    let result = match catch_unwind(AssertUnwindSafe(|| polled.poll(cx))) {
+        Ok(Poll::Pending) => return Poll::Pending,
+        Ok(Poll::Ready(out)) => match drop_future(future) {
+            // The future is dropped as soon as it is done, as tokio does.
+            Ok(()) => Ok(out),
+            Err(e) => {
+                drop_caught(out);
+                Err(e)
+            }
+        },
+        Err(payload) => {
+            with_current(|core| core.count_task_panic());
+            // The panicked future is dropped too; a second panic there is only counted.
+            let _second = drop_future(future);
+            Err(JoinError::panic(payload))
+        }
+    };
+    complete(slot, result);
+    Poll::Ready(())
 }
 
 /// Drops the future in place, catching a panic of its destructor (counted on the core) as the

@@ -13,6 +13,7 @@ use crate::context::with_current;
 use crate::park::park_on;
 use crate::task::deferred::DeferredStart;
 use crate::task::harness::ResultSlot;
+use crate::task::id::Id;
 use crate::task::join_error::JoinError;
 use crate::worker::id::CoreId;
 use crate::worker::registry;
@@ -106,6 +107,27 @@ impl<T> JoinHandle<T> {
             }
         }
         self.waker.wake_by_ref();
+    }
+
+    /// The task's id, unique in the process, as tokio's `JoinHandle::id`: the one
+    /// [`task::id`](crate::task::id()) gives inside the task, and the task hooks and the stall
+    /// reports name.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = tickless::Runtime::new()?;
+    /// rt.block_on(async {
+    ///     let a = tickless::spawn(async {});
+    ///     let b = tickless::spawn(async {});
+    ///     assert_ne!(a.id(), b.id());
+    /// });
+    /// # std::io::Result::Ok(())
+    /// ```
+    pub fn id(&self) -> Id {
+        self.slot
+            .task_id()
+            .expect("a task's slot always carries its id")
     }
 
     /// Whether the task has finished (completed, panicked or been cancelled).
@@ -218,6 +240,7 @@ impl<T> Drop for JoinHandle<T> {
 impl<T> fmt::Debug for JoinHandle<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("JoinHandle")
+            .field("id", &self.id())
             .field("core", &self.core.index)
             .field("finished", &self.is_finished())
             .finish()

@@ -185,6 +185,7 @@ impl<T> JoinSet<T> {
     /// });
     /// # std::io::Result::Ok(())
     /// ```
+    #[track_caller]
     pub fn spawn_local<F>(&mut self, future: F)
     where
         F: Future<Output = T> + 'static,
@@ -409,6 +410,7 @@ impl<T: Send + 'static> JoinSet<T> {
     /// Outside a tickless runtime.
     ///
     /// See the example on [`JoinSet`].
+    #[track_caller]
     pub fn spawn<F>(&mut self, future: F)
     where
         F: Future<Output = T> + Send + 'static,
@@ -438,6 +440,7 @@ impl<T: Send + 'static> JoinSet<T> {
     /// });
     /// # std::io::Result::Ok(())
     /// ```
+    #[track_caller]
     pub fn spawn_on<F>(&mut self, future: F, handle: &Handle)
     where
         F: Future<Output = T> + Send + 'static,

@@ -16,6 +16,7 @@
 use std::task::{Context, Poll, Waker};
 
 use crate::sync::{lock, AtomicBool, Mutex, Ordering};
+use crate::task::id::Id;
 
 /// What the mutex guards.
 struct State<R> {
@@ -31,6 +32,8 @@ struct State<R> {
 
 /// A task's result slot, shared by the task and its handle.
 pub struct JoinSlot<R> {
+    /// The task's id (none for a blocking job's slot).
+    task: Option<Id>,
     /// Set by `abort`; the task checks it at each poll.
     aborted: AtomicBool,
     /// The result and the waiter.
@@ -46,7 +49,18 @@ impl<R> Default for JoinSlot<R> {
 impl<R> JoinSlot<R> {
     /// An empty slot.
     pub fn new() -> Self {
+        Self::with_task(None)
+    }
+
+    /// An empty slot, for task `id`.
+    pub(crate) fn for_task(id: Id) -> Self {
+        Self::with_task(Some(id))
+    }
+
+    /// An empty slot, for `task` if any.
+    fn with_task(task: Option<Id>) -> Self {
         JoinSlot {
+            task,
             aborted: AtomicBool::new(false),
             state: Mutex::new(State {
                 value: None,
@@ -55,6 +69,11 @@ impl<R> JoinSlot<R> {
                 detached: false,
             }),
         }
+    }
+
+    /// The task's id, if the slot is a task's.
+    pub(crate) fn task_id(&self) -> Option<Id> {
+        self.task
     }
 
     /// Stores the task's result and wakes the waiter, unless a result was stored already.

@@ -2,8 +2,11 @@
 //! of imports (`tokio::task::spawn` becomes `tickless::task::spawn`).
 
 mod bound;
+mod current;
 mod deferred;
 mod harness;
+pub(crate) mod hooks;
+pub(crate) mod id;
 pub(crate) mod join_error;
 mod join_handle;
 mod join_set;
@@ -11,7 +14,9 @@ pub(crate) mod join_slot;
 mod spawn;
 mod yield_now;
 
+pub use current::{id, try_id};
 pub(crate) use deferred::DeferredStart;
+pub use id::Id;
 pub use join_error::JoinError;
 pub use join_handle::JoinHandle;
 pub use join_set::JoinSet;

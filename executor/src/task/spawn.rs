@@ -2,6 +2,7 @@
 //! (`Handle::spawn`, `Handle::spawn_at`).
 
 use std::future::Future;
+use std::panic::Location;
 use std::sync::Arc;
 
 use tickless_timer::internal::Op;
@@ -66,12 +67,16 @@ fn schedule_away(runnable: Runnable) {
 /// A `Send` task may be run by whichever thread runs the core (core 0's changes between
 /// `block_on` calls), and moves to another core when this one cannot run it (see
 /// `Builder::steal_after`).
-pub(crate) fn spawn_on<F, T>(core: &Core, future: F) -> JoinHandle<T>
+pub(crate) fn spawn_on<F, T>(
+    core: &Core,
+    future: F,
+    at: &'static Location<'static>,
+) -> JoinHandle<T>
 where
     F: Future<Output = T> + Send + 'static,
     T: Send + 'static,
 {
-    let (wrapped, slot) = TaskFuture::new(future);
+    let (wrapped, slot) = TaskFuture::new(future, at, core.shared());
     let (runnable, task) = async_task::Builder::new()
         .metadata(TaskMeta::new(core.key(), core.peers_arc().clone(), true))
         .spawn(move |_| wrapped, schedule);
@@ -84,7 +89,11 @@ where
 /// dropped on the core's thread, which never changes. On core 0, whose thread may change
 /// between `block_on` calls, the future is [`Bound`] to this thread instead (see
 /// `task::bound`).
-pub(crate) fn spawn_local_on<F, T>(core: &Core, future: F) -> JoinHandle<T>
+pub(crate) fn spawn_local_on<F, T>(
+    core: &Core,
+    future: F,
+    at: &'static Location<'static>,
+) -> JoinHandle<T>
 where
     F: Future<Output = T> + 'static,
     T: 'static,
@@ -95,11 +104,12 @@ where
         false,
     ));
     if core.id().index != 0 {
-        let (wrapped, slot) = TaskFuture::new(future);
+        let (wrapped, slot) = TaskFuture::new(future, at, core.shared());
         let (runnable, task) = builder.spawn_local(move |_| wrapped, schedule);
         return queue_own(core, runnable, task, slot);
     }
-    let (wrapped, slot) = TaskFuture::new(Bound::new(future, core.shared().clone()));
+    let bound = Bound::new(future, core.shared().clone());
+    let (wrapped, slot) = TaskFuture::new(bound, at, core.shared());
     // SAFETY: async-task asks that the runnable of a `!Send` future be used and dropped on
     // the thread that spawned it. The future is a `TaskFuture` of a `Bound`: it reaches the
     // user's future only through `Bound`, which is polled on its spawning thread only (core 0
@@ -135,6 +145,7 @@ fn queue_own<T>(
 /// hand-over. Its first run is on that core, whether or not a thread runs it now (a task spawned
 /// onto core 0 outside `block_on` waits for the next one); `movable`: from then on, it may
 /// move (see `Builder::steal_after`).
+#[track_caller]
 pub fn spawn_remote<F, T>(
     peers: &Arc<Peers>,
     shared: &Arc<Shared>,
@@ -146,7 +157,23 @@ where
     F: Future<Output = T> + Send + 'static,
     T: Send + 'static,
 {
-    let (wrapped, slot) = TaskFuture::new(future);
+    spawn_remote_at(peers, shared, future, deadline, movable, Location::caller())
+}
+
+/// [`spawn_remote`], spawned at `at`.
+pub(crate) fn spawn_remote_at<F, T>(
+    peers: &Arc<Peers>,
+    shared: &Arc<Shared>,
+    future: F,
+    deadline: Option<u64>,
+    movable: bool,
+    at: &'static Location<'static>,
+) -> JoinHandle<T>
+where
+    F: Future<Output = T> + Send + 'static,
+    T: Send + 'static,
+{
+    let (wrapped, slot) = TaskFuture::new(future, at, shared);
     let (runnable, task) = async_task::Builder::new()
         .metadata(TaskMeta::new(shared.id.key(), peers.clone(), movable))
         .spawn(move |_| wrapped, schedule);
@@ -196,12 +223,14 @@ where
 /// assert_eq!(out.unwrap(), 42);
 /// # std::io::Result::Ok(())
 /// ```
+#[track_caller]
 pub fn spawn_local<F>(future: F) -> JoinHandle<F::Output>
 where
     F: Future + 'static,
     F::Output: 'static,
 {
-    with_current(|core| spawn_local_on(core, future)).expect(NO_RUNTIME)
+    let at = Location::caller();
+    with_current(|core| spawn_local_on(core, future, at)).expect(NO_RUNTIME)
 }
 
 /// Spawns a `Send` future, as `tokio::spawn` does: on the current core, or, when the task
@@ -238,14 +267,16 @@ where
 /// assert_eq!(out.unwrap(), "hello");
 /// # std::io::Result::Ok(())
 /// ```
+#[track_caller]
 pub fn spawn<F>(future: F) -> JoinHandle<F::Output>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
+    let at = Location::caller();
     with_current(|core| match core.placement_target() {
-        Some(target) => spawn_remote(core.peers_arc(), &target, future, None, true),
-        None => spawn_on(core, future),
+        Some(target) => spawn_remote_at(core.peers_arc(), &target, future, None, true, at),
+        None => spawn_on(core, future, at),
     })
     .expect(NO_RUNTIME)
 }
@@ -288,11 +319,13 @@ where
 /// assert_eq!(sum.unwrap(), 500_500);
 /// # std::io::Result::Ok(())
 /// ```
+#[track_caller]
 pub fn spawn_blocking<F, R>(f: F) -> JoinHandle<R>
 where
     F: FnOnce() -> R + Send + 'static,
     R: Send + 'static,
 {
-    with_current(|core| spawn_on(core, BlockingTask::new(core.blocking().clone(), f)))
+    let at = Location::caller();
+    with_current(|core| spawn_on(core, BlockingTask::new(core.blocking().clone(), f), at))
         .expect(NO_RUNTIME)
 }

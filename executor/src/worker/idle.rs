@@ -48,6 +48,8 @@ pub fn sleep<D: Driver>(d: &D) -> Slept {
     }
     d.block(wakes_at);
     shared.inbox.woke();
+    // After "running" is published: a stall detector asleep since every core was is woken.
+    shared.watch.woke();
     Slept::Woke
 }
 

@@ -34,6 +34,7 @@ pub(crate) mod shutdown;
 pub(crate) mod spill;
 pub(crate) mod steal;
 pub(crate) mod timers;
+pub(crate) mod watch;
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
@@ -49,6 +50,7 @@ use tickless_timer::internal::Op;
 use crate::blocking::BlockingPool;
 use crate::catch::{drop_caught, wake_caught, Caught};
 use crate::stats::CoreStats;
+use crate::task::hooks::Hooks;
 use clock::{nanos, Clock};
 use config::CoreConfig;
 use device::ClockDevice;
@@ -57,6 +59,7 @@ use id::{CoreId, CoreKey};
 use placement::Placement;
 use shared::{Due, Peers, Runnable, Shared};
 use timers::Timers;
+use watch::{Kennel, Watch};
 
 /// Counters only the core touches (the others live where they are counted: the timer queue,
 /// the hand-over, the clock, the reactor).
@@ -163,6 +166,10 @@ pub(crate) struct Siblings {
     pub(crate) blocking: Arc<BlockingPool>,
     /// The runtime's cores, for placing tasks.
     pub(crate) peers: Arc<Peers>,
+    /// The runtime's task hooks, if any is set.
+    pub(crate) hooks: Option<Arc<Hooks>>,
+    /// Where the runtime's stall detector sleeps, if it has one.
+    pub(crate) kennel: Option<Arc<Kennel>>,
 }
 
 /// A reactor with a timerfd, for the timerfd device.
@@ -179,7 +186,12 @@ impl Core {
     ///
     /// Creating the epoll instance, the timerfd or the eventfd failed (typically `EMFILE`).
     pub(crate) fn new(id: CoreId, config: CoreConfig, siblings: Siblings) -> io::Result<Rc<Core>> {
-        let Siblings { blocking, peers } = siblings;
+        let Siblings {
+            blocking,
+            peers,
+            hooks,
+            kennel,
+        } = siblings;
         let (reactor, timerfd) = match config.device {
             ClockDevice::TimerFd => with_timerfd()?,
             ClockDevice::Epoll => {
@@ -195,11 +207,9 @@ impl Core {
         // Host names given to `TcpStream::connect` are looked up on the blocking pool.
         reactor.set_resolver(config.resolver);
         let clock = Clock::new(config.paused, config.timer.resolution);
-        let shared = Arc::new(Shared::with_unparker(
-            id,
-            reactor.unparker(),
-            config.always_wake,
-        ));
+        let mut shared = Shared::with_unparker(id, reactor.unparker(), config.always_wake);
+        shared.watch = Watch::new(hooks, kennel);
+        let shared = Arc::new(shared);
         registry::register(&shared);
         let timers = Timers::new(
             timerfd,
@@ -423,6 +433,13 @@ impl Core {
     #[inline]
     fn poll_starts(&self) {
         self.accepts_seen.set(self.reactor.accepts());
+        self.shared.watch.poll_starts(self.counters.polls.get());
+    }
+
+    /// The poll has ended (the stall detector's word, `watch`).
+    #[inline]
+    fn poll_ends(&self) {
+        self.shared.watch.poll_ends();
     }
 
     /// Where a `Send` task spawned now should go (see [`placement`]): `None` for this core.
@@ -519,6 +536,7 @@ impl Core {
             io_polls: io.polls,
             io_events: io.events,
             task_panics: c.task_panics.get(),
+            stalls: self.shared.watch.stalls(),
             drop_panics: self.caught.drops(),
             wake_panics: self.caught.wakes() + io.waker_panics,
             alive_tasks: self.tasks.borrow().len() as u64,

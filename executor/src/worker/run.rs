@@ -36,6 +36,8 @@ pub trait Driver {
     fn shared(&self) -> &Arc<Shared<Self::Unpark>>;
     /// Counts a poll of the `block_on` future, which is about to start.
     fn count_main_poll(&self);
+    /// The `block_on` future's poll has ended.
+    fn main_poll_ended(&self) {}
     /// Runs queued tasks, at most a budget's worth; returns how many ran.
     fn run_tasks(&self) -> usize;
     /// The buffer the inbox is drained into (kept to reuse its allocation).
@@ -86,7 +88,9 @@ pub fn run<D: Driver, F: Future>(d: &D, mut main: Option<Pin<&mut F>>) -> Option
                 // The main future counts towards I/O fairness as a task does: one that keeps
                 // waking itself (a `yield_now` loop) must not keep I/O from being polled.
                 since_io += 1;
-                if let Poll::Ready(out) = main.as_mut().poll(&mut cx) {
+                let polled = main.as_mut().poll(&mut cx);
+                d.main_poll_ended();
+                if let Poll::Ready(out) = polled {
                     d.publish();
                     return Some(out);
                 }
@@ -139,6 +143,7 @@ impl Core {
     pub(crate) fn block_on<F: Future>(self: &Rc<Self>, main: F) -> F::Output {
         let mut main = std::pin::pin!(main);
         let _slack = self.precise_slack();
+        let _running = self.shared.watch.enter();
         run(&**self, Some(main.as_mut()))
             .expect("the loop returns only with the output while there is a main future")
     }
@@ -146,6 +151,7 @@ impl Core {
     /// Runs the loop until the runtime asks the core to stop (cores other than core 0).
     pub(crate) fn run_until_stopped(&self) {
         let _slack = self.precise_slack();
+        let _running = self.shared.watch.enter();
         run::<Self, std::future::Pending<()>>(self, None);
     }
 
@@ -235,9 +241,15 @@ impl Driver for Core {
             // The task's future catches its own panics (`task::harness`): `run` unwinds only
             // on a broken invariant of the runtime.
             runnable.run();
+            self.poll_ends();
             ran += 1;
         }
         ran
+    }
+
+    #[inline]
+    fn main_poll_ended(&self) {
+        self.poll_ends();
     }
 
     fn ops_buffer(&self) -> &RefCell<Vec<Op<Due>>> {

@@ -17,6 +17,7 @@ use crate::worker::id::CoreId;
 use crate::worker::id::CoreKey;
 use crate::worker::load::Load;
 use crate::worker::spill::Spill;
+use crate::worker::watch::Watch;
 
 /// A task ready to run, carrying (in its header) its [`TaskMeta`]: the core it belongs to now,
 /// and the runtime's cores. Its schedule function then captures nothing, which lets a wake by
@@ -241,6 +242,8 @@ pub struct Shared<U = Unparker> {
     /// core's accept loop, `serve::accept`), woken when core 0 stops being driven. Locked
     /// together with the `driven` changes it watches.
     adopter: Mutex<Option<Waker>>,
+    /// The poll in progress, for `task::id` and the stall detector; the task hooks.
+    pub(crate) watch: Watch,
 }
 
 impl<U: Unpark> Shared<U> {
@@ -268,6 +271,7 @@ impl<U: Unpark> Shared<U> {
             local_leaked: AtomicUsize::new(0),
             listeners: Mutex::new(Vec::new()),
             adopter: Mutex::new(None),
+            watch: Watch::default(),
         }
     }
 

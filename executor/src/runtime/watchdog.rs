@@ -1,0 +1,175 @@
+//! The stall detector's watchdog: one thread per runtime that looks at every core's poll word
+//! (`worker::watch`) every half threshold, and reports a poll it has seen run for a whole
+//! threshold, once.
+//!
+//! # When a poll is reported
+//!
+//! A check that finds a core in a poll it did not see at the previous check notes the time;
+//! a later check that still finds the same poll, a threshold or more after that note, reports
+//! it (a poll that has run at least that long: it started before the note). So a poll is
+//! reported between one and one and a half thresholds after it started, and one shorter than
+//! one and a half thresholds may go unreported.
+//!
+//! # Sleeping with the cores
+//!
+//! While some core runs, the watchdog wakes every half threshold: 80 wakeups a second at the
+//! default 25 ms, on one thread, that read one cache line per core. When a check finds every
+//! core idle (parked in epoll, or, core 0, not run by any thread), it parks until a core wakes
+//! (see `worker::watch::Kennel`): an idle runtime costs no wakeup at all, and a core that
+//! wakes pays one fence and one load, plus one futex wake for the first core to wake after
+//! the watchdog parked.
+
+use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use crate::catch::call_caught;
+use crate::stall::{trace, StallBacktrace, StallReport};
+use crate::task::hooks::StallHook;
+use crate::worker::shared::Shared;
+use crate::worker::watch::Kennel;
+
+/// A running watchdog; dropping it stops and joins the thread.
+pub(crate) struct Watchdog {
+    /// Set to stop the thread.
+    stop: Arc<AtomicBool>,
+    /// Where it sleeps (to wake it for the stop).
+    kennel: Arc<Kennel>,
+    /// The thread.
+    thread: Option<JoinHandle<()>>,
+}
+
+/// What the watchdog knows of one core between checks.
+#[derive(Default, Clone, Copy)]
+struct Seen {
+    /// The poll it saw last (0: none).
+    poll: u64,
+    /// When it first saw that poll.
+    since: Option<Instant>,
+    /// The last poll it reported.
+    reported: u64,
+}
+
+impl Watchdog {
+    /// Starts the watchdog of `cores`, which sleep in `kennel`, reporting polls longer than
+    /// `threshold` to `hook`; its thread may run on the CPUs `cpus` (the building thread's
+    /// before core 0 was pinned to it, so that it does not share core 0's CPU).
+    ///
+    /// # Errors
+    ///
+    /// The thread could not be started.
+    pub(crate) fn start(
+        cores: Vec<Arc<Shared>>,
+        kennel: Arc<Kennel>,
+        threshold: Duration,
+        hook: StallHook,
+        cpus: Vec<usize>,
+    ) -> io::Result<Watchdog> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = {
+            let (stop, kennel) = (stop.clone(), kennel.clone());
+            thread::Builder::new()
+                .name("tickless-watchdog".into())
+                .spawn(move || {
+                    // Best effort: where it cannot, it shares the building thread's CPUs.
+                    let _ = tickless_io::internal::cpu::set_current_affinity(&cpus);
+                    watch(&cores, &kennel, &stop, threshold, &hook);
+                })?
+        };
+        let _ = kennel.thread.set(thread.thread().clone());
+        Ok(Watchdog {
+            stop,
+            kennel,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(thread) = self.thread.take() {
+            self.kennel.get_up();
+            thread.thread().unpark();
+            // The hook's panics are caught: the thread ends only by the stop.
+            let _ = thread.join();
+        }
+    }
+}
+
+/// The watchdog's loop.
+fn watch(
+    cores: &[Arc<Shared>],
+    kennel: &Kennel,
+    stop: &AtomicBool,
+    threshold: Duration,
+    hook: &StallHook,
+) {
+    let signal = trace::install();
+    let period = (threshold / 2).max(Duration::from_micros(100));
+    let mut seen = vec![Seen::default(); cores.len()];
+    while !stop.load(Ordering::Acquire) {
+        thread::park_timeout(period);
+        if stop.load(Ordering::Acquire) {
+            break;
+        }
+        let now = Instant::now();
+        let mut idle = true;
+        for (index, (shared, seen)) in cores.iter().zip(seen.iter_mut()).enumerate() {
+            idle &= is_idle(shared);
+            let (poll, task) = shared.watch.sample();
+            if poll == 0 || !shared.watch.is_active() {
+                *seen = Seen {
+                    reported: seen.reported,
+                    ..Seen::default()
+                };
+                continue;
+            }
+            if poll != seen.poll {
+                seen.poll = poll;
+                seen.since = Some(now);
+                continue;
+            }
+            let elapsed = seen.since.map_or(Duration::ZERO, |t| now - t);
+            if elapsed < threshold || seen.reported == poll {
+                continue;
+            }
+            seen.reported = poll;
+            shared.watch.count_stall();
+            let backtrace = signal.and_then(|signal| {
+                let tid = shared.watch.tid();
+                trace::capture(signal, tid, shared.watch.poll_word(), poll)
+                    .map(StallBacktrace::from_handler)
+                    .ok_or("the poll ended before its thread's backtrace was taken")
+            });
+            let report = StallReport::new(index, task, elapsed, threshold, backtrace);
+            call_caught(|| hook(&report));
+        }
+        if idle {
+            sleep_while_idle(cores, kennel, stop);
+        }
+    }
+}
+
+/// Whether a core is idle: parked in epoll, or run by no thread.
+fn is_idle(shared: &Shared) -> bool {
+    shared
+        .watch
+        .is_idle(shared.inbox.sleeping_until().is_some())
+}
+
+/// Parks until a core wakes (or the stop), if every core is still idle once the kennel says
+/// the watchdog sleeps (see `Kennel`'s protocol).
+fn sleep_while_idle(cores: &[Arc<Shared>], kennel: &Kennel, stop: &AtomicBool) {
+    kennel.lie_down();
+    if !cores.iter().all(|s| is_idle(s)) {
+        kennel.get_up();
+        return;
+    }
+    while kennel.is_asleep() && !stop.load(Ordering::Acquire) {
+        thread::park();
+    }
+    kennel.get_up();
+}

@@ -1,0 +1,232 @@
+//! What the runtime's observers see of a core, in its shared half: the poll in progress (which
+//! task, spawned where: `task::id`, and the stall detector's watchdog on another thread), the
+//! thread that runs the core, the stalls counted, and the task hooks the runtime was built
+//! with; and the [`Kennel`] where the watchdog sleeps while every core does.
+//!
+//! # Cost
+//!
+//! A poll costs the core three relaxed stores of its own (the poll's number at its start; 0 in
+//! it and in the task's id at its end), and a task's poll two more at its start, by the task's
+//! wrapper (its id and spawn location, after a look-up of the current core), all to a line no
+//! other thread writes: no read-modify-write, no fence, no clock read. The
+//! watchdog reads the words once per check (see `runtime::watchdog`). What the watchdog's sleep
+//! costs a core is one fence and one load each time it wakes from a park (see [`Kennel`]).
+//!
+//! These atomics are `std`'s, not `crate::sync`'s: only the watchdog and a signal handler read
+//! them, and neither is part of a protocol the loom models check.
+
+use std::panic::Location;
+use std::sync::atomic::{fence, AtomicBool, AtomicI32, AtomicPtr, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::thread::Thread;
+
+use crate::task::hooks::Hooks;
+use crate::task::id::{Id, Meta};
+
+/// A core's poll in progress, and its runtime's hooks.
+#[derive(Default)]
+pub(crate) struct Watch {
+    /// The core's poll count at the start of the poll running now; 0 between polls. Two
+    /// readings a threshold apart that show the same non-zero number are one poll that has
+    /// run at least that long.
+    poll: AtomicU64,
+    /// The id of the task being polled ([`Id::as_u64`]); 0 while none is (the `block_on`
+    /// future, the loop itself).
+    task: AtomicU64,
+    /// Where that task was spawned; null before the first task poll. Stale (the last task's)
+    /// while no task is polled: read it only with a non-zero `task`.
+    at: AtomicPtr<Location<'static>>,
+    /// Whether a thread runs the core's loop now (its own thread; for core 0, the thread in
+    /// `block_on`). A core nobody runs is idle to the watchdog.
+    active: AtomicBool,
+    /// The kernel id of the thread that runs (or last ran) the loop: where the watchdog sends
+    /// the signal that takes a stalled thread's backtrace.
+    tid: AtomicI32,
+    /// Polls reported as stalls.
+    stalls: AtomicU64,
+    /// The runtime's task hooks; `None` when none is set (then a poll checks one word).
+    pub(crate) hooks: Option<Arc<Hooks>>,
+    /// Where the stall detector's watchdog sleeps; `None` with the detector off.
+    kennel: Option<Arc<Kennel>>,
+}
+
+/// Where a runtime's watchdog sleeps while every core is idle, and what wakes it.
+///
+/// # Protocol
+///
+/// The watchdog sets `asleep`, issues a `SeqCst` fence, then reads every core's idle state
+/// (its inbox's sleep word, its `active` flag), and parks only if all are idle. A core, when
+/// it wakes from a park (after publishing "running" in its sleep word) or starts its loop
+/// (after setting `active`), issues a `SeqCst` fence and then reads `asleep`. Of the two
+/// fences, whichever comes second in their total order makes its side see the other's write:
+/// either the watchdog sees the core running and does not park, or the core sees `asleep` and
+/// unparks it. So a core that starts a poll never does so while the watchdog sleeps unaware.
+#[derive(Default)]
+pub(crate) struct Kennel {
+    /// The watchdog parks, or is about to.
+    asleep: AtomicBool,
+    /// The watchdog's thread, once started.
+    pub(crate) thread: OnceLock<Thread>,
+}
+
+impl Kennel {
+    /// Watchdog side: about to look at the cores once more before it parks.
+    pub(crate) fn lie_down(&self) {
+        self.asleep.store(true, Ordering::Relaxed);
+        fence(Ordering::SeqCst);
+    }
+
+    /// Watchdog side: it will not park, or has woken.
+    pub(crate) fn get_up(&self) {
+        self.asleep.store(false, Ordering::Relaxed);
+    }
+
+    /// Watchdog side: whether a core has woken it (or it got up itself).
+    pub(crate) fn is_asleep(&self) -> bool {
+        self.asleep.load(Ordering::Acquire)
+    }
+
+    /// Core side, after it publishes that it runs: wakes the watchdog if it sleeps.
+    #[inline]
+    fn rouse(&self) {
+        fence(Ordering::SeqCst);
+        if self.asleep.load(Ordering::Relaxed) && self.asleep.swap(false, Ordering::AcqRel) {
+            if let Some(thread) = self.thread.get() {
+                thread.unpark();
+            }
+        }
+    }
+}
+
+impl Watch {
+    /// A core's, with the runtime's `hooks`, watched by the watchdog of `kennel` if any.
+    pub(crate) fn new(hooks: Option<Arc<Hooks>>, kennel: Option<Arc<Kennel>>) -> Watch {
+        Watch {
+            hooks,
+            kennel,
+            ..Watch::default()
+        }
+    }
+
+    /// A thread starts running the core's loop: it is the one to signal, and the core is no
+    /// longer idle to the watchdog (woken if it sleeps). Returns the guard that ends it.
+    pub(crate) fn enter(&self) -> Running<'_> {
+        self.tid.store(this_tid(), Ordering::Relaxed);
+        self.active.store(true, Ordering::Relaxed);
+        self.woke();
+        Running(self)
+    }
+
+    /// The core has published that it runs again after a park: wakes the watchdog if it
+    /// sleeps (a fence and a load; see [`Kennel`]).
+    #[inline]
+    pub(crate) fn woke(&self) {
+        if let Some(kennel) = &self.kennel {
+            kennel.rouse();
+        }
+    }
+
+    /// Whether the core is idle to the watchdog: nobody runs its loop, or it `sleeps` (its
+    /// inbox's sleep word).
+    pub(crate) fn is_idle(&self, sleeps: bool) -> bool {
+        sleeps || !self.active.load(Ordering::Relaxed)
+    }
+
+    /// Whether a thread runs the core's loop now.
+    pub(crate) fn is_active(&self) -> bool {
+        self.active.load(Ordering::Relaxed)
+    }
+
+    /// The kernel id of the thread that runs the loop.
+    pub(crate) fn tid(&self) -> i32 {
+        self.tid.load(Ordering::Relaxed)
+    }
+
+    /// The poll word itself, for the signal handler to check that the poll it was sent for
+    /// is still running.
+    pub(crate) fn poll_word(&self) -> &AtomicU64 {
+        &self.poll
+    }
+
+    /// Counts a stall.
+    pub(crate) fn count_stall(&self) {
+        self.stalls.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Stalls reported so far.
+    pub(crate) fn stalls(&self) -> u64 {
+        self.stalls.load(Ordering::Relaxed)
+    }
+
+    /// A poll starts; `n`, the core's poll count, numbers it (never 0).
+    #[inline]
+    pub(crate) fn poll_starts(&self, n: u64) {
+        self.poll.store(n, Ordering::Relaxed);
+    }
+
+    /// The poll has ended (a task's included: the task's id is cleared here, by the core,
+    /// rather than by the task's wrapper, which would have to look the core up again).
+    #[inline]
+    pub(crate) fn poll_ends(&self) {
+        self.task.store(0, Ordering::Relaxed);
+        self.poll.store(0, Ordering::Relaxed);
+    }
+
+    /// The poll running now is `task`'s.
+    #[inline]
+    pub(crate) fn task_starts(&self, task: &Meta) {
+        let at: *const Location<'static> = task.at;
+        // Release: a reader that sees the id sees the location stored before it.
+        self.at.store(at.cast_mut(), Ordering::Relaxed);
+        self.task.store(task.id.as_u64(), Ordering::Release);
+    }
+
+    /// The id of the task being polled, if one is.
+    pub(crate) fn task_id(&self) -> Option<Id> {
+        Id::from_u64(self.task.load(Ordering::Relaxed))
+    }
+
+    /// The poll running now (its number, 0 between polls), with its task's id and spawn
+    /// location if it is a task's: what the watchdog samples.
+    pub(crate) fn sample(&self) -> (u64, Option<Meta>) {
+        let poll = self.poll.load(Ordering::Relaxed);
+        let task = Id::from_u64(self.task.load(Ordering::Acquire));
+        let at = self.at.load(Ordering::Relaxed);
+        let meta = task.filter(|_| !at.is_null()).map(|id| Meta {
+            id,
+            // SAFETY: `at` is non-null, so it was stored by `task_starts` from a
+            // `&'static Location`: valid for the whole program, and never written through.
+            at: unsafe { &*at },
+        });
+        (poll, meta)
+    }
+}
+
+/// A thread runs the core's loop until this is dropped (unwinding included: a `block_on`
+/// whose future panicked leaves no poll behind that looks stalled).
+pub(crate) struct Running<'a>(&'a Watch);
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        let watch = self.0;
+        watch.task.store(0, Ordering::Relaxed);
+        watch.poll.store(0, Ordering::Relaxed);
+        watch.active.store(false, Ordering::Relaxed);
+    }
+}
+
+/// This thread's kernel id, asked of the kernel once per thread (`block_on` may be called in a
+/// loop).
+fn this_tid() -> i32 {
+    thread_local! {
+        /// This thread's id; 0 until asked.
+        static TID: std::cell::Cell<i32> = const { std::cell::Cell::new(0) };
+    }
+    TID.with(|tid| {
+        if tid.get() == 0 {
+            // SAFETY: `gettid` has no preconditions.
+            tid.set(unsafe { libc::gettid() });
+        }
+        tid.get()
+    })
+}

@@ -1,0 +1,229 @@
+//! The stall detector: a poll that blocks its core past the threshold is reported exactly once,
+//! with its core, task id, spawn location and backtrace, and counted in `CoreStats::stalls`; the
+//! `block_on` future's stall too; a stall after the whole runtime idled (the watchdog asleep)
+//! is still seen; a busy core of short polls, a parked core and a runtime without the detector
+//! are never reported.
+//!
+//! Counts only. The positive tests block for 200 ms against a 20 or 50 ms threshold: the
+//! watchdog needs two checks in that time, which even a loaded machine gives it. The negative
+//! tests use thresholds that load cannot reach (a second), or no detector at all.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use tickless::runtime::StallReport;
+use tickless::{spawn, yield_now, Builder, Runtime};
+
+/// Taken by every test: they count watchdog threads, and each is alone on the machine's CPUs.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// This test's turn.
+fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The reports a runtime's hook received.
+type Reports = Arc<Mutex<Vec<StallReport>>>;
+
+/// A runtime of `cores` cores with stall threshold `threshold`, recording its reports.
+fn recording(cores: usize, threshold: Option<Duration>) -> (Runtime, Reports) {
+    let reports: Reports = Arc::default();
+    let seen = reports.clone();
+    let rt = Builder::new()
+        .cores(cores)
+        .stall_threshold(threshold)
+        .on_stall(move |r| {
+            seen.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(r.clone())
+        })
+        .build()
+        .unwrap();
+    (rt, reports)
+}
+
+/// Blocks the calling thread (and so its core) for 200 ms.
+fn block() {
+    std::thread::sleep(Duration::from_millis(200));
+}
+
+/// Whether this process has a thread named as the watchdog.
+fn watchdog_threads() -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter(|t| {
+            let comm = std::fs::read_to_string(t.as_ref().unwrap().path().join("comm"));
+            comm.is_ok_and(|c| c.trim() == "tickless-watchd")
+        })
+        .count()
+}
+
+#[test]
+fn a_task_that_blocks_four_thresholds_is_reported_once() {
+    let _serial = serial();
+    let (rt, reports) = recording(1, Some(Duration::from_millis(50)));
+    let (line, id) = rt.block_on(async {
+        let (line, task) = (line!(), spawn(async { block() }));
+        let id = task.id();
+        task.await.unwrap();
+        (line, id)
+    });
+    let reports = reports.lock().unwrap();
+    assert_eq!(reports.len(), 1, "{reports:?}");
+    let r = &reports[0];
+    assert_eq!(r.core(), 0);
+    assert_eq!(r.task_id(), Some(id));
+    let at = r.spawned_at().unwrap();
+    assert_eq!((at.file(), at.line()), (file!(), line));
+    assert!(r.elapsed() >= r.threshold());
+    assert_eq!(rt.stats().cores[0].stalls, 1);
+    let line = r.to_string();
+    assert!(
+        line.contains(&format!("task {id} (spawned at {at})")),
+        "{line}"
+    );
+    match r.backtrace() {
+        Some(trace) => {
+            let frames = trace.frames();
+            assert!(
+                frames
+                    .iter()
+                    .any(|(name, _)| name.contains("rt_stall::block")),
+                "the stalled thread's own stack: {trace}"
+            );
+            assert!(line.contains("in rt_stall::block"), "{line}");
+        }
+        None => eprintln!("no backtrace on this system: {line}"),
+    }
+}
+
+#[test]
+fn the_block_on_future_stalls_too_and_each_stall_counts_once() {
+    let _serial = serial();
+    let (rt, reports) = recording(2, Some(Duration::from_millis(20)));
+    rt.block_on(async {
+        block();
+        yield_now().await;
+        block();
+    });
+    let reports = reports.lock().unwrap();
+    assert_eq!(reports.len(), 2, "{reports:?}");
+    assert!(reports
+        .iter()
+        .all(|r| r.core() == 0 && r.task_id().is_none()));
+    assert!(reports[0].to_string().contains("the block_on future"));
+    assert_eq!(rt.stats().cores[0].stalls, 2);
+}
+
+#[test]
+fn a_stall_after_the_runtime_idled_is_seen() {
+    let _serial = serial();
+    let (rt, reports) = recording(2, Some(Duration::from_millis(20)));
+    rt.block_on(async {
+        // Every core parks: the watchdog parks too, until a core wakes.
+        tickless::time::sleep(Duration::from_millis(300)).await;
+        rt_handle_spawn_block().await;
+    });
+    // And with no thread in `block_on` (core 0 idle by being run by nobody).
+    std::thread::sleep(Duration::from_millis(100));
+    rt.handle(1).spawn(async { block() }).join().unwrap();
+    let reports = reports.lock().unwrap();
+    assert_eq!(reports.len(), 2, "{reports:?}");
+    assert!(reports
+        .iter()
+        .all(|r| r.core() == 1 && r.task_id().is_some()));
+}
+
+/// Blocks core 1 from a task of its own.
+async fn rt_handle_spawn_block() {
+    let core1 = tickless::runtime::Handle::all_current().unwrap()[1].clone();
+    core1.spawn(async { block() }).await.unwrap();
+}
+
+#[test]
+fn a_busy_core_of_short_polls_and_a_parked_core_are_never_reported() {
+    let _serial = serial();
+    // A second: no poll of a few microseconds gets there, however loaded the machine.
+    let (rt, reports) = recording(2, Some(Duration::from_secs(1)));
+    let before = rt.stats().cores[0];
+    rt.block_on(async {
+        let busy = spawn(async {
+            let start = std::time::Instant::now();
+            while start.elapsed() < Duration::from_millis(2_500) {
+                yield_now().await;
+            }
+        });
+        busy.await.unwrap();
+        // Core 1 has been parked all along; now core 0 parks too.
+        tickless::time::sleep(Duration::from_millis(2_500)).await;
+    });
+    assert!(
+        rt.stats().cores[0].polls - before.polls > 1_000,
+        "it was busy"
+    );
+    assert!(reports.lock().unwrap().is_empty());
+    assert_eq!(rt.stats().total.stalls, 0);
+}
+
+#[test]
+fn none_turns_it_off_and_starts_no_thread() {
+    let _serial = serial();
+    let (off, reports) = recording(1, None);
+    let with_off = watchdog_threads();
+    off.block_on(async { spawn(async { block() }).await.unwrap() });
+    assert!(reports.lock().unwrap().is_empty());
+    assert_eq!(off.stats().total.stalls, 0);
+    let on = Builder::new().cores(1).build().unwrap(); // on by default
+                                                       // The thread names itself once it runs: give it the time to.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while watchdog_threads() == with_off && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(watchdog_threads(), with_off + 1);
+    drop(on);
+    assert_eq!(watchdog_threads(), with_off, "joined at drop");
+}
+
+#[test]
+fn a_threshold_under_a_millisecond_is_an_error() {
+    let _serial = serial();
+    let err = Builder::new()
+        .stall_threshold(Some(Duration::from_micros(500)))
+        .build()
+        .unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
+    assert!(err.to_string().contains("stall threshold"), "{err}");
+}
+
+#[test]
+fn a_panicking_stall_hook_costs_only_its_call() {
+    let _serial = serial();
+    let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = calls.clone();
+    let rt = Builder::new()
+        .cores(1)
+        .stall_threshold(Some(Duration::from_millis(20)))
+        .on_stall(move |_| {
+            count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            panic!("stall hook");
+        })
+        .build()
+        .unwrap();
+    // The hook's panics silenced (the tests run one at a time): the default panic hook's
+    // backtrace, under RUST_BACKTRACE, would keep the watchdog busy for seconds on a loaded
+    // machine, long enough to miss the next stall.
+    std::panic::set_hook(Box::new(|_| {}));
+    for n in 1..=2 {
+        rt.block_on(async { block() });
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while calls.load(std::sync::atomic::Ordering::SeqCst) < n
+            && std::time::Instant::now() < deadline
+        {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+    drop(std::panic::take_hook()); // the default hook back
+                                   // The watchdog lived through the first panic to report the second stall.
+    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 2);
+    assert_eq!(rt.stats().cores[0].stalls, 2);
+}
