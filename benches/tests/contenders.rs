@@ -103,28 +103,48 @@ fn client(args: &[String]) -> io::Result<Command> {
     Ok(cmd)
 }
 
-#[test]
-fn server_tokio_shape_on_its_contenders() -> io::Result<()> {
-    let plan = server::Plan {
+/// `server_tokio_shape`'s plan for the tests: 2 cores, 8 connections, `hot` of them hot.
+fn server_plan(hot: usize) -> server::Plan {
+    server::Plan {
         cores: 2,
         conns: 8,
         client_threads: 2,
         warmup: Duration::from_millis(20),
         window: Duration::from_millis(100),
-    };
-    for name in ["tickless", "tokio", "tickless_per_core"] {
-        let c = Contender::named(name).expect("a contender");
-        let m = c.server(&plan, client)?;
-        assert_eq!(m.conns.len(), 2, "{name}: a count per core or worker");
-        assert_eq!(
-            m.conns.iter().sum::<u64>(),
-            8,
-            "{name}: every connection counted once, where its handler started"
-        );
-        assert!(m.requests.iter().sum::<u64>() > 0, "{name}: {m:?}");
-        assert!(m.rps > 0.0 && m.cpu_us_per_req > 0.0, "{name}: {m:?}");
-        assert!(m.p50_us <= m.p99_us, "{name}: {m:?}");
+        hot,
     }
+}
+
+#[test]
+fn server_tokio_shape_on_its_contenders() -> io::Result<()> {
+    // Even, then skewed: 2 of the 8 connections keep 3 requests in flight each.
+    for hot in [0, 2] {
+        let plan = server_plan(hot);
+        for name in ["tickless", "tokio", "tickless_per_core", "tickless_nosteal"] {
+            let c = Contender::named(name).expect("a contender");
+            let m = c.server(&plan, client)?;
+            assert_eq!(m.conns.len(), 2, "{name}: a count per core or worker");
+            assert_eq!(
+                m.conns.iter().sum::<u64>(),
+                8,
+                "{name}: every connection counted once, where its handler started"
+            );
+            assert!(m.requests.iter().sum::<u64>() > 0, "{name}: {m:?}");
+            assert!(m.rps > 0.0 && m.cpu_us_per_req > 0.0, "{name}: {m:?}");
+            assert!(m.p50_us <= m.p99_us, "{name}: {m:?}");
+            assert_eq!(
+                m.moves.is_some(),
+                c.is_tickless(),
+                "{name}: tickless's counters are read, and only tickless has them"
+            );
+            if hot == 0 {
+                assert_eq!(m.hot_share, 0.0, "{name}: no hot connection");
+            } else {
+                assert!(m.hot_share > 0.0 && m.hot_share < 1.0, "{name}: {m:?}");
+            }
+        }
+    }
+    let plan = server_plan(0);
     let e = Contender::Smol.server(&plan, client).unwrap_err();
     assert_eq!(e.kind(), io::ErrorKind::Unsupported, "{e}");
     Ok(())
@@ -139,6 +159,7 @@ fn server_client_reports_a_bad_server() -> io::Result<()> {
         client_threads: 1,
         warmup: Duration::from_millis(10),
         window: Duration::from_millis(50),
+        hot: 0,
     };
     let e = server::measure(&plan, client, |serving| {
         let listener = std::net::TcpListener::bind("127.0.0.1:0")?;

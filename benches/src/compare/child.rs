@@ -180,14 +180,19 @@ fn run(args: &[String]) -> io::Result<Vec<String>> {
                 lateness(&r.late)
             )]
         }
-        Workload::ServerTokioShape => {
-            let plan = sizes.server.plan(cores.unwrap_or(DEFAULT_CORES));
+        Workload::ServerTokioShape | Workload::ServerTokioShapeSkew => {
+            let hot = workload.server_hot().unwrap_or(0);
+            let plan = sizes.server.plan(cores.unwrap_or(DEFAULT_CORES), hot);
             let client = |args: &[String]| {
                 let mut all = vec![CLIENT.to_string()];
                 all.extend_from_slice(args);
                 child_command(&[], &all)
             };
-            vec![server_line(&c.server(&plan, client)?, c.is_tickless())]
+            let mut line = server_line(&c.server(&plan, client)?, c.is_tickless());
+            if plan.hot > 0 {
+                line += &format!(" hot_conns={}", plan.hot);
+            }
+            vec![line]
         }
         Workload::PingpongSame | Workload::PingpongCross | Workload::PingpongTimeout => {
             unreachable!("handled above")
@@ -200,7 +205,11 @@ fn run(args: &[String]) -> io::Result<Vec<String>> {
 const CLIENT: &str = "server_client";
 
 /// A `server_tokio_shape` result. Where each connection ran is tickless's alone: a tokio task
-/// moves between workers, so its requests' spread says all there is.
+/// moves between workers, so its requests' spread says all there is. tickless's counters add
+/// what moved between its cores over the window, per request answered meanwhile (the server's
+/// count): `placed_per_req`, `steals_per_req`, `rebinds_per_req` (`CoreStats`'s `tasks_placed`,
+/// `steals`, `io_rebinds`, the difference of two readings at the window's ends). A skewed run
+/// adds `hot_req_share`, the hot connections' share of the client's requests.
 fn server_line(m: &Measured, tickless: bool) -> String {
     let mut line = format!(
         "rps={} p50_us={} p99_us={} cpu_us_per_req={} busiest_req_share={}",
@@ -215,6 +224,19 @@ fn server_line(m: &Measured, tickless: bool) -> String {
         for (core, n) in m.conns.iter().enumerate() {
             line += &format!(" conns_core{core}={n}");
         }
+    }
+    if let Some(moves) = m.moves {
+        let answered: u64 = m.requests.iter().sum();
+        let per = |n: u64| fmt_num(n as f64 / answered.max(1) as f64);
+        line += &format!(
+            " placed_per_req={} steals_per_req={} rebinds_per_req={}",
+            per(moves.placed),
+            per(moves.steals),
+            per(moves.rebinds)
+        );
+    }
+    if m.hot_share > 0.0 {
+        line += &format!(" hot_req_share={}", fmt_num(m.hot_share));
     }
     line
 }

@@ -56,13 +56,14 @@ const USAGE: &str = "usage: compare [--quick | --smoke] [--only WORKLOAD,...] \
                fewer repetitions
   --smoke      a few seconds, tiny counts: checks every path runs, measures nothing
   --only       workloads: pingpong_same,pingpong_cross,pingpong_timeout,sleep_precision,idle,
-               timer_churn,server_tokio_shape,latency (open-loop latency against load: see
+               timer_churn,server_tokio_shape,server_tokio_shape_skew (2 connections carry
+               half the requests),latency (open-loop latency against load: see
                benches/README.md; charts in benches/results/latency_*.svg)
   --runtimes   contenders: tickless,tickless_spin50us,tickless_slack1ms,tickless_slack0,
                tickless_slack10us,tickless_slack100us,tickless_prop4,tickless_prop16,
                tickless_prop64,tickless_knee8ms,
                tickless_eager,tickless_onidle,tickless_lazy,tickless_epoll,
-               tickless_epoll_onidle,tickless_nolead,tickless_per_core,tokio,smol,
+               tickless_epoll_onidle,tickless_nolead,tickless_per_core,tickless_nosteal,tokio,smol,
                monoio_legacy,monoio_uring,threads,floor
   --cores      server_tokio_shape's cores (tickless) and workers (tokio), each count measured
                apart: 1,2,4,8,16 for a scaling curve (default 2)
@@ -298,7 +299,7 @@ fn run(opts: &Options) -> usize {
         &[]
     };
     for &n in cores {
-        let plan = sizes.server.plan(n);
+        let plan = sizes.server.plan(n, 0);
         notes.push(format!(
             "server_tokio_shape at {}: {} connections, a client of {} threads (tokio \
              current-thread runtimes, in a process of its own); {}",
@@ -307,6 +308,20 @@ fn run(opts: &Options) -> usize {
             plan.client_threads,
             crate::workload::server::placement_text(n)
         ));
+        if jobs
+            .iter()
+            .any(|j| j.workload == Workload::ServerTokioShapeSkew)
+        {
+            let skew = sizes.server.plan(n, plan::HOT);
+            notes.push(format!(
+                "server_tokio_shape_skew at {}: the same, but {} of the connections keep {} \
+                 requests in flight each (as many as the others together): about half the \
+                 requests (hot_req_share: the share they carried)",
+                report::cores_text(n),
+                skew.hot,
+                crate::workload::server::client::depth(skew.conns, skew.hot)
+            ));
+        }
     }
 
     // Contenders that may not run here (io_uring disabled, say) are probed once.

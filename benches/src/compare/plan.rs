@@ -25,6 +25,8 @@ pub enum Workload {
     /// A key-value server written the tokio way (one listener, a task per connection) on
     /// tickless and tokio, and on tickless's `serve_per_core`, under a client's load.
     ServerTokioShape,
+    /// The same under a skewed load: [`HOT`] of the connections carry about half the requests.
+    ServerTokioShapeSkew,
     /// Open-loop latency at fixed fractions of tokio's maximum load, per server shape
     /// (`latency.rs`): run by the parent itself, not as jobs.
     Latency,
@@ -32,7 +34,7 @@ pub enum Workload {
 
 impl Workload {
     /// Every workload, in the order they are run and reported.
-    pub const ALL: [Workload; 8] = [
+    pub const ALL: [Workload; 9] = [
         Workload::PingpongSame,
         Workload::PingpongCross,
         Workload::PingpongTimeout,
@@ -40,6 +42,7 @@ impl Workload {
         Workload::Idle,
         Workload::TimerChurn,
         Workload::ServerTokioShape,
+        Workload::ServerTokioShapeSkew,
         Workload::Latency,
     ];
 
@@ -53,6 +56,7 @@ impl Workload {
             Workload::Idle => "idle",
             Workload::TimerChurn => "timer_churn",
             Workload::ServerTokioShape => "server_tokio_shape",
+            Workload::ServerTokioShapeSkew => "server_tokio_shape_skew",
             Workload::Latency => "latency",
         }
     }
@@ -146,8 +150,14 @@ impl Workload {
                 "tickless_epoll_onidle",
                 "tickless_nolead",
             ],
-            // tokio here is its multi-thread runtime, as a tokio server runs.
-            Workload::ServerTokioShape => &["tickless", RUNTIMES[0], "tickless_per_core"],
+            // tokio here is its multi-thread runtime, as a tokio server runs; tickless without
+            // work stealing last, to show what stealing changes.
+            Workload::ServerTokioShape | Workload::ServerTokioShapeSkew => &[
+                "tickless",
+                RUNTIMES[0],
+                "tickless_per_core",
+                "tickless_nosteal",
+            ],
             // Its servers and loads are `latency.rs`'s, run by the parent.
             Workload::Latency => &[],
         }
@@ -155,9 +165,21 @@ impl Workload {
 
     /// Whether it runs at each `--cores` count (the others run at fixed core counts).
     pub fn takes_cores(self) -> bool {
-        self == Workload::ServerTokioShape
+        self.server_hot().is_some()
+    }
+
+    /// For a key-value server workload, its hot connections (0: none); `None` for the others.
+    pub fn server_hot(self) -> Option<usize> {
+        match self {
+            Workload::ServerTokioShape => Some(0),
+            Workload::ServerTokioShapeSkew => Some(HOT),
+            _ => None,
+        }
     }
 }
+
+/// `server_tokio_shape_skew`'s hot connections, whatever the core count: 2 of 64 on two cores.
+pub const HOT: usize = 2;
 
 /// `server_tokio_shape`'s cores (tickless) and workers (tokio) when `--cores` is not given: the
 /// two CPUs of the machine the targets are set for.
@@ -213,14 +235,17 @@ pub struct ServerSizes {
 }
 
 impl ServerSizes {
-    /// The plan at `cores` cores: the client runs a thread per server core.
-    pub fn plan(&self, cores: usize) -> server::Plan {
+    /// The plan at `cores` cores with `hot` hot connections (fewer than the connections:
+    /// at most all but one): the client runs a thread per server core.
+    pub fn plan(&self, cores: usize, hot: usize) -> server::Plan {
+        let conns = self.conns_per_core * cores;
         server::Plan {
             cores,
-            conns: self.conns_per_core * cores,
+            conns,
             client_threads: cores,
             warmup: self.warmup,
             window: self.window,
+            hot: hot.min(conns.saturating_sub(1)),
         }
     }
 }

@@ -297,9 +297,11 @@ impl Results {
         let _ = writeln!(t, "| workload | metric | better | {} |", cols.join(" | "));
         let _ = writeln!(t, "|---|---|---|{}", "---:|".repeat(cols.len()));
         let mut rows: Vec<(&str, &str, &str, Better, &str)> = ROWS.to_vec();
-        for labels in self.labels_of("server_tokio_shape") {
-            for (metric, better, unit) in SERVER_ROWS {
-                rows.push(("server_tokio_shape", labels, metric, better, unit));
+        for w in ["server_tokio_shape", "server_tokio_shape_skew"] {
+            for labels in self.labels_of(w) {
+                for (metric, better, unit) in SERVER_ROWS {
+                    rows.push((w, labels, metric, better, unit));
+                }
             }
         }
         for (w, labels, metric, better, unit) in rows {

@@ -15,7 +15,7 @@ pub const WIDTH: usize = 100;
 pub const TERMS_HEADING: &str = "# Terms in the tables";
 
 /// One line per term the tables use.
-const TERMS: [(&str, &str); 19] = [
+const TERMS: [(&str, &str); 23] = [
     (
         "rtt_per_s",
         "round trips per second: a 4-byte message each way over two pipes",
@@ -83,6 +83,22 @@ const TERMS: [(&str, &str); 19] = [
     (
         "tickless_per_core",
         "the same server's handler under serve_per_core: a listener per core",
+    ),
+    (
+        "server_*_skew",
+        "server_tokio_shape with 2 of the connections pipelining half the requests",
+    ),
+    (
+        "steals/rebinds",
+        "_per_req: tasks stolen by an idle core, streams moved to another core",
+    ),
+    (
+        "placed_per_req",
+        "tasks spawned onto another core than the spawner's, per request; tickless",
+    ),
+    (
+        "tickless_nosteal",
+        "tickless without work stealing (Builder::steal_after(None))",
     ),
     (
         "(0.85x)",

@@ -143,6 +143,14 @@ pub const ALL: &[(&str, Contender)] = &[
     ),
     // `server_tokio_shape`'s service on tickless's own shape: a listener per core.
     ("tickless_per_core", Contender::TicklessPerCore),
+    // No work stealing (`Builder::steal_after(None)`): a task stays where it was placed.
+    (
+        "tickless_nosteal",
+        Contender::Tickless(tickless::Config {
+            steal_after: Some(None),
+            ..tickless::Config::DEFAULT
+        }),
+    ),
     ("tokio", Contender::Tokio),
     ("smol", Contender::Smol),
     ("monoio_legacy", Contender::Monoio(monoio::Driver::Legacy)),

@@ -14,7 +14,7 @@ use tickless::{Builder, ClockDevice, CoreStats, RearmPolicy, Runtime};
 
 use crate::sys;
 use crate::workload::pingpong::{self, Clock, Mode, Plan, Run, TIMEOUT};
-use crate::workload::server::{self, Db, Measured, Serving};
+use crate::workload::server::{self, Db, Measured, Moves, Serving};
 use crate::workload::timers::{self, ChurnPlan, IdlePlan, Probe, SleepPlan};
 use crate::workload::{cpus, on_fresh_thread};
 
@@ -33,6 +33,8 @@ pub struct Config {
     pub device: Option<ClockDevice>,
     /// `wakeup_lead_max`; `None`: the builder's default.
     pub lead_max: Option<Duration>,
+    /// `steal_after`; `None`: the builder's default (`Some(None)`: no stealing).
+    pub steal_after: Option<Option<Duration>>,
 }
 
 /// A default slack `compare` sets.
@@ -55,6 +57,7 @@ impl Config {
         slack: None,
         device: None,
         lead_max: None,
+        steal_after: None,
     };
 
     fn builder(&self, cores: usize) -> Builder {
@@ -74,6 +77,9 @@ impl Config {
         }
         if let Some(l) = self.lead_max {
             b.wakeup_lead_max(l);
+        }
+        if let Some(s) = self.steal_after {
+            b.steal_after(s);
         }
         match self.slack {
             Some(Slack::Fixed(s)) => {
@@ -268,6 +274,22 @@ mod shape {
     include!("../workload/server/app.rs");
 }
 
+/// Registers `rt`'s counters with `serving`: the moves of its work between cores, read from the
+/// measuring thread (`Runtime::stats`: exact for a core that is parked, as of its last park for
+/// one that is running). The probe holds the runtime weakly: the server's thread keeps it and
+/// drops it.
+fn count_moves(rt: &Arc<Runtime>, serving: &Serving) {
+    let rt = Arc::downgrade(rt);
+    serving.count_moves(move || {
+        let total = rt.upgrade()?.stats().total;
+        Some(Moves {
+            placed: total.tasks_placed,
+            steals: total.steals,
+            rebinds: total.io_rebinds,
+        })
+    });
+}
+
 /// `server_tokio_shape`, the tokio way on tickless: `plan.cores` cores, one listener bound in
 /// `block_on` (on core 0), the accept loop there, a task spawned per connection.
 ///
@@ -280,7 +302,8 @@ pub fn server_tokio_shape(
     client: impl FnOnce(&[String]) -> io::Result<Command> + Send,
 ) -> io::Result<Measured> {
     server::measure(plan, client, |serving: Serving| {
-        let rt = cfg.builder(plan.cores).build()?;
+        let rt = Arc::new(cfg.builder(plan.cores).build()?);
+        count_moves(&rt, &serving);
         rt.block_on(async move {
             let listener = tickless::net::TcpListener::bind("127.0.0.1:0").await?;
             serving.listening(listener.local_addr()?);
@@ -305,7 +328,8 @@ pub fn server_per_core(
     client: impl FnOnce(&[String]) -> io::Result<Command> + Send,
 ) -> io::Result<Measured> {
     server::measure(plan, client, |serving: Serving| {
-        let rt = Config::DEFAULT.builder(plan.cores).build()?;
+        let rt = Arc::new(Config::DEFAULT.builder(plan.cores).build()?);
+        count_moves(&rt, &serving);
         let (db, seen) = (Db::default(), serving.seen.clone());
         let addr = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
         let per_core = tickless::net::serve_per_core(&rt, addr, move |stream, _conn| {

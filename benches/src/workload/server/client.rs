@@ -1,5 +1,5 @@
 //! The load of `server_tokio_shape`, in a process of its own (`compare __child server_client
-//! addr=... conns=... threads=... warmup_ms=... window_ms=... [cpus=...]`).
+//! addr=... conns=... threads=... warmup_us=... window_us=... [hot=...] [cpus=...]`).
 //!
 //! wrk's shape: a few threads, each an event loop driving many connections (here a tokio
 //! current-thread runtime per thread, a task per connection), each connection with one request
@@ -8,11 +8,17 @@
 //! a context switch per answer; in a process apart from the server, so that the server's
 //! `getrusage` counts the server alone.
 //!
+//! Skewed (`hot=N`, `server_tokio_shape_skew`): N of the connections pipeline, each keeping as
+//! many requests in flight as the others hold together divided by N (31 each for 2 of 64), so
+//! that the hot ones carry about half the requests (the result's `hot_requests` says how many
+//! they did carry). The server sees the same protocol: it answers a connection's lines in order.
+//!
 //! Stdout, the protocol with [`measure`](super::measure): [`MEASURING`] when the window opens
 //! (after the warm-up), [`MEASURED`] when it closes, then one [`RESULT`] line. The window is
 //! the main thread's: its ends are marked on time whatever the connections are doing, and a
 //! request counts if its answer arrived within it.
 
+use std::collections::VecDeque;
 use std::io::{self, Write};
 use std::net::SocketAddr;
 use std::sync::{mpsc, Arc, Barrier, OnceLock};
@@ -39,6 +45,15 @@ const SET_EVERY: u64 = 10;
 /// (a connection whose answer never comes).
 const STALL: Duration = Duration::from_secs(10);
 
+/// Requests each of `hot` connections of `conns` keeps in flight: the others' together (one
+/// each), shared among the hot ones, rounded up (at least 1).
+pub fn depth(conns: usize, hot: usize) -> usize {
+    if hot == 0 {
+        return 1;
+    }
+    conns.saturating_sub(hot).div_ceil(hot).max(1)
+}
+
 /// The client's command line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Args {
@@ -52,11 +67,30 @@ pub struct Args {
     pub warmup: Duration,
     /// The window.
     pub window: Duration,
+    /// Hot connections, fewer than `conns`; 0: none. Connections are numbered across the
+    /// threads in turn (connection `i` of thread `t` is `i * threads + t`), and those numbered
+    /// below `hot` each keep [`Args::depth`] requests in flight, the others one.
+    pub hot: usize,
     /// The CPUs the client may run on; `None`: the process's.
     pub cpus: Option<Vec<usize>>,
 }
 
 impl Args {
+    /// Requests a hot connection keeps in flight: the cold connections' together, shared
+    /// among the hot ones (at least 1).
+    pub fn depth(&self) -> usize {
+        depth(self.conns, self.hot)
+    }
+
+    /// Connection `i` of thread `t`: `(requests it keeps in flight, whether it is hot)`.
+    fn depth_of(&self, t: usize, i: usize) -> (usize, bool) {
+        if i * self.threads + t < self.hot {
+            (self.depth(), true)
+        } else {
+            (1, false)
+        }
+    }
+
     /// As `key=value` arguments.
     pub fn to_args(&self) -> Vec<String> {
         let mut a = vec![
@@ -66,6 +100,9 @@ impl Args {
             format!("warmup_us={}", self.warmup.as_micros()),
             format!("window_us={}", self.window.as_micros()),
         ];
+        if self.hot > 0 {
+            a.push(format!("hot={}", self.hot));
+        }
         if let Some(cpus) = &self.cpus {
             let list: Vec<String> = cpus.iter().map(usize::to_string).collect();
             a.push(format!("cpus={}", list.join(",")));
@@ -78,11 +115,12 @@ impl Args {
     /// # Errors
     ///
     /// `InvalidInput`, naming the argument, for one missing, unknown or malformed, or for no
-    /// connection or thread.
+    /// connection or thread, or for as many hot connections as connections.
     pub fn parse(args: &[String]) -> io::Result<Args> {
         let bad = |what: &str| io::Error::new(io::ErrorKind::InvalidInput, what.to_string());
         let (mut addr, mut conns, mut threads, mut warmup, mut window, mut cpus) =
             (None, None, None, None, None, None);
+        let mut hot = 0;
         for a in args {
             let (k, v) = a
                 .split_once('=')
@@ -102,6 +140,7 @@ impl Args {
                 "threads" => threads = Some(num()? as usize),
                 "warmup_us" => warmup = Some(Duration::from_micros(num()?)),
                 "window_us" => window = Some(Duration::from_micros(num()?)),
+                "hot" => hot = num()? as usize,
                 "cpus" => {
                     let list: Result<Vec<usize>, _> = v.split(',').map(str::parse).collect();
                     cpus =
@@ -117,11 +156,17 @@ impl Args {
             threads: threads.ok_or_else(|| need("threads"))?,
             warmup: warmup.ok_or_else(|| need("warmup_us"))?,
             window: window.ok_or_else(|| need("window_us"))?,
+            hot,
             cpus,
         };
         if args.conns == 0 || args.threads == 0 || args.window.is_zero() {
             return Err(bad(
                 "the client needs a connection, a thread and a window at least",
+            ));
+        }
+        if args.hot >= args.conns {
+            return Err(bad(
+                "the client needs fewer hot connections than connections",
             ));
         }
         Ok(args)
@@ -133,6 +178,8 @@ impl Args {
 pub struct Report {
     /// Requests answered within the window.
     pub requests: u64,
+    /// Of those, the hot connections' (0 without any).
+    pub hot_requests: u64,
     /// The window.
     pub window: Duration,
     /// Median latency, µs.
@@ -145,8 +192,9 @@ impl Report {
     /// The result line, [`RESULT`] included.
     fn line(&self) -> String {
         format!(
-            "{RESULT}requests={} window_us={} p50_us={} p99_us={}",
+            "{RESULT}requests={} hot_requests={} window_us={} p50_us={} p99_us={}",
             self.requests,
+            self.hot_requests,
             self.window.as_micros(),
             self.p50_us,
             self.p99_us
@@ -172,6 +220,7 @@ impl Report {
         };
         Ok(Report {
             requests: field("requests")? as u64,
+            hot_requests: field("hot_requests")? as u64,
             window: Duration::from_micros(field("window_us")? as u64),
             p50_us: field("p50_us")?,
             p99_us: field("p99_us")?,
@@ -189,8 +238,22 @@ pub fn main(args: &[String]) -> io::Result<()> {
     run(&args, &mut io::stdout().lock())
 }
 
-/// One thread's share: requests answered in the window and their latencies (ns).
-type Share = (u64, Vec<u64>);
+/// One connection's or thread's share of the window: requests answered, of them on hot
+/// connections, and their latencies (ns).
+#[derive(Debug, Default)]
+struct Share {
+    requests: u64,
+    hot_requests: u64,
+    latencies: Vec<u64>,
+}
+
+impl Share {
+    fn add(&mut self, other: Share) {
+        self.requests += other.requests;
+        self.hot_requests += other.hot_requests;
+        self.latencies.extend(other.latencies);
+    }
+}
 
 /// Runs the load, writing the marks and the result to `out`.
 ///
@@ -207,6 +270,7 @@ pub fn run(args: &Args, out: &mut impl Write) -> io::Result<()> {
     let (tx, rx) = mpsc::channel::<io::Result<Share>>();
     for t in 0..args.threads {
         let n = args.conns / args.threads + usize::from(t < args.conns % args.threads);
+        let depths: Vec<(usize, bool)> = (0..n).map(|i| args.depth_of(t, i)).collect();
         let (barrier, window, tx, addr) = (barrier.clone(), window.clone(), tx.clone(), args.addr);
         thread::Builder::new()
             .name(format!("bench-client-{t}"))
@@ -223,7 +287,7 @@ pub fn run(args: &Args, out: &mut impl Write) -> io::Result<()> {
                 barrier.wait();
                 let share = connected.and_then(|(rt, streams)| {
                     let (t0, t1) = *window.get().expect("set between the barriers");
-                    rt.block_on(drive(streams, t, t0, t1))
+                    rt.block_on(drive(streams, &depths, t, t0, t1))
                 });
                 let _ = tx.send(share);
             })?;
@@ -240,22 +304,26 @@ pub fn run(args: &Args, out: &mut impl Write) -> io::Result<()> {
     thread::sleep(t1.saturating_duration_since(Instant::now()));
     writeln!(out, "{MEASURED}")?;
     out.flush()?;
-    let (mut requests, mut latencies) = (0, Vec::new());
+    let mut all = Share::default();
     for _ in 0..args.threads {
         let left = (t1 + STALL).saturating_duration_since(Instant::now());
-        let (n, l) = rx.recv_timeout(left).map_err(|_| {
+        all.add(rx.recv_timeout(left).map_err(|_| {
             io::Error::new(
                 io::ErrorKind::TimedOut,
                 format!("a connection had no answer {STALL:?} after the window"),
             )
-        })??;
-        requests += n;
-        latencies.extend(l);
+        })??);
     }
+    let Share {
+        requests,
+        hot_requests,
+        mut latencies,
+    } = all;
     latencies.sort_unstable();
     let us = |p| crate::stats::percentile_sorted(&latencies, p) as f64 / 1_000.0;
     let report = Report {
         requests,
+        hot_requests,
         window: args.window,
         p50_us: us(50.0),
         p99_us: us(99.0),
@@ -275,50 +343,73 @@ async fn connect(addr: SocketAddr, n: usize) -> io::Result<Vec<TcpStream>> {
     Ok(streams)
 }
 
-/// Loads every connection of a thread until the window closes.
+/// Loads every connection of a thread until the window closes; `depths[i]`: the requests
+/// connection `i` keeps in flight, and whether it is hot.
 async fn drive(
     streams: Vec<TcpStream>,
+    depths: &[(usize, bool)],
     thread: usize,
     t0: Instant,
     t1: Instant,
 ) -> io::Result<Share> {
     let tasks: Vec<_> = streams
         .into_iter()
+        .zip(depths)
         .enumerate()
-        .map(|(i, s)| {
+        .map(|(i, (s, &(depth, hot)))| {
             let seed = ((thread as u64) << 32 | i as u64).wrapping_add(1);
-            tokio::spawn(connection(s, seed, t0, t1))
+            tokio::spawn(connection(s, seed, (depth, hot), t0, t1))
         })
         .collect();
-    let (mut requests, mut latencies) = (0, Vec::new());
+    let mut all = Share::default();
     for task in tasks {
-        let (n, l) = task.await.map_err(io::Error::other)??;
-        requests += n;
-        latencies.extend(l);
+        all.add(task.await.map_err(io::Error::other)??);
     }
-    Ok((requests, latencies))
+    Ok(all)
 }
 
-/// One connection: a request, its answer checked, again, until an answer comes after `t1`.
-async fn connection(stream: TcpStream, seed: u64, t0: Instant, t1: Instant) -> io::Result<Share> {
+/// The next request's `(set, key)` from the connection's generator.
+fn next_request(rng: &mut u64) -> (bool, u64) {
+    // xorshift64: the same sequence of keys for every server.
+    *rng ^= *rng << 13;
+    *rng ^= *rng >> 7;
+    *rng ^= *rng << 17;
+    (((*rng >> 32).is_multiple_of(SET_EVERY)), *rng % KEYS)
+}
+
+/// One connection: `depth` requests in flight (1: a request, its answer, the next), each
+/// answer checked and replaced by a new request, until an answer comes after `t1`; `hot`: its
+/// requests count as the hot connections'. A request's latency runs from the write that sent
+/// it to the read of its answer.
+async fn connection(
+    stream: TcpStream,
+    seed: u64,
+    (depth, hot): (usize, bool),
+    t0: Instant,
+    t1: Instant,
+) -> io::Result<Share> {
     let mut stream = BufReader::new(stream);
     let mut rng = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    let (mut request, mut reply) = (Vec::with_capacity(32), Vec::with_capacity(32));
-    let (mut requests, mut latencies) = (0, Vec::new());
+    let (mut request, mut reply) = (Vec::with_capacity(32 * depth), Vec::with_capacity(32));
+    // `(set, key, sent)` of each request in flight, oldest first: answers come in order.
+    let mut in_flight: VecDeque<(bool, u64, Instant)> = VecDeque::with_capacity(depth);
+    let mut share = Share::default();
     loop {
-        // xorshift64: the same sequence of keys for every server.
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        let key = rng % KEYS;
-        let set = (rng >> 32).is_multiple_of(SET_EVERY);
         request.clear();
-        if set {
-            writeln!(request, "SET k{key} v{key}")?;
-        } else {
-            writeln!(request, "GET k{key}")?;
+        let fresh = depth - in_flight.len();
+        for _ in 0..fresh {
+            let (set, key) = next_request(&mut rng);
+            if set {
+                writeln!(request, "SET k{key} v{key}")?;
+            } else {
+                writeln!(request, "GET k{key}")?;
+            }
+            in_flight.push_back((set, key, t0)); // stamped below, once written
         }
         let sent = Instant::now();
+        for r in in_flight.iter_mut().rev().take(fresh) {
+            r.2 = sent;
+        }
         stream.get_mut().write_all(&request).await?;
         reply.clear();
         if stream.read_until(b'\n', &mut reply).await? == 0 {
@@ -328,14 +419,16 @@ async fn connection(stream: TcpStream, seed: u64, t0: Instant, t1: Instant) -> i
             ));
         }
         let answered = Instant::now();
+        let (set, key, sent) = in_flight.pop_front().expect("a request is in flight");
         check(set, key, &reply)?;
         if answered >= t0 && answered < t1 {
-            requests += 1;
+            share.requests += 1;
+            share.hot_requests += u64::from(hot);
             let ns = answered.duration_since(sent).as_nanos();
-            latencies.push(u64::try_from(ns).unwrap_or(u64::MAX));
+            share.latencies.push(u64::try_from(ns).unwrap_or(u64::MAX));
         }
         if answered >= t1 {
-            return Ok((requests, latencies));
+            return Ok(share);
         }
     }
 }
@@ -366,16 +459,22 @@ pub(crate) fn check(set: bool, key: u64, reply: &[u8]) -> io::Result<()> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn arguments_round_trip_and_are_checked() {
-        let a = Args {
+    /// 64 connections on 2 threads, `hot` of them hot, on CPUs 2 and 3.
+    fn args(hot: usize) -> Args {
+        Args {
             addr: "127.0.0.1:4000".parse().unwrap(),
             conns: 64,
             threads: 2,
             warmup: Duration::from_millis(500),
             window: Duration::from_secs(3),
+            hot,
             cpus: Some(vec![2, 3]),
-        };
+        }
+    }
+
+    #[test]
+    fn arguments_round_trip_and_are_checked() {
+        let a = args(0);
         assert_eq!(Args::parse(&a.to_args()).unwrap(), a);
         let without = Args { cpus: None, ..a };
         assert_eq!(Args::parse(&without.to_args()).unwrap(), without);
@@ -389,12 +488,37 @@ mod tests {
         let mut unknown = without.to_args();
         unknown.push("rate=9".into());
         assert!(Args::parse(&unknown).is_err());
+        let skewed = Args { hot: 2, ..without };
+        assert_eq!(Args::parse(&skewed.to_args()).unwrap(), skewed);
+        let all_hot = Args { hot: 64, ..skewed };
+        let e = Args::parse(&all_hot.to_args()).unwrap_err();
+        assert!(e.to_string().contains("hot"), "{e}");
+    }
+
+    #[test]
+    fn hot_connections_hold_the_cold_ones_in_flight() {
+        let a = args(2);
+        assert_eq!(a.depth(), 31);
+        // Numbered across the threads in turn: the first connection of each thread is hot.
+        assert_eq!(a.depth_of(0, 0), (31, true));
+        assert_eq!(a.depth_of(1, 0), (31, true));
+        assert_eq!(a.depth_of(0, 1), (1, false));
+        let in_flight: usize = (0..2)
+            .flat_map(|t| (0..32).map(move |i| (t, i)))
+            .map(|(t, i)| a.depth_of(t, i).0)
+            .sum();
+        assert_eq!(in_flight, 62 + 62, "the hot hold as many as the cold");
+        let even = args(0);
+        assert_eq!(even.depth(), 1);
+        assert_eq!(even.depth_of(0, 0), (1, false));
+        assert_eq!(args(3).depth(), 21, "61 / 3, rounded up");
     }
 
     #[test]
     fn report_round_trips() {
         let r = Report {
             requests: 123_456,
+            hot_requests: 60_000,
             window: Duration::from_millis(1_500),
             p50_us: 41.5,
             p99_us: 250.25,

@@ -13,7 +13,14 @@
 //! [`measure`] runs one server and its client, and takes from each side what it knows best:
 //! the client's requests per second and latency over the measured window, and the server
 //! process's own CPU time (`getrusage`) and work per core or worker thread ([`Placement`]) over
-//! the same window, which the client marks with a line on its stdout at each end.
+//! the same window, which the client marks with a line on its stdout at each end. A server
+//! on tickless also registers a probe of its runtime's counters ([`Serving::count_moves`]):
+//! how many tasks were placed on, stolen by and I/O objects moved to another core ([`Moves`]),
+//! taken at the same two ends.
+//!
+//! `server_tokio_shape_skew` is the same measurement with a skewed client ([`Plan::hot`]): a
+//! few connections keep many requests in flight each, as many as all the others together, so
+//! that they carry about half the requests.
 //!
 //! Where the process may run on twice as many CPUs as the server has cores, the server gets the
 //! first `cores` CPUs and the client the next ones, as a load generator on its own machine
@@ -28,7 +35,7 @@ use std::io::{self, BufRead, BufReader, Read};
 use std::net::SocketAddr;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{mpsc, Arc, Mutex, OnceLock};
 use std::thread;
 use std::time::Duration;
 
@@ -153,6 +160,9 @@ pub struct Plan {
     pub warmup: Duration,
     /// The measured window.
     pub window: Duration,
+    /// Connections that carry about half the requests (`server_tokio_shape_skew`); 0: every
+    /// connection alike. See [`client::Args::hot`].
+    pub hot: usize,
 }
 
 /// The CPUs of the server and of the client: `(server, client)`, each `cores` long, where the
@@ -183,18 +193,64 @@ pub fn placement_text(cores: usize) -> String {
     }
 }
 
+/// Where a tickless runtime's work moved between cores, summed over its cores: `CoreStats`'s
+/// `tasks_placed` (tasks spawned onto another core than the spawner's), `steals` (tasks an
+/// idle core took from another's backlog) and `io_rebinds` (I/O objects that followed their
+/// task to another core).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Moves {
+    /// Tasks placed on another core.
+    pub placed: u64,
+    /// Tasks stolen.
+    pub steals: u64,
+    /// I/O objects moved to another core.
+    pub rebinds: u64,
+}
+
+impl Moves {
+    /// What happened between `before` and `self`, two readings of the same counters.
+    pub fn since(self, before: Moves) -> Moves {
+        Moves {
+            placed: self.placed.saturating_sub(before.placed),
+            steals: self.steals.saturating_sub(before.steals),
+            rebinds: self.rebinds.saturating_sub(before.rebinds),
+        }
+    }
+}
+
+/// Reads a runtime's [`Moves`] so far, from the measuring thread; `None` once the runtime is
+/// gone.
+type MovesProbe = Box<dyn Fn() -> Option<Moves> + Send + Sync>;
+
 /// What a contender's server gets from [`measure`].
-#[derive(Debug)]
 pub struct Serving {
     /// Where the connection handlers ran; the handler counts into it.
     pub seen: Arc<Placement>,
+    /// The runtime's counters, if the server registers them before it listens.
+    moves: Arc<OnceLock<MovesProbe>>,
     /// Sends the address the server listens on, once it does.
     listening: mpsc::SyncSender<SocketAddr>,
     /// Completes when the measurement is over (the client has exited): the server returns.
     pub stop: tokio::sync::oneshot::Receiver<()>,
 }
 
+impl std::fmt::Debug for Serving {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Serving")
+            .field("seen", &self.seen)
+            .field("counts_moves", &self.moves.get().is_some())
+            .finish_non_exhaustive()
+    }
+}
+
 impl Serving {
+    /// Registers `probe`, which reads the server's runtime's counters (from another thread,
+    /// at each end of the window): the result then has [`Measured::moves`]. Call it before
+    /// [`listening`](Self::listening); a second probe is ignored.
+    pub fn count_moves(&self, probe: impl Fn() -> Option<Moves> + Send + Sync + 'static) {
+        let _ = self.moves.set(Box::new(probe));
+    }
+
     /// The server listens on `addr`: the client may start.
     pub fn listening(&self, addr: SocketAddr) {
         // The receiver waits for this; it is gone only if `measure` itself failed.
@@ -218,6 +274,11 @@ pub struct Measured {
     pub conns: Vec<u64>,
     /// Requests per worker over the window.
     pub requests: Vec<u64>,
+    /// Where the runtime's work moved over the window, for a server that counts it
+    /// ([`Serving::count_moves`]).
+    pub moves: Option<Moves>,
+    /// The share of the window's requests that the hot connections carried (0 without).
+    pub hot_share: f64,
 }
 
 impl Measured {
@@ -250,13 +311,16 @@ struct Snapshot {
     cpu: Duration,
     /// Its counts so far.
     counts: Vec<(u64, u64)>,
+    /// Its runtime's counters so far, if it has a probe.
+    moves: Option<Moves>,
 }
 
 impl Snapshot {
-    fn take(seen: &Placement) -> io::Result<Snapshot> {
+    fn take(seen: &Placement, moves: &OnceLock<MovesProbe>) -> io::Result<Snapshot> {
         Ok(Snapshot {
             cpu: sys::process_cpu()?,
             counts: seen.counts()?,
+            moves: moves.get().and_then(|probe| probe()),
         })
     }
 }
@@ -288,8 +352,10 @@ where
         let seen = Arc::new(Placement::new(plan.cores));
         let (listening, addr) = mpsc::sync_channel(1);
         let (stop_tx, stop) = tokio::sync::oneshot::channel();
+        let moves = Arc::new(OnceLock::new());
         let serving = Serving {
             seen: Arc::clone(&seen),
+            moves: Arc::clone(&moves),
             listening,
             stop,
         };
@@ -305,9 +371,10 @@ where
                         threads: plan.client_threads,
                         warmup: plan.warmup,
                         window: plan.window,
+                        hot: plan.hot,
                         cpus: cpus.as_ref().map(|c| c.1.clone()),
                     };
-                    client(&args.to_args()).and_then(|cmd| load(cmd, &seen))
+                    client(&args.to_args()).and_then(|cmd| load(cmd, &seen, &moves))
                 }
                 // The server failed before listening: its own error says why.
                 Err(_) => Err(io::Error::other("the server did not start")),
@@ -324,7 +391,7 @@ where
 }
 
 /// Runs the client and reads its lines, snapshotting the server at each end of the window.
-fn load(mut cmd: Command, seen: &Placement) -> io::Result<Measured> {
+fn load(mut cmd: Command, seen: &Placement, moves: &OnceLock<MovesProbe>) -> io::Result<Measured> {
     let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -350,8 +417,8 @@ fn load(mut cmd: Command, seen: &Placement) -> io::Result<Measured> {
         };
         match line.as_str() {
             // Errors are kept until the client has exited: it is never left behind.
-            client::MEASURING => before = Some(Snapshot::take(seen)),
-            client::MEASURED => after = Some(Snapshot::take(seen)),
+            client::MEASURING => before = Some(Snapshot::take(seen, moves)),
+            client::MEASURED => after = Some(Snapshot::take(seen, moves)),
             l => {
                 if let Some(r) = l.strip_prefix(client::RESULT) {
                     result = Some(client::Report::parse(r));
@@ -396,6 +463,12 @@ fn load(mut cmd: Command, seen: &Placement) -> io::Result<Measured> {
         cpu_us_per_req: cpu.as_secs_f64() * 1e6 / answered as f64,
         conns,
         requests,
+        moves: after.moves.zip(before.moves).map(|(a, b)| a.since(b)),
+        hot_share: if report.requests == 0 {
+            0.0
+        } else {
+            report.hot_requests as f64 / report.requests as f64
+        },
     })
 }
 
