@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 ///
 /// Ids come from one global counter: a task spawned later has a larger one, and none is ever
 /// reused. Read a task's with [`JoinHandle::id`](crate::task::JoinHandle::id), from inside it
-/// with [`task::id`](id()), and in the task hooks with
+/// with [`task::id`](crate::task::id()), and in the task hooks with
 /// [`TaskMeta::id`](crate::runtime::TaskMeta::id).
 ///
 /// # Examples
