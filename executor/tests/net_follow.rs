@@ -328,6 +328,11 @@ fn a_ping_pong_on_one_core_never_moves() -> io::Result<()> {
     assert_eq!(rounds, 1_000);
     let stats = rt.stats();
     assert_eq!(stats.total.io_rebinds, 0);
+    assert_eq!(
+        (stats.total.steals, stats.total.tasks_spilled),
+        (0, 0),
+        "nothing spills"
+    );
     assert_eq!(stats.total.task_panics, 0);
     Ok(())
 }
