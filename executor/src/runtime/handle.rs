@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use crate::blocking::{BlockingPool, BlockingTask};
 use crate::context::{with_current, NO_RUNTIME};
+use crate::runtime::RuntimeMetrics;
 use crate::task::{spawn_remote, JoinHandle};
+use crate::worker::placement::Peers;
 use crate::worker::shared::Shared;
 
 /// A handle to one core of a runtime: `Send`, `Sync` and `Clone`, usable from any thread.
@@ -25,12 +27,39 @@ pub struct Handle {
     shared: Arc<Shared>,
     /// The runtime's blocking pool.
     blocking: Arc<BlockingPool>,
+    /// Every core of the runtime, for its metrics.
+    peers: Arc<Peers>,
 }
 
 impl Handle {
     /// The handle of the core whose shared half is `shared`.
-    pub(crate) fn new(shared: Arc<Shared>, blocking: Arc<BlockingPool>) -> Handle {
-        Handle { shared, blocking }
+    pub(crate) fn new(
+        shared: Arc<Shared>,
+        blocking: Arc<BlockingPool>,
+        peers: Arc<Peers>,
+    ) -> Handle {
+        Handle {
+            shared,
+            blocking,
+            peers,
+        }
+    }
+
+    /// The metrics of the runtime this core belongs to (all its cores), as tokio's
+    /// `Handle::metrics`. See [`RuntimeMetrics`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = tickless::Builder::new().cores(2).build()?;
+    /// let workers = rt.block_on(async {
+    ///     tickless::Handle::current().metrics().num_workers()
+    /// });
+    /// assert_eq!(workers, 2);
+    /// # std::io::Result::Ok(())
+    /// ```
+    pub fn metrics(&self) -> RuntimeMetrics {
+        RuntimeMetrics::new(self.peers.clone(), self.blocking.clone())
     }
 
     /// The handle of the core running the caller, as tokio's `Handle::current`.
@@ -52,8 +81,14 @@ impl Handle {
     /// # std::io::Result::Ok(())
     /// ```
     pub fn current() -> Handle {
-        with_current(|core| Handle::new(core.shared().clone(), core.blocking().clone()))
-            .expect(NO_RUNTIME)
+        with_current(|core| {
+            Handle::new(
+                core.shared().clone(),
+                core.blocking().clone(),
+                core.peers().clone(),
+            )
+        })
+        .expect(NO_RUNTIME)
     }
 
     /// Runs `f` on the runtime's blocking pool; its result wakes a task on this core, which
@@ -109,7 +144,9 @@ impl Handle {
             core.peers().all().map(|cores| {
                 cores
                     .iter()
-                    .map(|shared| Handle::new(shared.clone(), blocking.clone()))
+                    .map(|shared| {
+                        Handle::new(shared.clone(), blocking.clone(), core.peers().clone())
+                    })
                     .collect()
             })
         })

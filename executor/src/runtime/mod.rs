@@ -5,6 +5,7 @@ mod builder;
 mod core_zero;
 mod handle;
 pub(crate) mod lease;
+mod metrics;
 mod thread;
 mod tokio_context;
 
@@ -20,12 +21,14 @@ pub use builder::{
     MAX_TIMER_RESOLUTION, MAX_WAKEUP_LEAD,
 };
 pub use handle::Handle;
+pub use metrics::RuntimeMetrics;
 
 pub use crate::worker::placement::Placement;
 
 use crate::blocking::BlockingPool;
 use crate::stats::Stats;
 use crate::sync::{lock, Mutex};
+use crate::worker::placement::Peers;
 use crate::worker::shared::Shared;
 use crate::worker::Core;
 use core_zero::CoreZero;
@@ -142,6 +145,8 @@ pub struct Runtime {
     done: Mutex<mpsc::Receiver<usize>>,
     /// The blocking pool.
     blocking: Arc<BlockingPool>,
+    /// Every core, once all have started (for handles and metrics).
+    peers: Arc<Peers>,
     /// The tokio runtime of `Builder::tokio_context`, if any.
     tokio: TokioRuntime,
     /// Its context, which core 0 enters in `block_on`.
@@ -284,6 +289,7 @@ impl Runtime {
     ) -> Runtime {
         Runtime {
             shared: vec![core.shared().clone()],
+            peers: core.peers().clone(),
             core: CoreZero::new(core, cpu),
             threads: Vec::new(),
             done: Mutex::new(done),
@@ -374,7 +380,7 @@ impl Runtime {
                 self.shared.len()
             )
         });
-        Handle::new(shared.clone(), self.blocking.clone())
+        Handle::new(shared.clone(), self.blocking.clone(), self.peers.clone())
     }
 
     /// Counters per core and in total. Every core's remote-wake counters are exact. The rest
@@ -401,6 +407,28 @@ impl Runtime {
             .map(|(i, s)| if i == 0 { self.core.stats() } else { s.stats() })
             .collect();
         Stats::from_cores(cores, self.blocking.counts())
+    }
+
+    /// The runtime's metrics, by tokio's names (`tokio::runtime::Runtime::metrics`): readable
+    /// from any thread, exact to each core's last publish (see [`RuntimeMetrics`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = tickless::Builder::new().cores(1).build()?;
+    /// let metrics = rt.metrics();
+    /// rt.block_on(async {
+    ///     for _ in 0..10 {
+    ///         tickless::spawn(async {}).await.unwrap();
+    ///     }
+    /// });
+    /// // Core 0 published when `block_on` returned.
+    /// assert!(metrics.worker_poll_count(0) >= 10);
+    /// assert_eq!(metrics.spawned_tasks_count(), 10);
+    /// # std::io::Result::Ok(())
+    /// ```
+    pub fn metrics(&self) -> RuntimeMetrics {
+        RuntimeMetrics::new(self.peers.clone(), self.blocking.clone())
     }
 
     /// Stops every core, drops every task's future on its own core and joins the threads,
