@@ -6,6 +6,8 @@ mod core_zero;
 mod handle;
 pub(crate) mod lease;
 mod metrics;
+#[cfg(feature = "metrics")]
+mod reporter;
 mod thread;
 mod tokio_context;
 
@@ -22,6 +24,8 @@ pub use builder::{
 };
 pub use handle::Handle;
 pub use metrics::RuntimeMetrics;
+#[cfg(feature = "metrics")]
+pub use reporter::{RuntimeMetricsReporter, RuntimeMetricsReporterBuilder};
 
 pub use crate::worker::placement::Placement;
 
