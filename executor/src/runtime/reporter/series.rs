@@ -278,11 +278,12 @@ impl Sample<'_> {
         self.now.iter().map(read).sum()
     }
 
-    /// The mean poll time of each core over the interval, in microseconds.
+    /// The mean poll time over the interval of each core that polled, in microseconds.
     fn poll_means(&self) -> impl Iterator<Item = f64> + '_ {
-        self.now.iter().zip(self.before).map(|(n, b)| {
-            let polls = n.polls.saturating_sub(b.polls).max(1);
-            n.busy_ns.saturating_sub(b.busy_ns) as f64 / polls as f64 / 1_000.0
+        self.now.iter().zip(self.before).filter_map(|(n, b)| {
+            let polls = n.polls.saturating_sub(b.polls);
+            let busy = n.busy_ns.saturating_sub(b.busy_ns);
+            (polls > 0).then(|| busy as f64 / polls as f64 / 1_000.0)
         })
     }
 }
