@@ -353,6 +353,11 @@ impl<S: StartThread> BlockingPool<S> {
         let s = lock(&self.state);
         (s.threads, s.idle)
     }
+
+    /// Jobs queued and not yet taken by a thread.
+    pub fn queued(&self) -> usize {
+        lock(&self.state).queue.len()
+    }
 }
 
 /// Settles a job under a panic guard (the job guards its own user code; this one keeps a

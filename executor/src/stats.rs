@@ -155,6 +155,25 @@ counters! {
     /// Descriptors registered with this core's reactor now (each I/O object registers with the
     /// core that polls it): a gauge, not a count.
     io_registrations,
+    /// Descriptors registered with this core's reactor so far (`io_registered -
+    /// io_registrations` have left it), as tokio's `io_driver_fd_registered_count`.
+    io_registered,
+    /// Tasks queued to run on this core by its own thread (woken there, spawned there, or
+    /// started by one of its timers), as tokio's `worker_local_schedule_count`.
+    local_schedules,
+    /// Tasks handed to this core by other threads to run (woken or spawned there), as tokio's
+    /// `remote_schedule_count` (per core).
+    remote_schedules,
+    /// Tasks that started on this core (polled here for the first time).
+    tasks_started,
+    /// Tasks queued to run on the core, as of the publish (always 0 at a park, which runs only
+    /// with nothing queued): a gauge.
+    local_queue_depth,
+    /// Timers pending in the core's wheel: a gauge.
+    pending_timers,
+    /// Time the core was not idle, in nanoseconds, up to its last idle transition (see
+    /// [`RuntimeMetrics::worker_total_busy_duration`](crate::runtime::RuntimeMetrics::worker_total_busy_duration)).
+    busy_ns,
 }
 
 impl Add for CoreStats {
@@ -278,6 +297,6 @@ mod tests {
     fn fields_are_in_declaration_order() {
         let f = numbered().fields();
         assert_eq!(f[0], ("polls", 1));
-        assert_eq!(f[COUNTERS - 1], ("io_registrations", COUNTERS as u64));
+        assert_eq!(f[COUNTERS - 1], ("busy_ns", COUNTERS as u64));
     }
 }

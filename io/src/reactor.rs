@@ -88,6 +88,8 @@ struct Counters {
     waker_panics: Counter,
     /// Registrations dropped on another thread whose slots this reactor freed.
     orphans: Counter,
+    /// Descriptors registered so far.
+    registered: Counter,
 }
 
 /// A core's I/O driver: an epoll instance, its registrations, the events of its timerfd and its
@@ -435,6 +437,7 @@ impl Reactor {
             waker_panics: self.counters.waker_panics.get(),
             orphans_freed: self.counters.orphans.get(),
             registrations: self.registrations.borrow().len() as u64,
+            registered: self.counters.registered.get(),
             epoll_ctls: self.home.counters.epoll_ctls.get(),
             read_would_blocks: self.home.counters.read_would_blocks.get(),
             write_would_blocks: self.home.counters.write_would_blocks.get(),
@@ -496,6 +499,7 @@ impl Reactor {
             io: Arc::clone(&io),
             generation,
         });
+        self.counters.registered.incr();
         Ok((key, io))
     }
 

@@ -28,6 +28,9 @@ pub struct IoStats {
     pub orphans_freed: u64,
     /// Descriptors registered right now, the timerfd and the unparker not included.
     pub registrations: u64,
+    /// Descriptors registered so far (those no longer registered included), the timerfd and
+    /// the unparker not included.
+    pub registered: u64,
     /// `epoll_ctl` calls made on the reactor's thread: registering and deregistering, and the
     /// interest changes of level-triggered streams (arming a direction a task waits in, disarming
     /// one an event found nobody waiting in). The removal a drop on another thread makes is not
@@ -65,6 +68,7 @@ impl AddAssign for IoStats {
         self.waker_panics += rhs.waker_panics;
         self.orphans_freed += rhs.orphans_freed;
         self.registrations += rhs.registrations;
+        self.registered += rhs.registered;
         self.epoll_ctls += rhs.epoll_ctls;
         self.read_would_blocks += rhs.read_would_blocks;
         self.write_would_blocks += rhs.write_would_blocks;

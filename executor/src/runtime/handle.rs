@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use crate::blocking::{BlockingPool, BlockingTask};
 use crate::context::{with_current, NO_RUNTIME};
+use crate::runtime::RuntimeMetrics;
 use crate::task::{spawn_remote, JoinHandle};
 use crate::worker::shared::{Peers, Shared};
 
@@ -41,6 +42,23 @@ impl Handle {
             peers,
             blocking,
         }
+    }
+
+    /// The metrics of the runtime this core belongs to (all its cores), as tokio's
+    /// `Handle::metrics`. See [`RuntimeMetrics`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = tickless::Builder::new().cores(2).build()?;
+    /// let workers = rt.block_on(async {
+    ///     tickless::Handle::current().metrics().num_workers()
+    /// });
+    /// assert_eq!(workers, 2);
+    /// # std::io::Result::Ok(())
+    /// ```
+    pub fn metrics(&self) -> RuntimeMetrics {
+        RuntimeMetrics::new(self.peers.clone(), self.blocking.clone())
     }
 
     /// The handle of the core running the caller, as tokio's `Handle::current`.

@@ -6,6 +6,9 @@ mod core_zero;
 mod handle;
 mod hooks;
 pub(crate) mod lease;
+mod metrics;
+#[cfg(feature = "metrics")]
+mod reporter;
 mod thread;
 mod tokio_context;
 mod watchdog;
@@ -24,6 +27,9 @@ pub use builder::{
     MAX_TIMER_RESOLUTION, MAX_WAKEUP_LEAD,
 };
 pub use handle::Handle;
+pub use metrics::RuntimeMetrics;
+#[cfg(feature = "metrics")]
+pub use reporter::{RuntimeMetricsReporter, RuntimeMetricsReporterBuilder};
 
 pub use crate::worker::placement::Placement;
 
@@ -411,6 +417,28 @@ impl Runtime {
             .map(|(i, s)| if i == 0 { self.core.stats() } else { s.stats() })
             .collect();
         Stats::from_cores(cores, self.blocking.counts())
+    }
+
+    /// The runtime's metrics, by tokio's names (`tokio::runtime::Runtime::metrics`): readable
+    /// from any thread, exact to each core's last publish (see [`RuntimeMetrics`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = tickless::Builder::new().cores(1).build()?;
+    /// let metrics = rt.metrics();
+    /// rt.block_on(async {
+    ///     for _ in 0..10 {
+    ///         tickless::spawn(async {}).await.unwrap();
+    ///     }
+    /// });
+    /// // Core 0 published when `block_on` returned.
+    /// assert!(metrics.worker_poll_count(0) >= 10);
+    /// assert_eq!(metrics.spawned_tasks_count(), 10);
+    /// # std::io::Result::Ok(())
+    /// ```
+    pub fn metrics(&self) -> RuntimeMetrics {
+        RuntimeMetrics::new(self.peers.clone(), self.blocking.clone())
     }
 
     /// Stops every core, drops every task's future on its own core and joins the threads,

@@ -80,7 +80,11 @@ impl Core {
                 return;
             }
         }
-        sleep(self);
+        // Two clock readings a park, for the busy time (the governor's path has them anyway).
+        self.busy_until(self.timers.clock().now());
+        if sleep(self) == Slept::Woke {
+            self.woke_at(self.timers.clock().now());
+        }
     }
 
     /// Goes idle as the governor says: spin for its window (bounded by the next timer), then
@@ -127,8 +131,11 @@ impl Core {
         }
         // From the spin's start, if it spun: the spin counts in the idle time.
         let start = start.unwrap_or_else(|| clock.now());
+        self.busy_until(start);
         if sleep(self) == Slept::Woke {
-            let idle = clock.now().saturating_sub(start);
+            let now = clock.now();
+            self.woke_at(now);
+            let idle = now.saturating_sub(start);
             if crowdable {
                 self.shared
                     .set_cpu(tickless_io::internal::cpu::current_cpu());

@@ -89,6 +89,17 @@ struct Counters {
     steals: Cell<u64>,
     /// Tasks this core moved to its stealable queue.
     spilled: Cell<u64>,
+    /// Tasks queued on the run queue, from any side.
+    queued: Cell<u64>,
+    /// Of those, tasks other threads handed over.
+    remote_queued: Cell<u64>,
+    /// Tasks polled here for the first time.
+    started: Cell<u64>,
+    /// Time not idle, ns, up to `awake_since`.
+    busy_ns: Cell<u64>,
+    /// The clock reading the current busy stretch began at (the last wake, or the loop's
+    /// start).
+    awake_since: Cell<u64>,
 }
 
 /// Adds one to a counter.
@@ -272,7 +283,7 @@ impl Core {
     }
 
     /// Every core of the runtime, by index (for serving on all of them from a task).
-    pub(crate) fn peers(&self) -> &Peers {
+    pub(crate) fn peers(&self) -> &Arc<Peers> {
         &self.peers
     }
 
@@ -295,6 +306,7 @@ impl Core {
     /// private queue has room; a `Send` task beyond it goes to the stealable queue.
     #[inline]
     pub(crate) fn schedule_local(&self, runnable: Runnable) {
+        bump(&self.counters.queued);
         let mut queue = self.queue.borrow_mut();
         if (queue.len() < self.spill_room && self.spilled.get() == 0)
             || !runnable.metadata().movable()
@@ -394,6 +406,8 @@ impl Core {
     pub(crate) fn track_task(&self, waker: &Waker, moved: bool) -> usize {
         if moved {
             self.shared.load.add_own();
+        } else {
+            bump(&self.counters.started);
         }
         self.tasks.borrow_mut().insert(waker.clone())
     }
@@ -546,6 +560,41 @@ impl Core {
             tasks_spilled: c.spilled.get(),
             io_rebinds: io.rebinds,
             io_registrations: io.registrations,
+            io_registered: io.registered,
+            local_schedules: c.queued.get().saturating_sub(c.remote_queued.get()),
+            remote_schedules: c.remote_queued.get(),
+            tasks_started: c.started.get(),
+            local_queue_depth: self.queue.borrow().len() as u64,
+            pending_timers: self.timers.pending() as u64,
+            busy_ns: c.busy_ns.get(),
+            // Work stealing counts here.
         }
+    }
+
+    /// A task handed over by another thread is about to be queued (counted apart from the
+    /// core's own schedules).
+    pub(crate) fn count_remote_schedule(&self) {
+        bump(&self.counters.remote_queued);
+    }
+
+    /// The loop starts (or core 0's `block_on` does): a busy stretch begins now.
+    pub(crate) fn busy_from_now(&self) {
+        self.counters.awake_since.set(self.timers.clock().now());
+    }
+
+    /// The core goes idle at `at` (a clock reading): the busy stretch since the last wake
+    /// ends there. Nothing is counted on paused time, whose readings are not real time.
+    pub(crate) fn busy_until(&self, at: u64) {
+        let c = &self.counters;
+        if !self.timers.clock().is_paused() {
+            let stretch = at.saturating_sub(c.awake_since.get());
+            c.busy_ns.set(c.busy_ns.get().saturating_add(stretch));
+        }
+        c.awake_since.set(at);
+    }
+
+    /// The core woke from a park at `at` (a clock reading): a busy stretch begins.
+    pub(crate) fn woke_at(&self, at: u64) {
+        self.counters.awake_since.set(at);
     }
 }

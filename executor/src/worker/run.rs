@@ -144,15 +144,23 @@ impl Core {
         let mut main = std::pin::pin!(main);
         let _slack = self.precise_slack();
         let _running = self.shared.watch.enter();
-        run(&**self, Some(main.as_mut()))
-            .expect("the loop returns only with the output while there is a main future")
+        self.busy_from_now();
+        let out = run(&**self, Some(main.as_mut()))
+            .expect("the loop returns only with the output while there is a main future");
+        // The busy stretch up to here, for other threads (`run` published before it).
+        self.busy_until(self.timers.clock().now());
+        self.publish();
+        out
     }
 
     /// Runs the loop until the runtime asks the core to stop (cores other than core 0).
     pub(crate) fn run_until_stopped(&self) {
         let _slack = self.precise_slack();
         let _running = self.shared.watch.enter();
+        self.busy_from_now();
         run::<Self, std::future::Pending<()>>(self, None);
+        // Published by the shutdown that follows.
+        self.busy_until(self.timers.clock().now());
     }
 
     /// With the epoll device, the thread's kernel timer slack at 1 ns while the loop runs
@@ -258,7 +266,12 @@ impl Driver for Core {
 
     fn apply(&self, op: Op<Due>) {
         match op {
-            Op::Now(value) => self.deliver(value),
+            Op::Now(value) => {
+                if matches!(value, Due::Schedule(_)) {
+                    self.count_remote_schedule();
+                }
+                self.deliver(value)
+            }
             Op::Insert {
                 deadline,
                 slack,

@@ -419,4 +419,9 @@ impl Timers {
     pub(crate) fn stats(&self) -> TimerStats {
         self.queue.borrow().stats()
     }
+
+    /// Timers pending (due ones included).
+    pub(crate) fn pending(&self) -> usize {
+        self.queue.borrow().len()
+    }
 }
