@@ -267,3 +267,19 @@ impl Signal {
         .await
     }
 }
+
+#[test]
+fn a_core_alone_never_spills() -> io::Result<()> {
+    // Nobody could steal: a backlog stays in the core's private queue, with no lock.
+    let rt = Builder::new().cores(1).build()?;
+    rt.block_on(async {
+        let tasks: Vec<_> = (0..BEHIND)
+            .map(|_| tickless::spawn(tickless::task::yield_now()))
+            .collect();
+        for t in tasks {
+            t.await.expect("a task");
+        }
+    });
+    assert_eq!(rt.stats().total.tasks_spilled, 0);
+    Ok(())
+}

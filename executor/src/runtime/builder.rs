@@ -696,6 +696,10 @@ impl Builder {
         let runtime = CoreId::new_runtime();
         let mut config = self.core;
         config.pinned = self.pin;
+        if n < 2 {
+            // Nobody to steal: a core alone never spills its runnable tasks.
+            config.steal_after = None;
+        }
         // Core 0 is the calling thread: pin it for the runtime's life, and give it its old
         // affinity back when the runtime is dropped.
         let restore_affinity = match cpus[0] {

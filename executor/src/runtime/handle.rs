@@ -83,7 +83,7 @@ impl Handle {
         with_current(|core| {
             Handle::new(
                 core.shared().clone(),
-                core.peers_arc().clone(),
+                core.peers().clone(),
                 core.blocking().clone(),
             )
         })
@@ -152,7 +152,7 @@ impl Handle {
                 cores
                     .iter()
                     .map(|shared| {
-                        Handle::new(shared.clone(), core.peers_arc().clone(), blocking.clone())
+                        Handle::new(shared.clone(), core.peers().clone(), blocking.clone())
                     })
                     .collect()
             })

@@ -298,7 +298,7 @@ impl Runtime {
     ) -> Runtime {
         Runtime {
             shared: vec![core.shared().clone()],
-            peers: core.peers_arc().clone(),
+            peers: core.peers().clone(),
             core: CoreZero::new(core, cpu),
             threads: Vec::new(),
             done: Mutex::new(done),

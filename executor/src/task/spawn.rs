@@ -49,7 +49,7 @@ fn schedule_away(runnable: Runnable) {
     let mut runnable = Some(runnable);
     with_current(|core| {
         let meta = runnable.as_ref().expect("not taken yet").metadata();
-        if Arc::ptr_eq(core.peers_arc(), meta.peers()) && core.shared().takes_placed_work() {
+        if Arc::ptr_eq(core.peers(), meta.peers()) && core.shared().takes_placed_work() {
             meta.set_home(core.key());
             core.schedule_local(runnable.take().expect("taken once"));
         }
@@ -78,7 +78,7 @@ where
 {
     let (wrapped, slot) = TaskFuture::new(future, at, core.shared());
     let (runnable, task) = async_task::Builder::new()
-        .metadata(TaskMeta::new(core.key(), core.peers_arc().clone(), true))
+        .metadata(TaskMeta::new(core.key(), core.peers().clone(), true))
         .spawn(move |_| wrapped, schedule);
     queue_own(core, runnable, task, slot)
 }
@@ -98,11 +98,8 @@ where
     F: Future<Output = T> + 'static,
     T: 'static,
 {
-    let builder = async_task::Builder::new().metadata(TaskMeta::new(
-        core.key(),
-        core.peers_arc().clone(),
-        false,
-    ));
+    let builder =
+        async_task::Builder::new().metadata(TaskMeta::new(core.key(), core.peers().clone(), false));
     if core.id().index != 0 {
         let (wrapped, slot) = TaskFuture::new(future, at, core.shared());
         let (runnable, task) = builder.spawn_local(move |_| wrapped, schedule);
@@ -275,7 +272,7 @@ where
 {
     let at = Location::caller();
     with_current(|core| match core.placement_target() {
-        Some(target) => spawn_remote_at(core.peers_arc(), &target, future, None, true, at),
+        Some(target) => spawn_remote_at(core.peers(), &target, future, None, true, at),
         None => spawn_on(core, future, at),
     })
     .expect(NO_RUNTIME)

@@ -282,13 +282,9 @@ impl Core {
         &self.timers
     }
 
-    /// Every core of the runtime, by index (for serving on all of them from a task).
+    /// Every core of the runtime, by index: for serving on all of them from a task, and what
+    /// every task's metadata holds.
     pub(crate) fn peers(&self) -> &Arc<Peers> {
-        &self.peers
-    }
-
-    /// The runtime's cores, shared (what every task's metadata holds).
-    pub(crate) fn peers_arc(&self) -> &Arc<Peers> {
         &self.peers
     }
 
@@ -365,7 +361,7 @@ impl Core {
     /// time, and takes it if this core is stuck (in a long poll, or preempted) by then. One
     /// peer, once per `steal_after` at most.
     fn tell_idle_peer(&self) {
-        let (Some(age), Some(cores)) = (self.steal_after, self.peers.all()) else {
+        let Some(age) = self.steal_after else {
             return;
         };
         let since = self.shared.spill.since();
@@ -373,13 +369,11 @@ impl Core {
             return;
         }
         let me = self.id().index;
-        let n = cores.len();
-        let others = || (1..n).map(|k| &cores[(me + k) % n]);
         // A parked peer first (an awake one looks when it goes idle, but may be spinning
         // towards a park it will not come out of by itself).
-        let peer = others()
+        let peer = (self.peers.others(me))
             .find(|c| c.is_parked() && c.takes_placed_work())
-            .or_else(|| others().find(|c| c.takes_placed_work()));
+            .or_else(|| self.peers.driven_other(me));
         if let Some(peer) = peer {
             self.told_backlog.set(since);
             peer.push(Op::Insert {

@@ -75,14 +75,18 @@ impl Peers {
 }
 
 impl Peers {
-    /// A core other than `me` (an index; `usize::MAX` for none) that runs now and takes work,
-    /// the first after `me` in index order: where a `Send` task goes when its own core runs
-    /// nothing (core 0 while no thread is in `block_on`) or has stopped.
-    pub(crate) fn driven_other(&self, me: usize) -> Option<&Arc<Shared>> {
-        let cores = self.all()?;
+    /// The cores other than the one of index `me`, in index order from the one after it
+    /// (none while the runtime is still starting).
+    pub(crate) fn others(&self, me: usize) -> impl Iterator<Item = &Arc<Shared>> {
+        let cores = self.all().unwrap_or_default();
         let n = cores.len();
-        (1..n)
-            .map(|k| &cores[(me.wrapping_add(k)) % n])
-            .find(|c| c.id.index != me && c.takes_placed_work())
+        (1..n).map(move |k| &cores[(me + k) % n])
+    }
+
+    /// A core other than `me` (an index) that runs now and takes work, the first after `me`:
+    /// where a `Send` task goes when its own core runs nothing (core 0 while no thread is in
+    /// `block_on`) or has stopped.
+    pub(crate) fn driven_other(&self, me: usize) -> Option<&Arc<Shared>> {
+        self.others(me).find(|c| c.takes_placed_work())
     }
 }

@@ -36,19 +36,13 @@ impl Core {
     /// [`try_steal`](Self::try_steal)'s work, out of line.
     #[inline(never)]
     fn steal_now(&self) -> bool {
-        let (Some(age), Some(cores)) = (self.steal_after, self.peers.all()) else {
+        let Some(age) = self.steal_after else {
             return false;
         };
-        if cores.len() < 2 {
-            return false;
-        }
         let now = self.timers.clock().now();
-        let me = self.id().index;
-        let n = cores.len();
         let mut stolen = self.stolen_buf.borrow_mut();
         let mut check: Option<u64> = None;
-        for k in 1..n {
-            let peer = &cores[(me + k) % n];
+        for peer in self.peers.others(self.id().index) {
             match peer.steal_into(&self.shared, &self.peers, now, age, &mut stolen) {
                 Ok(0) => {}
                 Ok(_) => break,
@@ -103,8 +97,8 @@ impl Core {
         self.spilled.set(0);
         // The cores that run, in turn.
         let me = self.id().index;
-        let targets: Vec<_> = (self.peers.all().into_iter().flatten())
-            .filter(|c| c.id.index != me && c.takes_placed_work())
+        let targets: Vec<_> = (self.peers.others(me))
+            .filter(|c| c.takes_placed_work())
             .collect();
         let mut moved = 0;
         for task in runnable {
