@@ -1,8 +1,8 @@
 //! What the tokio context costs a request: a TCP echo client on a tickless core talking to a
 //! blocking echo server thread on loopback (the same peer every time), done three ways:
 //! tickless's own streams on the core; tokio's streams through the tokio context (their I/O
-//! polled on tokio's thread, their wakes sent to the core through its inbox); and plain tokio
-//! on a current-thread runtime.
+//! polled by the core's own tokio runtime, which the core parks in: no wake crosses threads);
+//! and plain tokio on a current-thread runtime.
 //!
 //! ```sh
 //! cargo run --release -p tickless --features tokio-compat,tokio-io --example tokio_context_cost

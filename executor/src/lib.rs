@@ -56,7 +56,7 @@
 //!
 //! - `tokio-io`: tokio's `AsyncRead`/`AsyncWrite` on the stream types.
 //! - `tokio-compat`: a tokio context on every core, for libraries that call tokio inside
-//!   (`Builder::tokio_context`).
+//!   (`Builder::tokio_context`): each core drives a tokio runtime of its own, on its thread.
 //!
 //! HTTP (axum and any tower service on every core, hyper's runtime traits, the timeout layers
 //! on the core's wheel) is the `tickless-http` crate's: this one has no HTTP dependency.

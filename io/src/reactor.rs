@@ -192,6 +192,14 @@ impl Reactor {
         self.resolver.get()
     }
 
+    /// The epoll instance's descriptor, for an event loop that waits on this reactor from
+    /// its own epoll (tickless's tokio context parks a core in tokio's reactor: this
+    /// descriptor is readable while events are ready here). Polling it still goes through
+    /// [`poll`](Self::poll); the descriptor is closed when the reactor drops.
+    pub fn epoll_fd(&self) -> RawFd {
+        self.poll.borrow().0.as_raw_fd()
+    }
+
     /// The cross-thread part its registrations hold.
     pub(crate) fn home(&self) -> &Arc<Home> {
         &self.home

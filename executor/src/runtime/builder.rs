@@ -9,7 +9,6 @@ use tickless_timer::{Config, RearmPolicy, Slack};
 
 use crate::blocking::{BlockingPool, DEFAULT_KEEP_ALIVE, DEFAULT_MAX_THREADS};
 use crate::runtime::thread::core_thread;
-use crate::runtime::tokio_context::TokioRuntime;
 use crate::runtime::watchdog::Watchdog;
 use crate::runtime::Runtime;
 use crate::task::hooks::{Observers, MIN_STALL_THRESHOLD};
@@ -72,8 +71,6 @@ pub struct Builder {
     max_blocking_threads: usize,
     /// How long an idle blocking thread lingers.
     blocking_keep_alive: Duration,
-    /// Start a tokio runtime and enter its context on every core.
-    tokio_context: bool,
     /// The task hooks and the stall detector (`runtime::hooks`).
     pub(super) observers: Observers,
 }
@@ -121,10 +118,10 @@ impl Builder {
                 placement: Placement::Spread,
                 steal_after: Some(DEFAULT_STEAL_AFTER),
                 resolver: crate::dns::resolve_on_pool,
+                tokio: None,
             },
             max_blocking_threads: DEFAULT_MAX_THREADS,
             blocking_keep_alive: DEFAULT_KEEP_ALIVE,
-            tokio_context: false,
             observers: Observers::default(),
         }
     }
@@ -236,7 +233,9 @@ impl Builder {
     /// What each core sleeps on until its next timer; see [`ClockDevice`]. Default
     /// [`ClockDevice::TimerFd`]. With [`ClockDevice::Epoll`] a core re-programs nothing: its
     /// `epoll_pwait2` times out at the deadline, which saves the `timerfd_settime` of each
-    /// timer wakeup (`compare`'s `tickless_epoll` contender measures it).
+    /// timer wakeup (`compare`'s `tickless_epoll` contender measures it). A runtime with a
+    /// tokio context (`tokio_context`, feature `tokio-compat`) uses the timerfd whatever this
+    /// says: its cores wait in tokio's reactor, whose timeout is tokio's.
     ///
     /// ```
     /// use tickless::{Builder, ClockDevice};
@@ -579,19 +578,41 @@ impl Builder {
         self
     }
 
-    /// Gives every core a tokio context (feature `tokio-compat`; default `false`): the runtime
-    /// starts one small tokio runtime for the process (one worker thread) and every core
-    /// thread enters its handle, so that libraries written for tokio, which call
-    /// `tokio::spawn`, `tokio::time` or `tokio::net` inside, work from tickless tasks.
+    /// Gives every core a tokio context (feature `tokio-compat`; default `false`): a tokio
+    /// current-thread runtime of the core's own, driven by the core's thread, so that
+    /// libraries written for tokio, which call `tokio::spawn`, `tokio::time` or `tokio::net`
+    /// inside (sqlx, reqwest, tonic, redis), work from tickless tasks, and run on the core that
+    /// called them.
     ///
-    /// # Costs
+    /// # How it runs
     ///
-    /// What those calls do runs on tokio's thread, not on the core: a `tokio::time::sleep`
-    /// is a timer on tokio's wheel (1 ms resolution), a `tokio::net` socket is polled by
-    /// tokio's reactor, and each of their wakes reaches the tickless task across threads,
-    /// through its core's inbox (a remote wake, counted in `CoreStats::remote_wakes_sent` when
-    /// it has to write the core's eventfd). Use tickless's own types on the hot path (its
-    /// `time` and `net`), and the tokio context for the libraries that need it.
+    /// Each core enters its tokio runtime's handle while it runs, and parks inside that
+    /// runtime: where the core would wait in `epoll_wait`, tokio waits instead, on its own
+    /// sockets, its timers and the core's epoll descriptor. So a `tokio::spawn`ed task runs on
+    /// the core's thread when the core goes idle (and at each of the core's fairness polls of
+    /// I/O while it stays busy, every 61 task polls), a `tokio::net` socket's readiness wakes
+    /// the task that waits for it on that thread, and a `tokio::time::sleep` is a timer of
+    /// that runtime. Nothing crosses threads that the library did not send across itself.
+    ///
+    /// Core 0 runs only inside [`Runtime::block_on`]; while no thread is in it, a thread of the
+    /// runtime's drives core 0's tokio runtime instead, so that what was started there (a
+    /// pooled connection's task, a sqlx pool's maintenance) keeps going.
+    ///
+    /// # Costs and differences from tokio
+    ///
+    /// - A `tokio::time` timer has tokio's millisecond resolution; a `tokio::net` socket is
+    ///   registered with the tokio runtime of the core that created it, which keeps serving it
+    ///   if a task on another core uses it (a wake across threads, as any). Use tickless's own
+    ///   `time` and `net` on the hot path, and the tokio context for the libraries that need
+    ///   it.
+    /// - The core's clock device is its timerfd whatever [`clock_device`](Self::clock_device)
+    ///   says (tokio, not the core, decides the timeout of the wait).
+    /// - A `tokio::spawn` from a tickless task writes tokio's eventfd (tokio's scheduler is not
+    ///   running there), so that its task runs at the core's next idle wait or fairness poll;
+    ///   one from a tokio task does not.
+    /// - As on tokio's current-thread runtime, `tokio::task::block_in_place` panics inside a
+    ///   `tokio::spawn`ed task (a tickless task may call it), and a tickless runtime with a
+    ///   tokio context cannot run inside a tokio runtime's `block_on`.
     ///
     /// # Examples
     ///
@@ -599,14 +620,16 @@ impl Builder {
     /// let rt = tickless::Builder::new().cores(1).tokio_context(true).build()?;
     /// let n = rt.block_on(async {
     ///     tokio::time::sleep(std::time::Duration::from_millis(1)).await; // tokio's timer
-    ///     tokio::spawn(async { 7 }).await // runs on tokio's thread
+    ///     let on = std::thread::current().id();
+    ///     // A tokio task, run by core 0's own tokio runtime, on core 0's thread.
+    ///     tokio::spawn(async move { assert_eq!(std::thread::current().id(), on); 7 }).await
     /// });
     /// assert_eq!(n.unwrap(), 7);
     /// # std::io::Result::Ok(())
     /// ```
     #[cfg(feature = "tokio-compat")]
     pub fn tokio_context(&mut self, enabled: bool) -> &mut Self {
-        self.tokio_context = enabled;
+        self.core.tokio = enabled.then_some(crate::worker::idle::tokio_before_park as fn());
         self
     }
 
@@ -696,6 +719,10 @@ impl Builder {
         let runtime = CoreId::new_runtime();
         let mut config = self.core;
         config.pinned = self.pin;
+        if config.tokio.is_some() {
+            // tokio's wait, not the core's, has the timeout: the core's timers need their fd.
+            config.device = ClockDevice::TimerFd;
+        }
         if n < 2 {
             // Nobody to steal: a core alone never spills its runnable tasks.
             config.steal_after = None;
@@ -711,8 +738,6 @@ impl Builder {
             None => None,
         };
         let blocking = BlockingPool::new(self.max_blocking_threads, self.blocking_keep_alive);
-        let tokio = TokioRuntime::start(self.tokio_context)?;
-        let tokio_context = tokio.context();
         let peers = std::sync::Arc::new(Peers::default());
         let siblings = Siblings {
             blocking: blocking.clone(),
@@ -722,24 +747,17 @@ impl Builder {
         };
         let core0 = Core::new(CoreId { runtime, index: 0 }, config, siblings.clone())?;
         let (done_tx, done_rx) = mpsc::channel();
-        let mut rt = Runtime::new_parts(
-            core0,
-            cpus[0],
-            blocking.clone(),
-            tokio,
-            done_rx,
-            restore_affinity,
-        );
+        let mut rt =
+            Runtime::new_parts(core0, cpus[0], blocking.clone(), done_rx, restore_affinity);
         for (index, cpu) in cpus.iter().enumerate().skip(1) {
             let (tx, rx) = mpsc::sync_channel(1);
             let done = done_tx.clone();
             let cpu = *cpu;
             let siblings = siblings.clone();
-            let tokio = tokio_context.clone();
             let id = CoreId { runtime, index };
             let thread = thread::Builder::new()
                 .name(format!("tickless-core-{index}"))
-                .spawn(move || core_thread(id, config, siblings, tokio, cpu, tx, done))?;
+                .spawn(move || core_thread(id, config, siblings, cpu, tx, done))?;
             let started = rx.recv().unwrap_or_else(|_| {
                 Err(io::Error::other(format!(
                     "core {index}'s thread died while starting"

@@ -18,7 +18,7 @@
 //!   thread that spawned it (`task::bound`): `block_on` on another thread panics while one
 //!   lives, and a drop elsewhere leaks it instead of dropping it.
 //! - **What belongs to a thread is set per call.** The thread-locals (current core, reactor,
-//!   tokio context), the kernel timer slack, and, when the runtime pins its cores, the CPU
+//!   core 0's tokio runtime), the kernel timer slack, and, when the runtime pins its cores, the CPU
 //!   affinity of a thread other than the building one are set when `block_on` starts and
 //!   restored when it ends.
 
@@ -26,7 +26,7 @@ use std::future::Future;
 use std::rc::Rc;
 
 use super::lease::Lease;
-use super::tokio_context::TokioContext;
+use super::tokio_stand_in::StandIn;
 use crate::context::{assert_not_in_runtime, with_current};
 use crate::stats::CoreStats;
 use crate::worker::id::{thread_token, CoreId};
@@ -46,6 +46,9 @@ pub(super) struct CoreZero {
     /// The [`thread_token`] of the thread that built the runtime (pinned for the runtime's
     /// life, if pinning).
     built_on: u64,
+    /// What drives core 0's tokio runtime (`Builder::tokio_context`) while no thread is in
+    /// `block_on`.
+    stand_in: StandIn,
 }
 
 // SAFETY: core 0's single-threaded state is reached only through this type, whose every use
@@ -56,7 +59,7 @@ pub(super) struct CoreZero {
 unsafe impl Send for CoreZero {}
 // SAFETY: through `&CoreZero`, core 0 is used only holding the lease (`block_on`, `stats`), so
 // by one thread at a time, each use ordered after the last by the lease's mutex; `cpu` and
-// `built_on` are read only.
+// `built_on` are read only; `stand_in` is `Sync` (its state is behind a mutex).
 unsafe impl Sync for CoreZero {}
 
 impl CoreZero {
@@ -64,6 +67,7 @@ impl CoreZero {
     pub(super) fn new(core: Rc<Core>, cpu: Option<usize>) -> CoreZero {
         CoreZero {
             id: core.id(),
+            stand_in: StandIn::new(&core),
             core,
             lease: Lease::new(),
             cpu,
@@ -72,7 +76,7 @@ impl CoreZero {
     }
 
     /// Runs `future` on this thread as core 0's `block_on` future, running core 0 meanwhile.
-    pub(super) fn block_on<F: Future>(&self, tokio: &TokioContext, future: F) -> F::Output {
+    pub(super) fn block_on<F: Future>(&self, future: F) -> F::Output {
         // Before the lease: a `block_on` inside this runtime's own would wait for itself.
         assert_not_in_runtime();
         let _lease = self.lease.take();
@@ -95,8 +99,13 @@ impl CoreZero {
         let _driven = Driven::new(shared);
         let _pinned = self.pin_here(me);
         let _entered = self.core.enter();
+        // Core 0's tokio runtime: this thread drives it until `block_on` returns, and a
+        // thread of the runtime's after (once core 0's tasks have left: `Leave` drops first).
+        self.stand_in.entered();
+        let _left = Left(&self.stand_in);
         let _leave = Leave(&self.core);
-        let _tokio = tokio.enter();
+        #[cfg(feature = "tokio-compat")]
+        let _tokio = self.core.tokio().map(|t| t.enter());
         self.core.block_on(future)
     }
 
@@ -130,6 +139,12 @@ impl CoreZero {
     /// The core, to shut down: only with the runtime owned (`&mut`).
     pub(super) fn owned(&mut self) -> &Rc<Core> {
         &self.core
+    }
+
+    /// Ends the thread that drives core 0's tokio runtime outside `block_on`, before core 0
+    /// shuts down (its tokio runtime is then driven by nobody, and stopped with the core).
+    pub(super) fn stop_stand_in(&self) {
+        self.stand_in.stop();
     }
 
     /// Leaks the core: its state is never dropped (the runtime is dropped on a thread that
@@ -171,6 +186,15 @@ impl Drop for Leave<'_> {
         // the core that serves core 0's listeners meanwhile starts.
         self.0.shared().leave();
         self.0.evacuate();
+    }
+}
+
+/// Hands core 0's tokio runtime to the stand-in thread when `block_on` returns (or unwinds).
+struct Left<'a>(&'a StandIn);
+
+impl Drop for Left<'_> {
+    fn drop(&mut self) {
+        self.0.left();
     }
 }
 

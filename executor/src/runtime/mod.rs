@@ -10,7 +10,7 @@ mod metrics;
 #[cfg(feature = "metrics")]
 mod reporter;
 mod thread;
-mod tokio_context;
+mod tokio_stand_in;
 mod watchdog;
 
 use std::fmt;
@@ -39,7 +39,6 @@ use crate::sync::{lock, Mutex};
 use crate::worker::shared::{Peers, Shared};
 use crate::worker::Core;
 use core_zero::CoreZero;
-use tokio_context::{TokioContext, TokioRuntime};
 
 /// How long dropping a runtime waits for its cores to drop their tasks and exit, and for its
 /// running blocking jobs (see "Dropping" on [`Runtime`]).
@@ -154,10 +153,6 @@ pub struct Runtime {
     done: Mutex<mpsc::Receiver<usize>>,
     /// The blocking pool.
     blocking: Arc<BlockingPool>,
-    /// The tokio runtime of `Builder::tokio_context`, if any.
-    tokio: TokioRuntime,
-    /// Its context, which core 0 enters in `block_on`.
-    tokio_context: TokioContext,
     /// The building thread's affinity before core 0 was pinned to it, to restore when the
     /// runtime is dropped on that thread.
     restore_affinity: Option<Vec<usize>>,
@@ -292,7 +287,6 @@ impl Runtime {
         core: Rc<Core>,
         cpu: Option<usize>,
         blocking: Arc<BlockingPool>,
-        tokio: TokioRuntime,
         done: mpsc::Receiver<usize>,
         restore_affinity: Option<Vec<usize>>,
     ) -> Runtime {
@@ -303,8 +297,6 @@ impl Runtime {
             threads: Vec::new(),
             done: Mutex::new(done),
             blocking,
-            tokio_context: tokio.context(),
-            tokio,
             restore_affinity,
             stopped: false,
             watchdog: None,
@@ -340,7 +332,7 @@ impl Runtime {
     /// # std::io::Result::Ok(())
     /// ```
     pub fn block_on<F: Future>(&self, future: F) -> F::Output {
-        self.core.block_on(&self.tokio_context, future)
+        self.core.block_on(future)
     }
 
     /// The number of cores.
@@ -489,6 +481,7 @@ impl Runtime {
         for s in &self.shared[1..] {
             s.request_stop();
         }
+        self.core.stop_stand_in();
         // Core 0's tasks are dropped here, in its own context (even when this runtime is
         // dropped inside another one).
         {
@@ -517,8 +510,6 @@ impl Runtime {
         // Every task is dropped: close the blocking pool (its queued jobs are dropped) and wait
         // for the jobs that run, in what is left of the timeout.
         let blocking = self.blocking.close(deadline);
-        // Nothing of ours waits on tokio's runtime any more.
-        self.tokio.stop();
         let stuck: Vec<usize> = (1..self.shared.len())
             .filter(|&i| self.threads[i - 1].take().is_some())
             .collect();

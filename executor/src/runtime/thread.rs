@@ -6,7 +6,6 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{mpsc, Arc};
 
 use crate::catch::drop_caught;
-use crate::runtime::tokio_context::TokioContext;
 use crate::task::join_error::panic_message;
 use crate::worker::config::CoreConfig;
 use crate::worker::id::CoreId;
@@ -34,7 +33,6 @@ pub(crate) fn core_thread(
     id: CoreId,
     config: CoreConfig,
     siblings: Siblings,
-    tokio: TokioContext,
     cpu: Option<usize>,
     started: mpsc::SyncSender<io::Result<Arc<Shared>>>,
     done: mpsc::Sender<usize>,
@@ -53,8 +51,9 @@ pub(crate) fn core_thread(
     let shared = core.shared().clone();
     let _ = started.send(Ok(shared.clone()));
     let _entered = core.enter();
-    // For the core's lifetime: libraries' `tokio::spawn` and kin find tokio's runtime.
-    let _tokio = tokio.enter();
+    // For the core's lifetime: libraries' `tokio::spawn` and kin find the core's tokio runtime.
+    #[cfg(feature = "tokio-compat")]
+    let _tokio = core.tokio().map(|t| t.enter());
     let ran = catch_unwind(AssertUnwindSafe(|| core.run_until_stopped()));
     if let Err(payload) = &ran {
         shared.set_death(panic_message(&**payload));

@@ -44,11 +44,17 @@ impl<U: Unpark> MainWaker<U> {
         self.woken.load(Ordering::Acquire)
     }
 
-    /// Whether the caller runs on this waker's core (whose loop checks the flag anyway).
+    /// Whether the caller runs on this waker's core (whose loop checks the flag anyway), and
+    /// not inside the core's tokio runtime (a tokio task or tokio's reactor woke it while the
+    /// core was parked or spinning there: the idle path looks at the inbox, not at the flag,
+    /// so the notify must tell it).
     fn on_own_core(&self) -> bool {
         let own = Arc::as_ptr(&self.shared).cast::<()>();
-        with_current(|core| std::ptr::eq(Arc::as_ptr(core.shared()).cast::<()>(), own))
-            .unwrap_or(false)
+        with_current(|core| {
+            std::ptr::eq(Arc::as_ptr(core.shared()).cast::<()>(), own)
+                && core.tokio().is_none_or(|t| !t.is_inside())
+        })
+        .unwrap_or(false)
     }
 }
 

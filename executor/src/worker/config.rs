@@ -7,6 +7,7 @@ use tickless_timer::{Config, Slack};
 
 use crate::worker::device::ClockDevice;
 use crate::worker::placement::Placement;
+use crate::worker::tokio_context::BeforePark;
 
 /// Everything a core needs to know, from the runtime, to start.
 #[derive(Debug, Clone, Copy)]
@@ -36,6 +37,10 @@ pub(crate) struct CoreConfig {
     /// How `TcpStream::connect` looks up host names on the core (the runtime's lookup on its
     /// blocking pool, `dns::resolve_on_pool`: given from above, since it spawns a task).
     pub(crate) resolver: Resolve,
+    /// A tokio runtime of the core's own (`Builder::tokio_context`): what tokio calls before
+    /// it parks on the core's thread (the core's check for work tokio's tasks handed it, given
+    /// from above, since it looks the core up); `None`: no tokio context.
+    pub(crate) tokio: Option<BeforePark>,
 }
 
 /// How the slack of a timer that gives none is chosen.

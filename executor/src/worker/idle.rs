@@ -220,7 +220,13 @@ impl Core {
         let clock = self.timers.clock();
         bump(&self.counters.spins);
         loop {
-            if (io && self.poll_io(Some(Duration::ZERO))) || self.has_work() {
+            if io {
+                if self.poll_io(Some(Duration::ZERO)) {
+                    return true;
+                }
+                self.tokio_turn();
+            }
+            if self.has_work() {
                 return true;
             }
             let now = clock.now();
@@ -240,9 +246,38 @@ impl Core {
         }
     }
 
+    /// A turn of the core's tokio runtime, if it has one, while the core spins polling I/O:
+    /// its tasks and sockets do not wait for the park (what the turn hands the core, the spin
+    /// finds next).
+    fn tokio_turn(&self) {
+        if let Some(tokio) = self.tokio() {
+            tokio.turn();
+        }
+    }
+
     /// Whether something is runnable or handed over.
     fn has_work(&self) -> bool {
         !self.queue.borrow().is_empty() || self.shared.inbox.is_dirty()
+    }
+
+    /// tokio's runtime is about to park on this core's thread (`tokio_before_park`): if the
+    /// core is parked in it and something its tasks did needs the core's loop (a task of this
+    /// core woken, something handed over, a timer due before the core's device fires), the
+    /// park ends instead (see `worker/tokio_context.rs`).
+    #[cfg(feature = "tokio-compat")]
+    fn tokio_before_park(&self) {
+        let Some(tokio) = self.tokio() else { return };
+        let Some(until) = tokio.parked_until() else {
+            return;
+        };
+        let timer_first = || {
+            self.timers
+                .next_expiration()
+                .is_some_and(|t| until.is_none_or(|until| t < until))
+        };
+        if self.has_work() || self.spilled.get() > 0 || timer_first() {
+            tokio.wake_idle();
+        }
     }
 
     /// Paused time: poll I/O without blocking; if no event came, nothing is runnable and the
@@ -269,6 +304,14 @@ impl Core {
             sleep(self);
         }
     }
+}
+
+/// What tokio calls before its runtime parks on a core's thread (`Builder::tokio_context`):
+/// the core's check for work tokio's tasks handed it while it is parked in tokio. Nothing on a
+/// thread without a core (core 0's tokio runtime driven outside `block_on`).
+#[cfg(feature = "tokio-compat")]
+pub(crate) fn tokio_before_park() {
+    crate::context::with_current(Core::tokio_before_park);
 }
 
 /// Wakes a core whose paused clock waits for the blocking pool: a deadline of "now" through

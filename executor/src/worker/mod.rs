@@ -34,6 +34,7 @@ pub(crate) mod shutdown;
 pub(crate) mod spill;
 pub(crate) mod steal;
 pub(crate) mod timers;
+pub(crate) mod tokio_context;
 pub(crate) mod watch;
 
 use std::cell::{Cell, RefCell};
@@ -59,6 +60,7 @@ use id::{CoreId, CoreKey};
 use placement::Placement;
 use shared::{Due, Peers, Runnable, Shared};
 use timers::Timers;
+use tokio_context::CoreTokio;
 use watch::{Kennel, Watch};
 
 /// Counters only the core touches (the others live where they are counted: the timer queue,
@@ -136,6 +138,10 @@ pub(crate) struct Core {
     stolen_buf: RefCell<Vec<Runnable>>,
     /// The timers, the clock and the timerfd.
     timers: Timers,
+    /// The core's own tokio runtime (`Builder::tokio_context`), which the core parks in.
+    /// Declared before `reactor`: it drops (leaving tokio's reactor, stopping tokio's runtime
+    /// and its tasks) while the core's epoll descriptor is still open.
+    tokio: Option<CoreTokio>,
     /// The I/O driver.
     reactor: Rc<Reactor>,
     /// Wakers of every task that has been polled, from its first poll until its future is
@@ -217,6 +223,10 @@ impl Core {
         };
         // Host names given to `TcpStream::connect` are looked up on the blocking pool.
         reactor.set_resolver(config.resolver);
+        let tokio = match config.tokio {
+            Some(before_park) => Some(CoreTokio::new(&reactor, before_park)?),
+            None => None,
+        };
         let clock = Clock::new(config.paused, config.timer.resolution);
         let mut shared = Shared::with_unparker(id, reactor.unparker(), config.always_wake);
         shared.watch = Watch::new(hooks, kennel);
@@ -244,6 +254,7 @@ impl Core {
             stolen_buf: RefCell::new(Vec::new()),
             orphan_buf: RefCell::new(Vec::new()),
             timers,
+            tokio,
             reactor,
             tasks: RefCell::new(Slab::new()),
             spin_ns: nanos(config.spin),
@@ -296,6 +307,11 @@ impl Core {
     /// The reactor, for entering it.
     pub(crate) fn reactor(&self) -> &Rc<Reactor> {
         &self.reactor
+    }
+
+    /// The core's tokio runtime, if it has a tokio context.
+    pub(crate) fn tokio(&self) -> Option<&CoreTokio> {
+        self.tokio.as_ref()
     }
 
     /// Queues a task woken on this thread: no atomic on the queue, no syscall, while the

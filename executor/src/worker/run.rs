@@ -304,6 +304,11 @@ impl Driver for Core {
 
     fn poll_io_now(&self) {
         self.poll_io(Some(Duration::ZERO));
+        // The core's tokio runtime (`Builder::tokio_context`) gets its turn too: its tasks,
+        // timers and sockets would otherwise wait for the core to go idle.
+        if let Some(tokio) = self.tokio() {
+            tokio.turn();
+        }
     }
 
     fn idle(&self) {
@@ -321,6 +326,23 @@ impl Driver for Core {
     }
 
     fn block(&self, programmed: Option<u64>) {
+        if let Some(tokio) = self.tokio() {
+            // Parked in the core's tokio runtime (`worker/tokio_context.rs`): its wait covers
+            // the core's epoll descriptor, which the timerfd's expiry makes readable. But a
+            // level-triggered stream still ready after the core's last poll (a read that left
+            // bytes behind) is reported again only by a poll of the core's epoll, never as a
+            // new edge of its descriptor: poll it first, and park only if it has nothing.
+            if self.poll_io(Some(Duration::ZERO)) {
+                return;
+            }
+            bump(&self.counters.parks);
+            let woken = self.parks_before(programmed);
+            if tokio.park(programmed) {
+                let polled = self.reactor.poll(Some(Duration::ZERO));
+                self.polled(polled, woken);
+            }
+            return;
+        }
         bump(&self.counters.parks);
         match self.timers.device() {
             ClockDevice::TimerFd => {
