@@ -11,8 +11,9 @@
 //!   [graceful shutdown](Run::with_graceful_shutdown) it is given has finished.
 //! - [`Http`] holds the settings of both (hyper's header timeout, a per-request timeout).
 //! - [`client`] is hyper-util's `Client` over tickless streams ([`Connector`]).
-//! - [`on_core`] runs an upgraded connection (a WebSocket) on the core that served its request,
-//!   where axum's `WebSocketUpgrade::on_upgrade` would run it on tokio's thread.
+//! - [`on_core`] runs an upgraded connection (a WebSocket) as a task of the core that served its
+//!   request (axum's `WebSocketUpgrade::on_upgrade` runs it on that core's tokio runtime, with
+//!   the tokio context; `on_core` makes it a tickless task, whose future need not be `Send`).
 //! - [`tower`] has tower-http's and tower's timeout layers with their timers on the core's
 //!   wheel; [`hyper_rt`], hyper's runtime traits on tickless, for serving with hyper directly.
 //!

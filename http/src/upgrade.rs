@@ -8,13 +8,13 @@ use tickless::Handle;
 /// it runs as a task of the core that serves the request, next to the connection's stream,
 /// whichever thread calls it.
 ///
-/// axum's `on_upgrade` runs its callback with `tokio::spawn`, on a tokio thread (the tokio
-/// context's, [`Builder::tokio_context`](tickless::Builder::tokio_context), which axum's
-/// `on_upgrade` needs). A tickless stream polled there panics (it belongs to its core), so the
-/// socket would close at once. Wrapped in `on_core`, the callback is handed back to the core
-/// with [`Handle::spawn_pinned`]: the socket's reads, writes and timers are the core's, and
-/// the future the callback returns need not be `Send`. The tokio thread only waits for the
-/// upgrade and hands the socket over: one remote spawn per upgrade.
+/// axum's `on_upgrade` runs its callback with `tokio::spawn`: with the tokio context
+/// (`tickless::Builder::tokio_context`, feature `tokio-compat`, which axum's `on_upgrade`
+/// needs), on the tokio runtime of the core that served the request, which that core's thread
+/// drives, so the socket works as it is. Wrapped in `on_core`, the callback is handed to the
+/// core as a tickless task instead, with [`Handle::spawn_pinned`]: the future the callback
+/// returns need not be `Send`, it is counted and shut down with the core's tasks, and it never
+/// moves to another core. The tokio task only waits for the upgrade and hands the socket over.
 ///
 /// Call it in the handler (on the core); the wrapped callback may be called from any thread.
 ///
@@ -54,8 +54,8 @@ where
 ///
 /// # Examples
 ///
-/// A callback wrapped on core 0, then called and awaited on core 1, as axum calls it on a
-/// tokio thread: it runs on core 0.
+/// A callback wrapped on core 0, then called and awaited on core 1 (axum calls it from a tokio
+/// task): it runs on core 0.
 ///
 /// ```
 /// use std::rc::Rc;

@@ -8,7 +8,7 @@
 //! tower stack over is a change of `use` line. Their timers are
 //! [`time::Sleep`](tickless::time::Sleep)s on the wheel of the core that serves the request, where
 //! tower-http's are tokio's: those panic on a tickless core without the tokio context, and with
-//! it run on the tokio thread, which wakes the core across threads when they fire.
+//! it are timers of the core's tokio runtime, at tokio's millisecond resolution.
 //!
 //! # Costs
 //!
