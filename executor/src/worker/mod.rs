@@ -65,8 +65,6 @@ use watch::{Kennel, Watch};
 /// the hand-over, the clock, the reactor).
 #[derive(Default)]
 struct Counters {
-    /// Task polls (the `block_on` future included).
-    polls: Cell<u64>,
     /// Blocking waits in epoll.
     parks: Cell<u64>,
     /// Idle transitions spent spinning instead of parking.
@@ -436,18 +434,12 @@ impl Core {
         any
     }
 
-    /// A task poll starts: remember the accept count, so that a spawn in it can tell whether
-    /// it follows an accept (see [`placement`]).
+    /// A poll starts: remember the accept count, so that a spawn in it can tell whether it
+    /// follows an accept (see [`placement`]). (The poll is counted, and watched, by the
+    /// caller's `Watch::poll_starts`.)
     #[inline]
     fn poll_starts(&self) {
         self.accepts_seen.set(self.reactor.accepts());
-        self.shared.watch.poll_starts(self.counters.polls.get());
-    }
-
-    /// The poll has ended (the stall detector's word, `watch`).
-    #[inline]
-    fn poll_ends(&self) {
-        self.shared.watch.poll_ends();
     }
 
     /// Where a `Send` task spawned now should go (see [`placement`]): `None` for this core.
@@ -516,7 +508,7 @@ impl Core {
         let io = self.reactor.stats();
         let c = &self.counters;
         CoreStats {
-            polls: c.polls.get(),
+            polls: self.shared.watch.polls(),
             parks: c.parks.get(),
             spins: c.spins.get(),
             idles: c.idles.get(),

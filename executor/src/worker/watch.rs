@@ -5,12 +5,16 @@
 //!
 //! # Cost
 //!
-//! A poll costs the core three relaxed stores of its own (the poll's number at its start; 0 in
-//! it and in the task's id at its end), and a task's poll two more at its start, by the task's
-//! wrapper (its id and spawn location, after a look-up of the current core), all to a line no
-//! other thread writes: no read-modify-write, no fence, no clock read. The
-//! watchdog reads the words once per check (see `runtime::watchdog`). What the watchdog's sleep
-//! costs a core is one fence and one load each time it wakes from a park (see [`Kennel`]).
+//! A poll costs the core two increments of its poll word, one at the start and one at the
+//! end (a plain load and store each, folded into one `inc` on x86: no read-modify-write, no
+//! fence, no clock read), and these are the core's poll count too (`CoreStats::polls` is half
+//! the word), so that nothing else counts polls. A task's poll adds two relaxed stores, by
+//! the task's wrapper in the current-core look-up it makes anyway: its id and spawn location;
+//! the `block_on` future's poll adds one, clearing the id. Nothing clears the id when a task's
+//! poll ends: a reader looks at it only while the poll word says a poll runs. All of it is on
+//! a line no other thread writes. The watchdog reads the words once per check (see
+//! `runtime::watchdog`). What the watchdog's sleep costs a core is one fence and one load each
+//! time it wakes from a park (see [`Kennel`]).
 //!
 //! These atomics are `std`'s, not `crate::sync`'s: only the watchdog and a signal handler read
 //! them, and neither is part of a protocol the loom models check.
@@ -26,15 +30,16 @@ use crate::task::id::{Id, Meta};
 /// A core's poll in progress, and its runtime's hooks.
 #[derive(Default)]
 pub(crate) struct Watch {
-    /// The core's poll count at the start of the poll running now; 0 between polls. Two
-    /// readings a threshold apart that show the same non-zero number are one poll that has
-    /// run at least that long.
+    /// Polls started plus polls ended: odd while a poll runs, and then a number no other
+    /// poll of the core has. Two readings a threshold apart that show the same odd number are
+    /// one poll that has run at least that long. Only the core writes it.
     poll: AtomicU64,
-    /// The id of the task being polled ([`Id::as_u64`]); 0 while none is (the `block_on`
-    /// future, the loop itself).
+    /// The id of the task being polled ([`Id::as_u64`]); 0 while the `block_on` future is.
+    /// Stale (the last poll's) between polls: read it only while `poll` is odd.
     task: AtomicU64,
-    /// Where that task was spawned; null before the first task poll. Stale (the last task's)
-    /// while no task is polled: read it only with a non-zero `task`.
+    /// Where that task was spawned; null before the first task poll. Stale as `task`, and
+    /// the last task's while the `block_on` future is polled: read it only with a non-zero
+    /// `task`.
     at: AtomicPtr<Location<'static>>,
     /// Whether a thread runs the core's loop now (its own thread; for core 0, the thread in
     /// `block_on`). A core nobody runs is idle to the watchdog.
@@ -158,18 +163,29 @@ impl Watch {
         self.stalls.load(Ordering::Relaxed)
     }
 
-    /// A poll starts; `n`, the core's poll count, numbers it (never 0).
+    /// A poll starts (the word becomes odd).
     #[inline]
-    pub(crate) fn poll_starts(&self, n: u64) {
-        self.poll.store(n, Ordering::Relaxed);
+    pub(crate) fn poll_starts(&self) {
+        bump(&self.poll);
     }
 
-    /// The poll has ended (a task's included: the task's id is cleared here, by the core,
-    /// rather than by the task's wrapper, which would have to look the core up again).
+    /// The `block_on` future's poll starts: no task's id is published while it runs.
+    #[inline]
+    pub(crate) fn main_poll_starts(&self) {
+        self.task.store(0, Ordering::Relaxed);
+        bump(&self.poll);
+    }
+
+    /// The poll has ended (the word becomes even). The task's id stays: it is read only
+    /// while a poll runs.
     #[inline]
     pub(crate) fn poll_ends(&self) {
-        self.task.store(0, Ordering::Relaxed);
-        self.poll.store(0, Ordering::Relaxed);
+        bump(&self.poll);
+    }
+
+    /// Polls started so far (the one running now included).
+    pub(crate) fn polls(&self) -> u64 {
+        self.poll.load(Ordering::Relaxed).div_ceil(2)
     }
 
     /// The poll running now is `task`'s.
@@ -183,6 +199,9 @@ impl Watch {
 
     /// The id of the task being polled, if one is.
     pub(crate) fn task_id(&self) -> Option<Id> {
+        if self.poll.load(Ordering::Relaxed) & 1 == 0 {
+            return None;
+        }
         Id::from_u64(self.task.load(Ordering::Relaxed))
     }
 
@@ -190,6 +209,9 @@ impl Watch {
     /// location if it is a task's: what the watchdog samples.
     pub(crate) fn sample(&self) -> (u64, Option<Meta>) {
         let poll = self.poll.load(Ordering::Relaxed);
+        if poll & 1 == 0 {
+            return (0, None);
+        }
         let task = Id::from_u64(self.task.load(Ordering::Acquire));
         let at = self.at.load(Ordering::Relaxed);
         let meta = task.filter(|_| !at.is_null()).map(|id| Meta {
@@ -209,10 +231,21 @@ pub(crate) struct Running<'a>(&'a Watch);
 impl Drop for Running<'_> {
     fn drop(&mut self) {
         let watch = self.0;
-        watch.task.store(0, Ordering::Relaxed);
-        watch.poll.store(0, Ordering::Relaxed);
+        // A poll left by an unwinding `block_on` future ends here.
+        if watch.poll.load(Ordering::Relaxed) & 1 == 1 {
+            bump(&watch.poll);
+        }
         watch.active.store(false, Ordering::Relaxed);
     }
+}
+
+/// Adds one to a word only this thread writes: a load and a store, no read-modify-write.
+#[inline]
+fn bump(word: &AtomicU64) {
+    word.store(
+        word.load(Ordering::Relaxed).wrapping_add(1),
+        Ordering::Relaxed,
+    );
 }
 
 /// This thread's kernel id, asked of the kernel once per thread (`block_on` may be called in a
