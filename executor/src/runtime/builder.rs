@@ -16,9 +16,9 @@ use crate::task::hooks::{Observers, MIN_STALL_THRESHOLD};
 use crate::worker::config::{CoreConfig, DefaultSlack};
 use crate::worker::device::ClockDevice;
 use crate::worker::id::CoreId;
+use crate::worker::kennel::Kennel;
 use crate::worker::placement::Placement;
 use crate::worker::shared::Peers;
-use crate::worker::watch::Kennel;
 use crate::worker::{Core, Siblings};
 
 /// The coarsest timer resolution [`Builder::build`] accepts.

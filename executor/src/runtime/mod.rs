@@ -11,7 +11,7 @@ mod metrics;
 mod reporter;
 mod thread;
 mod tokio_context;
-mod watchdog;
+pub(crate) mod watchdog;
 
 use std::fmt;
 use std::future::Future;

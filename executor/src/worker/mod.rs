@@ -25,6 +25,7 @@ pub mod device;
 pub(crate) mod governor;
 pub(crate) mod id;
 pub(crate) mod idle;
+pub(crate) mod kennel;
 pub(crate) mod load;
 pub(crate) mod placement;
 pub(crate) mod registry;
@@ -56,10 +57,11 @@ use config::CoreConfig;
 use device::ClockDevice;
 use governor::Governor;
 use id::{CoreId, CoreKey};
+use kennel::Kennel;
 use placement::Placement;
 use shared::{Due, Peers, Runnable, Shared};
 use timers::Timers;
-use watch::{Kennel, Watch};
+use watch::Watch;
 
 /// Counters only the core touches (the others live where they are counted: the timer queue,
 /// the hand-over, the clock, the reactor).

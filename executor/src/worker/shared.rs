@@ -15,6 +15,8 @@ use crate::task::DeferredStart;
 use crate::worker::id::thread_token;
 use crate::worker::id::CoreId;
 use crate::worker::id::CoreKey;
+#[cfg(loom)]
+use crate::worker::kennel::Kennel;
 use crate::worker::load::Load;
 use crate::worker::spill::Spill;
 use crate::worker::watch::Watch;
@@ -285,6 +287,21 @@ impl<U: Unpark> Shared<U> {
         Self::with_unparker(id, unparker, false)
     }
 
+    /// For the loom models: the shared half of a core of its own runtime, watched by the
+    /// stall detector whose watchdog sleeps in `kennel`.
+    #[cfg(loom)]
+    pub fn for_model_watched(unparker: U, kennel: Arc<Kennel>) -> Self {
+        let mut shared = Self::for_model(unparker);
+        shared.watch = Watch::new(None, Some(kennel));
+        shared
+    }
+
+    /// For the loom models: what the stall detector watches.
+    #[cfg(loom)]
+    pub fn watch(&self) -> &Watch {
+        &self.watch
+    }
+
     /// For the loom models: which core.
     #[cfg(loom)]
     pub fn core_id(&self) -> CoreId {
@@ -358,6 +375,14 @@ impl<U: Unpark> Shared<U> {
     /// Whether a stop was requested.
     pub fn stop_requested(&self) -> bool {
         self.stop.load(Ordering::Acquire)
+    }
+
+    /// The core has woken from its park: publishes that it runs (its sleep word), then wakes
+    /// the stall detector's watchdog if it sleeps (`Kennel`: after the publish, which the
+    /// watchdog reads after it lies down).
+    pub fn running_again(&self) {
+        self.inbox.woke();
+        self.watch.woke();
     }
 
     /// Whether a task may be placed here: a thread runs the core now (for core 0, one is in

@@ -1,7 +1,7 @@
 //! What the runtime's observers see of a core, in its shared half: the poll in progress (which
 //! task, spawned where: `task::id`, and the stall detector's watchdog on another thread), the
 //! thread that runs the core, the stalls counted, and the task hooks the runtime was built
-//! with; and the [`Kennel`] where the watchdog sleeps while every core does.
+//! with, and the [`Kennel`] where the watchdog sleeps while every core does.
 //!
 //! # Cost
 //!
@@ -17,19 +17,21 @@
 //! time it wakes from a park (see [`Kennel`]).
 //!
 //! These atomics are `std`'s, not `crate::sync`'s: only the watchdog and a signal handler read
-//! them, and neither is part of a protocol the loom models check.
+//! them, and neither is part of a protocol the loom models check; except `active`, which is
+//! part of the kennel's (`kennel.rs`, `loom-tests/tests/watchdog_kennel.rs`).
 
 use std::panic::Location;
-use std::sync::atomic::{fence, AtomicBool, AtomicI32, AtomicPtr, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
-use std::thread::Thread;
+use std::sync::atomic::{AtomicI32, AtomicPtr, AtomicU64, Ordering};
+use std::sync::Arc;
 
+use super::kennel::Kennel;
+use crate::sync;
 use crate::task::hooks::Hooks;
 use crate::task::id::{Id, Meta};
 
 /// A core's poll in progress, and its runtime's hooks.
 #[derive(Default)]
-pub(crate) struct Watch {
+pub struct Watch {
     /// Polls started plus polls ended: odd while a poll runs, and then a number no other
     /// poll of the core has. Two readings a threshold apart that show the same odd number are
     /// one poll that has run at least that long. Only the core writes it.
@@ -43,7 +45,7 @@ pub(crate) struct Watch {
     at: AtomicPtr<Location<'static>>,
     /// Whether a thread runs the core's loop now (its own thread; for core 0, the thread in
     /// `block_on`). A core nobody runs is idle to the watchdog.
-    active: AtomicBool,
+    active: sync::AtomicBool,
     /// The kernel id of the thread that runs (or last ran) the loop: where the watchdog sends
     /// the signal that takes a stalled thread's backtrace.
     tid: AtomicI32,
@@ -53,54 +55,6 @@ pub(crate) struct Watch {
     pub(crate) hooks: Option<Arc<Hooks>>,
     /// Where the stall detector's watchdog sleeps; `None` with the detector off.
     kennel: Option<Arc<Kennel>>,
-}
-
-/// Where a runtime's watchdog sleeps while every core is idle, and what wakes it.
-///
-/// # Protocol
-///
-/// The watchdog sets `asleep`, issues a `SeqCst` fence, then reads every core's idle state
-/// (its inbox's sleep word, its `active` flag), and parks only if all are idle. A core, when
-/// it wakes from a park (after publishing "running" in its sleep word) or starts its loop
-/// (after setting `active`), issues a `SeqCst` fence and then reads `asleep`. Of the two
-/// fences, whichever comes second in their total order makes its side see the other's write:
-/// either the watchdog sees the core running and does not park, or the core sees `asleep` and
-/// unparks it. So a core that starts a poll never does so while the watchdog sleeps unaware.
-#[derive(Default)]
-pub(crate) struct Kennel {
-    /// The watchdog parks, or is about to.
-    asleep: AtomicBool,
-    /// The watchdog's thread, once started.
-    pub(crate) thread: OnceLock<Thread>,
-}
-
-impl Kennel {
-    /// Watchdog side: about to look at the cores once more before it parks.
-    pub(crate) fn lie_down(&self) {
-        self.asleep.store(true, Ordering::Relaxed);
-        fence(Ordering::SeqCst);
-    }
-
-    /// Watchdog side: it will not park, or has woken.
-    pub(crate) fn get_up(&self) {
-        self.asleep.store(false, Ordering::Relaxed);
-    }
-
-    /// Watchdog side: whether a core has woken it (or it got up itself).
-    pub(crate) fn is_asleep(&self) -> bool {
-        self.asleep.load(Ordering::Acquire)
-    }
-
-    /// Core side, after it publishes that it runs: wakes the watchdog if it sleeps.
-    #[inline]
-    fn rouse(&self) {
-        fence(Ordering::SeqCst);
-        if self.asleep.load(Ordering::Relaxed) && self.asleep.swap(false, Ordering::AcqRel) {
-            if let Some(thread) = self.thread.get() {
-                thread.unpark();
-            }
-        }
-    }
 }
 
 impl Watch {
@@ -115,9 +69,9 @@ impl Watch {
 
     /// A thread starts running the core's loop: it is the one to signal, and the core is no
     /// longer idle to the watchdog (woken if it sleeps). Returns the guard that ends it.
-    pub(crate) fn enter(&self) -> Running<'_> {
+    pub fn enter(&self) -> Running<'_> {
         self.tid.store(this_tid(), Ordering::Relaxed);
-        self.active.store(true, Ordering::Relaxed);
+        self.active.store(true, sync::Ordering::Relaxed);
         self.woke();
         Running(self)
     }
@@ -134,12 +88,12 @@ impl Watch {
     /// Whether the core is idle to the watchdog: nobody runs its loop, or it `sleeps` (its
     /// inbox's sleep word).
     pub(crate) fn is_idle(&self, sleeps: bool) -> bool {
-        sleeps || !self.active.load(Ordering::Relaxed)
+        sleeps || !self.active.load(sync::Ordering::Relaxed)
     }
 
     /// Whether a thread runs the core's loop now.
     pub(crate) fn is_active(&self) -> bool {
-        self.active.load(Ordering::Relaxed)
+        self.active.load(sync::Ordering::Relaxed)
     }
 
     /// The kernel id of the thread that runs the loop.
@@ -226,7 +180,7 @@ impl Watch {
 
 /// A thread runs the core's loop until this is dropped (unwinding included: a `block_on`
 /// whose future panicked leaves no poll behind that looks stalled).
-pub(crate) struct Running<'a>(&'a Watch);
+pub struct Running<'a>(&'a Watch);
 
 impl Drop for Running<'_> {
     fn drop(&mut self) {
@@ -235,7 +189,7 @@ impl Drop for Running<'_> {
         if watch.poll.load(Ordering::Relaxed) & 1 == 1 {
             bump(&watch.poll);
         }
-        watch.active.store(false, Ordering::Relaxed);
+        watch.active.store(false, sync::Ordering::Relaxed);
     }
 }
 
