@@ -72,6 +72,7 @@ mod catch;
 mod context;
 mod dns;
 pub mod fs;
+mod histogram;
 mod park;
 pub mod runtime;
 mod serve;

@@ -104,7 +104,7 @@ pub const BUILDER_ENV: &str = "TICKLESS_BENCH_BUILDER";
 
 /// Applies the comma-separated settings of [`BUILDER_ENV`] to `b`, so that one binary measures
 /// the runtime with and without an observer (`timeout_cost.py --builder`): `stall=off` (no
-/// stall detector), `stall=<ms>` (its threshold).
+/// stall detector), `stall=<ms>` (its threshold), `poll_time_histogram` (tokio's, on).
 ///
 /// # Panics
 ///
@@ -115,6 +115,10 @@ pub fn from_env(b: &mut Builder) {
         return;
     };
     for setting in settings.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        if setting == "poll_time_histogram" {
+            b.enable_metrics_poll_time_histogram();
+            continue;
+        }
         match setting.split_once('=') {
             Some(("stall", "off")) => {
                 b.stall_threshold(None);
@@ -125,7 +129,9 @@ pub fn from_env(b: &mut Builder) {
                     .unwrap_or_else(|_| panic!("{BUILDER_ENV}: {setting}"));
                 b.stall_threshold(Some(Duration::from_millis(ms)));
             }
-            _ => panic!("{BUILDER_ENV}: unknown setting {setting:?} (stall=off|<ms>)"),
+            _ => panic!(
+                "{BUILDER_ENV}: unknown setting {setting:?} (stall=off|<ms>, poll_time_histogram)"
+            ),
         }
     }
 }

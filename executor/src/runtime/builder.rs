@@ -8,6 +8,7 @@ use std::time::Duration;
 use tickless_timer::{Config, RearmPolicy, Slack};
 
 use crate::blocking::{BlockingPool, DEFAULT_KEEP_ALIVE, DEFAULT_MAX_THREADS};
+use crate::histogram::{DEFAULT_LATENESS_HISTOGRAM, DEFAULT_POLL_TIME_HISTOGRAM};
 use crate::runtime::thread::core_thread;
 use crate::runtime::tokio_context::TokioRuntime;
 use crate::runtime::watchdog::Watchdog;
@@ -67,7 +68,7 @@ pub struct Builder {
     /// Pin each core's thread to its CPU.
     pin: bool,
     /// Per-core settings (the epoch is set at build time).
-    core: CoreConfig,
+    pub(super) core: CoreConfig,
     /// The blocking pool's thread cap.
     max_blocking_threads: usize,
     /// How long an idle blocking thread lingers.
@@ -121,6 +122,9 @@ impl Builder {
                 placement: Placement::Spread,
                 steal_after: Some(DEFAULT_STEAL_AFTER),
                 resolver: crate::dns::resolve_on_pool,
+                poll_times_on: false,
+                poll_times: DEFAULT_POLL_TIME_HISTOGRAM,
+                lateness: DEFAULT_LATENESS_HISTOGRAM,
             },
             max_blocking_threads: DEFAULT_MAX_THREADS,
             blocking_keep_alive: DEFAULT_KEEP_ALIVE,

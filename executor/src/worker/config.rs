@@ -5,6 +5,7 @@ use std::time::Duration;
 use tickless_io::internal::Resolve;
 use tickless_timer::{Config, Slack};
 
+use crate::histogram::HistogramConfiguration;
 use crate::worker::device::ClockDevice;
 use crate::worker::placement::Placement;
 
@@ -36,6 +37,12 @@ pub(crate) struct CoreConfig {
     /// How `TcpStream::connect` looks up host names on the core (the runtime's lookup on its
     /// blocking pool, `dns::resolve_on_pool`: given from above, since it spawns a task).
     pub(crate) resolver: Resolve,
+    /// Whether task polls are timed (`Builder::enable_metrics_poll_time_histogram`).
+    pub(crate) poll_times_on: bool,
+    /// The poll-time histogram's layout.
+    pub(crate) poll_times: HistogramConfiguration,
+    /// The timer-lateness histogram's layout.
+    pub(crate) lateness: HistogramConfiguration,
 }
 
 /// How the slack of a timer that gives none is chosen.

@@ -50,6 +50,7 @@ use tickless_timer::internal::Op;
 
 use crate::blocking::BlockingPool;
 use crate::catch::{drop_caught, wake_caught, Caught};
+use crate::histogram::Histogram;
 use crate::stats::CoreStats;
 use crate::task::hooks::Hooks;
 use clock::{nanos, Clock};
@@ -220,6 +221,10 @@ impl Core {
         let clock = Clock::new(config.paused, config.timer.resolution);
         let mut shared = Shared::with_unparker(id, reactor.unparker(), config.always_wake);
         shared.watch = Watch::new(hooks, kennel);
+        shared.poll_times = config
+            .poll_times_on
+            .then(|| Histogram::new(config.poll_times));
+        shared.lateness = Histogram::new(config.lateness);
         let shared = Arc::new(shared);
         registry::register(&shared);
         let timers = Timers::new(

@@ -9,6 +9,7 @@ use std::task::Waker;
 use tickless_io::internal::Unparker;
 use tickless_timer::internal::{Inbox, Op, Wake as WakeDecision};
 
+use crate::histogram::{Histogram, DEFAULT_LATENESS_HISTOGRAM};
 use crate::stats::{CoreStats, Published};
 use crate::sync::{lock, AtomicBool, AtomicU64, AtomicUsize, Mutex, Ordering};
 use crate::task::DeferredStart;
@@ -246,6 +247,12 @@ pub struct Shared<U = Unparker> {
     adopter: Mutex<Option<Waker>>,
     /// The poll in progress, for `task::id` and the stall detector; the task hooks.
     pub(crate) watch: Watch,
+    /// How long the core's task polls took (`Builder::enable_metrics_poll_time_histogram`);
+    /// `None` unless asked for.
+    pub(crate) poll_times: Option<Histogram>,
+    /// How late the core's timers fired: the clock reading they were expired by, less their
+    /// deadline.
+    pub(crate) lateness: Histogram,
 }
 
 impl<U: Unpark> Shared<U> {
@@ -274,6 +281,8 @@ impl<U: Unpark> Shared<U> {
             listeners: Mutex::new(Vec::new()),
             adopter: Mutex::new(None),
             watch: Watch::default(),
+            poll_times: None,
+            lateness: Histogram::new(DEFAULT_LATENESS_HISTOGRAM),
         }
     }
 
