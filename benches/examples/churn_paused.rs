@@ -39,10 +39,11 @@ fn main() -> std::io::Result<()> {
     };
     let span = match runtime {
         "tickless" => {
-            let rt = tickless::Builder::new()
-                .cores(1)
-                .start_paused(true)
-                .build()?;
+            let mut b = tickless::Builder::new();
+            b.cores(1).start_paused(true);
+            // `TICKLESS_BENCH_BUILDER`'s settings, as `compare`'s runtimes take them.
+            tickless_benches::rt::tickless::from_env(&mut b);
+            let rt = b.build()?;
             rt.block_on(async {
                 let start = tickless::time::Instant::now();
                 let tasks: Vec<_> = (0..TASKS)

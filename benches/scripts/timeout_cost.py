@@ -4,6 +4,9 @@ tokio, counted by callgrind; and instructions per timer fire on a paused clock.
 
     python3 benches/scripts/timeout_cost.py            # measure, then update benches/README.md
     python3 benches/scripts/timeout_cost.py --no-readme # measure and print only
+    python3 benches/scripts/timeout_cost.py --builder stall=off --only tickless
+        # tickless's runtimes built with TICKLESS_BENCH_BUILDER=stall=off (see
+        # benches/src/rt/tickless.rs `from_env`); prints only, never touches the README
 
 Method (setup cancels out: two run lengths are subtracted):
 
@@ -32,13 +35,32 @@ SLEEPS = (10, 30)
 CHURN_TASKS = 1_000
 
 
+def flag(name):
+    """The value after `name` on the command line, or None."""
+    if name in sys.argv:
+        i = sys.argv.index(name)
+        if i + 1 < len(sys.argv):
+            return sys.argv[i + 1]
+        sys.exit(f"{name} needs a value")
+    return None
+
+
+# Settings every tickless runtime of the run takes (`TICKLESS_BENCH_BUILDER`), or None.
+BUILDER = flag("--builder")
+
+
 def instructions(cmd):
     """Instructions callgrind counts for one run of `cmd`."""
+    env = dict(os.environ)
+    env.pop("TICKLESS_BENCH_BUILDER", None)
+    if BUILDER is not None:
+        env["TICKLESS_BENCH_BUILDER"] = BUILDER
     out = subprocess.run(
         ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"] + cmd,
         cwd=ROOT,
         capture_output=True,
         text=True,
+        env=env,
     )
     m = re.search(r"Collected : (\d+)", out.stderr)
     if out.returncode != 0 or not m:
@@ -70,8 +92,12 @@ def main():
             cwd=ROOT,
             check=True,
         )
+    only = flag("--only")
+    runtimes = only.split(",") if only else RUNTIMES
+    if BUILDER is not None:
+        print(f"TICKLESS_BENCH_BUILDER={BUILDER}", flush=True)
     rows = {}
-    for rt in RUNTIMES:
+    for rt in runtimes:
         plain = per_round_trip("pingpong_same", rt)
         timed = per_round_trip("pingpong_timeout", rt)
         fire = per_fire(rt)
@@ -81,12 +107,14 @@ def main():
             f"timeout_instr={(timed - plain) / 2:.0f} fire_instr={fire:.0f}",
             flush=True,
         )
+    if set(rows) != set(RUNTIMES):
+        return
     tl, tk = rows["tickless"], rows["tokio"]
     print(
         f"ratio timeout={tl[2] / tk[2]:.2f} fire={tl[3] / tk[3]:.2f} (tickless / tokio)",
         flush=True,
     )
-    if "--no-readme" in sys.argv:
+    if "--no-readme" in sys.argv or BUILDER is not None:
         return
     rustc = subprocess.run(["rustc", "--version"], capture_output=True, text=True).stdout.strip()
     lines = [

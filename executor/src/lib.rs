@@ -72,6 +72,7 @@ mod catch;
 mod context;
 mod dns;
 pub mod fs;
+mod histogram;
 mod park;
 pub mod runtime;
 mod serve;
@@ -89,18 +90,21 @@ mod worker;
 pub mod loom_exports {
     pub use crate::blocking::{BlockingPool, Fate, Job, StartThread};
     pub use crate::runtime::lease::{Held, Lease};
+    pub use crate::runtime::watchdog::sleep_while_idle;
     pub use crate::serve::Stop;
     pub use crate::task::join_slot::JoinSlot;
     pub use crate::task::{schedule, spawn_remote};
     pub use crate::worker::block_on::MainWaker;
     pub use crate::worker::id::CoreId;
     pub use crate::worker::idle::{sleep, Slept};
+    pub use crate::worker::kennel::Kennel;
     pub use crate::worker::registry::{register, remote_cancel};
     pub use crate::worker::run::{run, take_handed_over, turn, Driver, Step};
     pub use crate::worker::shared::Due;
     pub use crate::worker::shared::{Peers, Runnable, Shared, TaskMeta, Unpark};
     pub use crate::worker::shutdown::{close, shut_down, Owner};
     pub use crate::worker::spill::Spill;
+    pub use crate::worker::watch::{Running, Watch};
 }
 
 /// What `#[tickless::main]` and `#[tickless::test]` expand to: not for use by hand.

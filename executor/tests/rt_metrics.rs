@@ -6,7 +6,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use tickless::net::UdpSocket;
-use tickless::runtime::{Builder, Placement, RuntimeMetrics};
+use tickless::runtime::{Builder, HistogramConfiguration, Placement, RuntimeMetrics};
 use tickless::Runtime;
 
 /// Polls (yields) in the poll-count test.
@@ -259,4 +259,128 @@ fn handle_metrics_see_every_core() {
 #[should_panic(expected = "no worker 2: the runtime has 2 cores")]
 fn a_worker_out_of_range_panics_with_the_count() {
     two_cores().metrics().worker_poll_count(2);
+}
+
+/// Core 0's counts in every bucket of the poll-time histogram.
+fn poll_times(m: &RuntimeMetrics) -> Vec<u64> {
+    (0..m.poll_time_histogram_num_buckets())
+        .map(|b| m.poll_time_histogram_bucket_count(0, b))
+        .collect()
+}
+
+/// Core 0's counts in every bucket of the timer-lateness histogram.
+fn lateness(m: &RuntimeMetrics) -> Vec<u64> {
+    (0..m.timer_lateness_histogram_num_buckets())
+        .map(|b| m.timer_lateness_histogram_bucket_count(0, b))
+        .collect()
+}
+
+/// A task that moves paused time by `d` in its first poll, and ends in its second.
+fn advancing(d: Duration) -> tickless::JoinHandle<()> {
+    tickless::spawn(tickless::time::advance(d))
+}
+
+#[test]
+fn the_poll_time_histogram_is_off_by_default() {
+    let rt = Builder::new().cores(1).build().unwrap();
+    rt.block_on(async { tickless::spawn(async {}).await.unwrap() });
+    let m = rt.metrics();
+    assert!(!m.poll_time_histogram_enabled());
+    assert_eq!(m.poll_time_histogram_num_buckets(), 0);
+    assert_eq!(
+        m.poll_time_histogram_bucket_range(0),
+        Duration::ZERO..Duration::ZERO
+    );
+    assert_eq!(m.poll_time_histogram_bucket_count(0, 0), 0);
+}
+
+#[test]
+fn the_poll_time_histogram_counts_each_task_poll_in_its_bucket() {
+    let rt = Builder::new()
+        .cores(1)
+        .start_paused(true)
+        .enable_metrics_poll_time_histogram()
+        .build()
+        .unwrap();
+    let us = Duration::from_micros;
+    rt.block_on(async {
+        // Each polled twice: once for as long as it advances paused time, once for nothing.
+        for d in [us(250), us(100), us(99), Duration::from_millis(5)] {
+            advancing(d).await.unwrap();
+        }
+        tickless::spawn(async {}).await.unwrap(); // one poll of nothing
+    });
+    let m = rt.metrics();
+    // tokio's default: 10 buckets of 100 µs, the last open.
+    assert!(m.poll_time_histogram_enabled());
+    assert_eq!(m.poll_time_histogram_num_buckets(), 10);
+    assert_eq!(m.poll_time_histogram_bucket_range(0), us(0)..us(100));
+    assert_eq!(m.poll_time_histogram_bucket_range(2), us(200)..us(300));
+    assert_eq!(
+        m.poll_time_histogram_bucket_range(9),
+        us(900)..Duration::from_nanos(u64::MAX)
+    );
+    // 99 µs and the five polls of nothing in the first bucket; 100, 250 and 5,000 µs in
+    // theirs. The block_on future's polls are not counted: it is no task.
+    assert_eq!(poll_times(&m), [6, 1, 1, 0, 0, 0, 0, 0, 0, 1]);
+    // The same from another thread: the counts are where any thread reads them.
+    let there = std::thread::spawn(move || poll_times(&m)).join().unwrap();
+    assert_eq!(there, [6, 1, 1, 0, 0, 0, 0, 0, 0, 1]);
+}
+
+#[test]
+fn a_configured_poll_time_histogram_has_its_buckets() {
+    let rt = Builder::new()
+        .cores(1)
+        .start_paused(true)
+        .metrics_poll_time_histogram_configuration(HistogramConfiguration::linear(
+            Duration::from_micros(10),
+            5,
+        ))
+        .enable_metrics_poll_time_histogram()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        advancing(Duration::from_micros(25)).await.unwrap();
+        advancing(Duration::from_secs(1)).await.unwrap();
+    });
+    let m = rt.metrics();
+    assert_eq!(m.poll_time_histogram_num_buckets(), 5);
+    let us = Duration::from_micros;
+    assert_eq!(m.poll_time_histogram_bucket_range(2), us(20)..us(30));
+    assert_eq!(poll_times(&m), [2, 0, 1, 0, 1]);
+}
+
+#[test]
+fn timer_lateness_counts_each_fire_by_how_late_it_fired() {
+    let rt = Builder::new().cores(1).start_paused(true).build().unwrap();
+    let exact = Duration::ZERO;
+    rt.block_on(async {
+        // Due in 100 µs, expired 1 ms on: 900 µs late.
+        let late = tickless::spawn(tickless::time::sleep(Duration::from_micros(100)).slack(exact));
+        tickless::yield_now().await; // it registers
+        tickless::time::advance(Duration::from_millis(1)).await;
+        late.await.unwrap();
+        // Paused time jumps to the deadline: not late at all.
+        tickless::time::sleep(Duration::from_millis(3))
+            .slack(exact)
+            .await;
+    });
+    let m = rt.metrics();
+    // The default: 24 buckets doubling from 1 µs.
+    assert_eq!(m.timer_lateness_histogram_num_buckets(), 24);
+    let us = Duration::from_micros;
+    assert_eq!(m.timer_lateness_histogram_bucket_range(0), us(0)..us(1));
+    assert_eq!(
+        m.timer_lateness_histogram_bucket_range(10),
+        us(512)..us(1_024)
+    );
+    let counts = lateness(&m);
+    assert_eq!((counts[0], counts[10]), (1, 1), "{counts:?}");
+    assert_eq!(
+        counts.iter().sum::<u64>(),
+        m.worker_timer_fires(0),
+        "every fire"
+    );
+    assert_eq!(m.worker_timer_fires(0), 2);
 }

@@ -15,18 +15,44 @@ use tickless::runtime::{Builder, RuntimeMetricsReporterBuilder};
 #[derive(Default)]
 struct Recorded {
     series: Mutex<HashMap<String, Arc<AtomicU64>>>,
+    histograms: Mutex<HashMap<String, Arc<Values>>>,
     described: Mutex<HashMap<String, Option<Unit>>>,
+}
+
+/// A histogram's values, in the order recorded.
+#[derive(Default)]
+struct Values(Mutex<Vec<f64>>);
+
+impl metrics::HistogramFn for Values {
+    fn record(&self, value: f64) {
+        self.0.lock().unwrap().push(value);
+    }
+}
+
+/// `name{label=value,...}`.
+fn id(key: &Key) -> String {
+    let labels: Vec<String> = key
+        .labels()
+        .map(|l| format!("{}={}", l.key(), l.value()))
+        .collect();
+    format!("{}{{{}}}", key.name(), labels.join(","))
 }
 
 impl Recorded {
     fn register(&self, key: &Key) -> Arc<AtomicU64> {
-        let labels: Vec<String> = key
-            .labels()
-            .map(|l| format!("{}={}", l.key(), l.value()))
-            .collect();
-        let id = format!("{}{{{}}}", key.name(), labels.join(","));
         let mut series = self.series.lock().unwrap();
-        series.entry(id).or_default().clone()
+        series.entry(id(key)).or_default().clone()
+    }
+
+    /// The values a histogram recorded, sorted.
+    fn values(&self, id: &str) -> Vec<f64> {
+        let histograms = self.histograms.lock().unwrap();
+        let h = histograms
+            .get(id)
+            .unwrap_or_else(|| panic!("no histogram {id}"));
+        let mut values = h.0.lock().unwrap().clone();
+        values.sort_by(f64::total_cmp);
+        values
     }
 
     /// A counter's value.
@@ -56,8 +82,9 @@ impl Recorder for Rec {
         d.insert(key.as_str().to_owned(), unit);
     }
 
-    fn describe_histogram(&self, key: KeyName, _: Option<Unit>, _: SharedString) {
-        panic!("no histogram is published: {key:?}");
+    fn describe_histogram(&self, key: KeyName, unit: Option<Unit>, _: SharedString) {
+        let mut d = self.0.described.lock().unwrap();
+        d.insert(key.as_str().to_owned(), unit);
     }
 
     fn register_counter(&self, key: &Key, _: &Metadata<'_>) -> Counter {
@@ -69,7 +96,8 @@ impl Recorder for Rec {
     }
 
     fn register_histogram(&self, key: &Key, _: &Metadata<'_>) -> Histogram {
-        panic!("no histogram is published: {key:?}");
+        let mut histograms = self.0.histograms.lock().unwrap();
+        Histogram::from_arc(histograms.entry(id(key)).or_default().clone())
     }
 }
 
@@ -180,4 +208,51 @@ fn a_transformer_renames_and_labels_every_series() {
         .lock()
         .unwrap()
         .contains_key("app_worker_poll_count{app=x,worker=0}"));
+}
+
+#[test]
+fn publishes_the_histograms_new_counts_each_interval_as_tokio_metrics_does() {
+    let rt = Builder::new()
+        .cores(1)
+        .start_paused(true)
+        .enable_metrics_poll_time_histogram()
+        .build()
+        .unwrap();
+    let recorded = Arc::new(Recorded::default());
+    let rec = Rec(recorded.clone());
+    let mut reporter = metrics::with_local_recorder(&rec, || {
+        RuntimeMetricsReporterBuilder::default()
+            .describe()
+            .build_with_metrics(rt.metrics())
+    });
+    let us = Duration::from_micros;
+    rt.block_on(async {
+        // A poll of 250 µs and one of nothing.
+        tickless::spawn(tickless::time::advance(us(250)))
+            .await
+            .unwrap();
+        // A timer due in 100 µs expired 1 ms on: 900 µs late.
+        let late = tickless::spawn(tickless::time::sleep(us(100)).slack(Duration::ZERO));
+        tickless::yield_now().await;
+        tickless::time::advance(Duration::from_millis(1)).await;
+        late.await.unwrap();
+    });
+    reporter.run_once();
+    // Each poll as its bucket's lower bound, in µs: the sleep's task polled twice, the
+    // advancing one twice (tokio's default buckets: 100 µs wide).
+    let polls = "tokio_poll_time_histogram{}";
+    assert_eq!(recorded.values(polls), [0.0, 0.0, 0.0, 200.0]);
+    let late = "tickless_timer_lateness_histogram{}";
+    assert_eq!(recorded.values(late), [512.0]);
+    // The next interval publishes only what is new: nothing.
+    reporter.run_once();
+    assert_eq!(recorded.values(polls).len(), 4);
+    assert_eq!(recorded.values(late).len(), 1);
+    let described = recorded.described.lock().unwrap();
+    for name in [
+        "tokio_poll_time_histogram",
+        "tickless_timer_lateness_histogram",
+    ] {
+        assert_eq!(described[name], Some(Unit::Microseconds), "{name}");
+    }
 }

@@ -118,7 +118,7 @@ impl Driver for ModelCore {
         &self.shared
     }
 
-    fn count_main_poll(&self) {}
+    fn main_poll_starts(&self) {}
 
     fn run_tasks(&self) -> usize {
         0

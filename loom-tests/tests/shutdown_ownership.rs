@@ -64,7 +64,7 @@ impl Driver for ModelCore {
     fn shared(&self) -> &Arc<Shared> {
         &self.shared
     }
-    fn count_main_poll(&self) {}
+    fn main_poll_starts(&self) {}
     fn run_tasks(&self) -> usize {
         unreachable!("the model core only shuts down")
     }

@@ -497,9 +497,28 @@ impl<T, D: ClockDevice> TimerQueue<T, D> {
     /// Takes one expired timer. Call it in a loop after [`advance`](Self::advance); timers may be
     /// inserted and cancelled between calls.
     pub fn pop_expired(&mut self) -> Option<(TimerHandle, T)> {
-        let fired = self.wheel.pop_due()?;
+        self.pop_expired_at()
+            .map(|(handle, _, value)| (handle, value))
+    }
+
+    /// [`pop_expired`](Self::pop_expired), with the timer's deadline in nanoseconds (rounded
+    /// up to the resolution, as the wheel keeps it): what a driver measures how late the timer
+    /// fired against.
+    ///
+    /// ```
+    /// use tickless_timer::{Config, FakeDevice, Slack, TimerQueue};
+    ///
+    /// let mut q = TimerQueue::new(FakeDevice::default(), Config::default()); // 1 µs ticks
+    /// q.insert(5_000_400, Slack::None, "a");
+    /// q.advance(5_003_000);
+    /// let (_, deadline, value) = q.pop_expired_at().unwrap();
+    /// assert_eq!((deadline, value), (5_001_000, "a")); // 2 µs late, to the tick
+    /// ```
+    #[inline]
+    pub fn pop_expired_at(&mut self) -> Option<(TimerHandle, u64, T)> {
+        let (handle, tick, value) = self.wheel.pop_due_at()?;
         self.stats.fires += 1;
-        Some(fired)
+        Some((handle, self.ticks.to_ns(tick), value))
     }
 
     /// The device lost its programming behind the queue's back (the driver stopped using it

@@ -93,7 +93,46 @@ impl Config {
             }
             None => {}
         }
+        from_env(&mut b);
         b
+    }
+}
+
+/// The environment variable whose settings every tickless runtime the benches build takes on
+/// top of its own (see [`from_env`]).
+pub const BUILDER_ENV: &str = "TICKLESS_BENCH_BUILDER";
+
+/// Applies the comma-separated settings of [`BUILDER_ENV`] to `b`, so that one binary measures
+/// the runtime with and without an observer (`timeout_cost.py --builder`): `stall=off` (no
+/// stall detector), `stall=<ms>` (its threshold), `poll_time_histogram` (tokio's, on).
+///
+/// # Panics
+///
+/// On a setting it does not know: a measurement of the wrong build must not pass for one of
+/// the right build.
+pub fn from_env(b: &mut Builder) {
+    let Ok(settings) = std::env::var(BUILDER_ENV) else {
+        return;
+    };
+    for setting in settings.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        if setting == "poll_time_histogram" {
+            b.enable_metrics_poll_time_histogram();
+            continue;
+        }
+        match setting.split_once('=') {
+            Some(("stall", "off")) => {
+                b.stall_threshold(None);
+            }
+            Some(("stall", ms)) => {
+                let ms = ms
+                    .parse()
+                    .unwrap_or_else(|_| panic!("{BUILDER_ENV}: {setting}"));
+                b.stall_threshold(Some(Duration::from_millis(ms)));
+            }
+            _ => panic!(
+                "{BUILDER_ENV}: unknown setting {setting:?} (stall=off|<ms>, poll_time_histogram)"
+            ),
+        }
     }
 }
 

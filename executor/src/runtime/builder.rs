@@ -8,6 +8,7 @@ use std::time::Duration;
 use tickless_timer::{Config, RearmPolicy, Slack};
 
 use crate::blocking::{BlockingPool, DEFAULT_KEEP_ALIVE, DEFAULT_MAX_THREADS};
+use crate::histogram::{DEFAULT_LATENESS_HISTOGRAM, DEFAULT_POLL_TIME_HISTOGRAM};
 use crate::runtime::thread::core_thread;
 use crate::runtime::watchdog::Watchdog;
 use crate::runtime::Runtime;
@@ -15,9 +16,9 @@ use crate::task::hooks::{Observers, MIN_STALL_THRESHOLD};
 use crate::worker::config::{CoreConfig, DefaultSlack};
 use crate::worker::device::ClockDevice;
 use crate::worker::id::CoreId;
+use crate::worker::kennel::Kennel;
 use crate::worker::placement::Placement;
 use crate::worker::shared::Peers;
-use crate::worker::watch::Kennel;
 use crate::worker::{Core, Siblings};
 
 /// The coarsest timer resolution [`Builder::build`] accepts.
@@ -66,7 +67,7 @@ pub struct Builder {
     /// Pin each core's thread to its CPU.
     pin: bool,
     /// Per-core settings (the epoch is set at build time).
-    core: CoreConfig,
+    pub(super) core: CoreConfig,
     /// The blocking pool's thread cap.
     max_blocking_threads: usize,
     /// How long an idle blocking thread lingers.
@@ -119,6 +120,9 @@ impl Builder {
                 steal_after: Some(DEFAULT_STEAL_AFTER),
                 resolver: crate::dns::resolve_on_pool,
                 tokio: None,
+                poll_times_on: false,
+                poll_times: DEFAULT_POLL_TIME_HISTOGRAM,
+                lateness: DEFAULT_LATENESS_HISTOGRAM,
             },
             max_blocking_threads: DEFAULT_MAX_THREADS,
             blocking_keep_alive: DEFAULT_KEEP_ALIVE,

@@ -21,8 +21,8 @@ impl Builder {
     ///
     /// # Costs
     ///
-    /// With no task hook set, a task checks one word per poll and at its end; with one, every
-    /// task holds a reference to the runtime's hooks (one reference count per spawn).
+    /// With no task hook set, a task checks one word per poll and one at its end; with one,
+    /// every task holds a reference to the runtime's hooks (one reference count per spawn).
     ///
     /// # Examples
     ///
@@ -171,12 +171,12 @@ impl Builder {
     ///
     /// # How it works, and what it costs
     ///
-    /// One watchdog thread per runtime checks every core every half threshold. A core's poll
-    /// costs it a relaxed store at its start (the poll's number) and two at its end (zero, in
-    /// the number and the task's id), and a task's poll two more at its start (its id and
-    /// spawn location, which [`task::id`](crate::task::id()) reads too): no clock read, no
-    /// read-modify-write. A poll seen by two checks a threshold
-    /// apart is reported: between one and one and a half thresholds after it started (a poll
+    /// One watchdog thread per runtime checks every core every half threshold. A core counts
+    /// each poll's start and end in one word (a relaxed store each, which is also how the
+    /// core counts its polls), and a task's poll publishes the task's id and spawn location
+    /// (two more, which [`task::id`](crate::task::id()) reads too): no clock read, no
+    /// read-modify-write, and the same with the detector off. A poll seen by two checks a
+    /// threshold apart is reported: between one and one and a half thresholds after it started (a poll
     /// shorter than one and a half may go unreported). While any core runs, the watchdog wakes
     /// 2 / threshold times a second (80 at 25 ms); while every core is parked, it sleeps until
     /// one wakes, so an idle runtime is not woken at all (a core waking from a park pays a

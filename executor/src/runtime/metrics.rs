@@ -2,11 +2,13 @@
 //! readable from any thread; plus, under names in the same style, what only tickless has.
 
 use std::fmt;
+use std::ops::Range;
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::blocking::BlockingPool;
 use crate::context::with_current;
+use crate::histogram::Histogram;
 use crate::stats::CoreStats;
 use crate::worker::shared::Peers;
 use crate::worker::shared::Shared;
@@ -25,8 +27,9 @@ use crate::worker::shared::Shared;
 /// that keeps busy shows what it did up to its last idle transition. Read on a core's own
 /// thread (from one of its tasks, or inside `block_on` for core 0), that core's values are
 /// exact now. Except for that bound, these never go back: each publish is of counters that
-/// only grow (gauges aside). The remote-wake counters, [`num_alive_tasks`] and the blocking
-/// pool's counts are live from any thread.
+/// only grow (gauges aside). The remote-wake counters, [`num_alive_tasks`], the blocking
+/// pool's counts and the histograms (poll times, timer lateness) are live from any thread:
+/// a core counts them where other threads read them (one writer, no read-modify-write).
 ///
 /// # Examples
 ///
@@ -299,5 +302,118 @@ impl RuntimeMetrics {
     /// moved here.
     pub fn worker_io_rebinds(&self, worker: usize) -> u64 {
         self.worker_stats(worker).io_rebinds
+    }
+
+    /// Whether the cores time their task polls into a histogram
+    /// ([`Builder::enable_metrics_poll_time_histogram`](crate::Builder::enable_metrics_poll_time_histogram));
+    /// as tokio's.
+    pub fn poll_time_histogram_enabled(&self) -> bool {
+        self.poll_times(0).is_some()
+    }
+
+    /// The number of buckets of the poll-time histogram (0 when it is off), as tokio's: set
+    /// by [`Builder::metrics_poll_time_histogram_configuration`](crate::Builder::metrics_poll_time_histogram_configuration)
+    /// (default: 10).
+    pub fn poll_time_histogram_num_buckets(&self) -> usize {
+        self.poll_times(0).map_or(0, |h| h.config().num_buckets())
+    }
+
+    /// The poll times bucket `bucket` of the poll-time histogram counts, as tokio's (the last
+    /// bucket's range ends at `u64::MAX` nanoseconds; an empty range when the histogram is
+    /// off).
+    ///
+    /// # Panics
+    ///
+    /// If `bucket` is not below [`poll_time_histogram_num_buckets`](Self::poll_time_histogram_num_buckets).
+    pub fn poll_time_histogram_bucket_range(&self, bucket: usize) -> Range<Duration> {
+        self.poll_times(0)
+            .map_or_else(Range::default, |h| h.config().bucket_range(bucket))
+    }
+
+    /// Task polls core `worker` made so far whose time fell in bucket `bucket` of the
+    /// poll-time histogram (0 when it is off), as tokio's. Live; it only grows.
+    ///
+    /// # Panics
+    ///
+    /// If there is no such core, or no such bucket.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = tickless::Builder::new()
+    ///     .cores(1)
+    ///     .enable_metrics_poll_time_histogram()
+    ///     .build()?;
+    /// rt.block_on(async { tickless::spawn(async {}).await.unwrap() });
+    /// let m = rt.metrics();
+    /// let polls: u64 = (0..m.poll_time_histogram_num_buckets())
+    ///     .map(|b| m.poll_time_histogram_bucket_count(0, b))
+    ///     .sum();
+    /// assert_eq!(polls, 1); // the task's one poll (the block_on future is no task)
+    /// # std::io::Result::Ok(())
+    /// ```
+    pub fn poll_time_histogram_bucket_count(&self, worker: usize, bucket: usize) -> u64 {
+        let core = self.core(worker);
+        core.poll_times.as_ref().map_or(0, |h| h.count(bucket))
+    }
+
+    /// The number of buckets of the timer-lateness histogram, set by
+    /// [`Builder::metrics_timer_lateness_histogram_configuration`](crate::Builder::metrics_timer_lateness_histogram_configuration)
+    /// (default: 24, doubling from 1 µs).
+    pub fn timer_lateness_histogram_num_buckets(&self) -> usize {
+        self.cores()
+            .first()
+            .map_or(0, |c| c.lateness.config().num_buckets())
+    }
+
+    /// The lateness bucket `bucket` of the timer-lateness histogram counts (the last
+    /// bucket's range ends at `u64::MAX` nanoseconds).
+    ///
+    /// # Panics
+    ///
+    /// If `bucket` is not below [`timer_lateness_histogram_num_buckets`](Self::timer_lateness_histogram_num_buckets).
+    pub fn timer_lateness_histogram_bucket_range(&self, bucket: usize) -> Range<Duration> {
+        self.core(0).lateness.config().bucket_range(bucket)
+    }
+
+    /// Timers that fired on core `worker` so far as late as bucket `bucket` of the
+    /// timer-lateness histogram says: the core's clock reading they were expired by, less
+    /// their deadline (to the timer resolution; a timer never fires early). Live; it only
+    /// grows. Over the buckets, it sums to the core's timer fires.
+    ///
+    /// Where the lateness comes from: the slack a timer allows (by default a share of its
+    /// length, see [`Builder::default_slack_growing`](crate::Builder::default_slack_growing)),
+    /// the wakeup's latency, and a core busy past a deadline.
+    ///
+    /// # Panics
+    ///
+    /// If there is no such core, or no such bucket.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tickless::time::{advance, sleep};
+    ///
+    /// let rt = tickless::Builder::new().cores(1).start_paused(true).build()?;
+    /// rt.block_on(async {
+    ///     let timer = tickless::spawn(sleep(Duration::from_micros(100)));
+    ///     tickless::task::yield_now().await; // the sleep registers
+    ///     advance(Duration::from_millis(1)).await; // past its deadline by 900 µs
+    ///     timer.await.unwrap();
+    /// });
+    /// let m = rt.metrics();
+    /// let us = Duration::from_micros;
+    /// assert_eq!(m.timer_lateness_histogram_bucket_range(10), us(512)..us(1_024));
+    /// assert_eq!(m.timer_lateness_histogram_bucket_count(0, 10), 1);
+    /// # std::io::Result::Ok(())
+    /// ```
+    pub fn timer_lateness_histogram_bucket_count(&self, worker: usize, bucket: usize) -> u64 {
+        self.core(worker).lateness.count(bucket)
+    }
+
+    /// Core `worker`'s poll-time histogram, if it is on.
+    fn poll_times(&self, worker: usize) -> Option<&Histogram> {
+        self.cores().get(worker)?.poll_times.as_ref()
     }
 }

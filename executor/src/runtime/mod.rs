@@ -4,6 +4,7 @@
 mod builder;
 mod core_zero;
 mod handle;
+mod histograms;
 mod hooks;
 pub(crate) mod lease;
 mod metrics;
@@ -11,7 +12,7 @@ mod metrics;
 mod reporter;
 mod thread;
 mod tokio_stand_in;
-mod watchdog;
+pub(crate) mod watchdog;
 
 use std::fmt;
 use std::future::Future;
@@ -20,6 +21,7 @@ use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle as ThreadHandle;
 use std::time::{Duration, Instant};
 
+pub use crate::histogram::HistogramConfiguration;
 pub use crate::stall::{StallBacktrace, StallReport};
 pub use crate::task::hooks::{TaskMeta, DEFAULT_STALL_THRESHOLD, MIN_STALL_THRESHOLD};
 pub use builder::{

@@ -20,22 +20,20 @@
 //! the watchdog parked.
 
 use std::io;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use crate::catch::call_caught;
 use crate::stall::{trace, StallBacktrace, StallReport};
+use crate::sync;
 use crate::task::hooks::StallHook;
+use crate::worker::kennel::Kennel;
 use crate::worker::shared::Shared;
-use crate::worker::watch::Kennel;
 
 /// A running watchdog; dropping it stops and joins the thread.
 pub(crate) struct Watchdog {
-    /// Set to stop the thread.
-    stop: Arc<AtomicBool>,
-    /// Where it sleeps (to wake it for the stop).
+    /// Where it sleeps (to stop it).
     kennel: Arc<Kennel>,
     /// The thread.
     thread: Option<JoinHandle<()>>,
@@ -67,20 +65,19 @@ impl Watchdog {
         hook: StallHook,
         cpus: Vec<usize>,
     ) -> io::Result<Watchdog> {
-        let stop = Arc::new(AtomicBool::new(false));
         let thread = {
-            let (stop, kennel) = (stop.clone(), kennel.clone());
+            let kennel = kennel.clone();
             thread::Builder::new()
                 .name("tickless-watchdog".into())
                 .spawn(move || {
+                    // Before it can lie down: the thread a core wakes (see `Kennel`).
+                    kennel.attach();
                     // Best effort: where it cannot, it shares the building thread's CPUs.
                     let _ = tickless_io::internal::cpu::set_current_affinity(&cpus);
-                    watch(&cores, &kennel, &stop, threshold, &hook);
+                    watch(&cores, &kennel, threshold, &hook);
                 })?
         };
-        let _ = kennel.thread.set(thread.thread().clone());
         Ok(Watchdog {
-            stop,
             kennel,
             thread: Some(thread),
         })
@@ -89,10 +86,8 @@ impl Watchdog {
 
 impl Drop for Watchdog {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Release);
+        self.kennel.stop();
         if let Some(thread) = self.thread.take() {
-            self.kennel.get_up();
-            thread.thread().unpark();
             // The hook's panics are caught: the thread ends only by the stop.
             let _ = thread.join();
         }
@@ -100,19 +95,13 @@ impl Drop for Watchdog {
 }
 
 /// The watchdog's loop.
-fn watch(
-    cores: &[Arc<Shared>],
-    kennel: &Kennel,
-    stop: &AtomicBool,
-    threshold: Duration,
-    hook: &StallHook,
-) {
+fn watch(cores: &[Arc<Shared>], kennel: &Kennel, threshold: Duration, hook: &StallHook) {
     let signal = trace::install();
     let period = (threshold / 2).max(Duration::from_micros(100));
     let mut seen = vec![Seen::default(); cores.len()];
-    while !stop.load(Ordering::Acquire) {
+    while !kennel.stopped() {
         thread::park_timeout(period);
-        if stop.load(Ordering::Acquire) {
+        if kennel.stopped() {
             break;
         }
         let now = Instant::now();
@@ -148,7 +137,7 @@ fn watch(
             call_caught(|| hook(&report));
         }
         if idle {
-            sleep_while_idle(cores, kennel, stop);
+            sleep_while_idle(cores, kennel);
         }
     }
 }
@@ -161,15 +150,16 @@ fn is_idle(shared: &Shared) -> bool {
 }
 
 /// Parks until a core wakes (or the stop), if every core is still idle once the kennel says
-/// the watchdog sleeps (see `Kennel`'s protocol).
-fn sleep_while_idle(cores: &[Arc<Shared>], kennel: &Kennel, stop: &AtomicBool) {
+/// the watchdog sleeps (see `Kennel`'s protocol). The watchdog's side of the protocol, which
+/// `loom-tests/tests/watchdog_kennel.rs` runs.
+pub fn sleep_while_idle(cores: &[Arc<Shared>], kennel: &Kennel) {
     kennel.lie_down();
     if !cores.iter().all(|s| is_idle(s)) {
         kennel.get_up();
         return;
     }
-    while kennel.is_asleep() && !stop.load(Ordering::Acquire) {
-        thread::park();
+    while kennel.stays_asleep() {
+        sync::park();
     }
     kennel.get_up();
 }

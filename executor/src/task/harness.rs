@@ -109,17 +109,29 @@ impl<F: Future> Future for TaskFuture<F> {
             }
             core.shared().watch.task_starts(&meta);
         });
-        let hooks = this.hooks.as_deref();
-        if let Some(hooks) = hooks {
-            hooks::call(&hooks.before_poll, meta);
+        // The id stays published after the poll: it is read only while a poll runs.
+        match this.hooks.as_deref() {
+            // No task hook: one test a poll.
+            None => poll_task(this.future, this.slot, cx),
+            Some(hooks) => poll_hooked(hooks, meta, this.future, this.slot, cx),
         }
-        let poll = poll_task(this.future, this.slot, cx);
-        if let Some(hooks) = hooks {
-            hooks::call(&hooks.after_poll, meta);
-        }
-        // The core clears the task's id when the poll ends (`Watch::poll_ends`).
-        poll
     }
+}
+
+/// [`poll_task`] between the poll hooks, out of line: a runtime with no task hook never gets
+/// here.
+#[inline(never)]
+fn poll_hooked<F: Future>(
+    hooks: &Hooks,
+    meta: Meta,
+    future: Pin<&mut Option<F>>,
+    slot: &ResultSlot<F::Output>,
+    cx: &mut Context<'_>,
+) -> Poll<()> {
+    hooks::call(&hooks.before_poll, meta);
+    let poll = poll_task(future, slot, cx);
+    hooks::call(&hooks.after_poll, meta);
+    poll
 }
 
 /// Takes a task out of the live-task set of `core` (its future is being dropped): here, if this
@@ -141,8 +153,9 @@ fn untrack(core: CoreKey, key: usize) {
 }
 
 /// Polls the task's future (if it is still there and not aborted), catching a panic; hands the
-/// result to the slot when it completes.
-#[inline]
+/// result to the slot when it completes. Inlined into the task's poll: a call here costs the
+/// task's every poll a frame.
+#[inline(always)]
 fn poll_task<F: Future>(
     mut future: Pin<&mut Option<F>>,
     slot: &ResultSlot<F::Output>,

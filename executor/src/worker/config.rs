@@ -5,6 +5,7 @@ use std::time::Duration;
 use tickless_io::internal::Resolve;
 use tickless_timer::{Config, Slack};
 
+use crate::histogram::HistogramConfiguration;
 use crate::worker::device::ClockDevice;
 use crate::worker::placement::Placement;
 use crate::worker::tokio_context::BeforePark;
@@ -41,6 +42,12 @@ pub(crate) struct CoreConfig {
     /// it parks on the core's thread (the core's check for work tokio's tasks handed it, given
     /// from above, since it looks the core up); `None`: no tokio context.
     pub(crate) tokio: Option<BeforePark>,
+    /// Whether task polls are timed (`Builder::enable_metrics_poll_time_histogram`).
+    pub(crate) poll_times_on: bool,
+    /// The poll-time histogram's layout.
+    pub(crate) poll_times: HistogramConfiguration,
+    /// The timer-lateness histogram's layout.
+    pub(crate) lateness: HistogramConfiguration,
 }
 
 /// How the slack of a timer that gives none is chosen.

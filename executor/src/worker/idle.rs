@@ -47,9 +47,8 @@ pub fn sleep<D: Driver>(d: &D) -> Slept {
         return Slept::Retry;
     }
     d.block(wakes_at);
-    shared.inbox.woke();
-    // After "running" is published: a stall detector asleep since every core was is woken.
-    shared.watch.woke();
+    // "Running", and a stall detector asleep since every core was is woken.
+    shared.running_again();
     Slept::Woke
 }
 

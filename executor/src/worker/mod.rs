@@ -25,6 +25,7 @@ pub mod device;
 pub(crate) mod governor;
 pub(crate) mod id;
 pub(crate) mod idle;
+pub(crate) mod kennel;
 pub(crate) mod load;
 pub(crate) mod placement;
 pub(crate) mod registry;
@@ -50,6 +51,7 @@ use tickless_timer::internal::Op;
 
 use crate::blocking::BlockingPool;
 use crate::catch::{drop_caught, wake_caught, Caught};
+use crate::histogram::Histogram;
 use crate::stats::CoreStats;
 use crate::task::hooks::Hooks;
 use clock::{nanos, Clock};
@@ -57,18 +59,17 @@ use config::CoreConfig;
 use device::ClockDevice;
 use governor::Governor;
 use id::{CoreId, CoreKey};
+use kennel::Kennel;
 use placement::Placement;
 use shared::{Due, Peers, Runnable, Shared};
 use timers::Timers;
 use tokio_context::CoreTokio;
-use watch::{Kennel, Watch};
+use watch::Watch;
 
 /// Counters only the core touches (the others live where they are counted: the timer queue,
 /// the hand-over, the clock, the reactor).
 #[derive(Default)]
 struct Counters {
-    /// Task polls (the `block_on` future included).
-    polls: Cell<u64>,
     /// Blocking waits in epoll.
     parks: Cell<u64>,
     /// Idle transitions spent spinning instead of parking.
@@ -230,6 +231,10 @@ impl Core {
         let clock = Clock::new(config.paused, config.timer.resolution);
         let mut shared = Shared::with_unparker(id, reactor.unparker(), config.always_wake);
         shared.watch = Watch::new(hooks, kennel);
+        shared.poll_times = config
+            .poll_times_on
+            .then(|| Histogram::new(config.poll_times));
+        shared.lateness = Histogram::new(config.lateness);
         let shared = Arc::new(shared);
         registry::register(&shared);
         let timers = Timers::new(
@@ -452,18 +457,12 @@ impl Core {
         any
     }
 
-    /// A task poll starts: remember the accept count, so that a spawn in it can tell whether
-    /// it follows an accept (see [`placement`]).
+    /// A poll starts: remember the accept count, so that a spawn in it can tell whether it
+    /// follows an accept (see [`placement`]). (The poll is counted, and watched, by the
+    /// caller's `Watch::poll_starts`.)
     #[inline]
     fn poll_starts(&self) {
         self.accepts_seen.set(self.reactor.accepts());
-        self.shared.watch.poll_starts(self.counters.polls.get());
-    }
-
-    /// The poll has ended (the stall detector's word, `watch`).
-    #[inline]
-    fn poll_ends(&self) {
-        self.shared.watch.poll_ends();
     }
 
     /// Where a `Send` task spawned now should go (see [`placement`]): `None` for this core.
@@ -532,7 +531,7 @@ impl Core {
         let io = self.reactor.stats();
         let c = &self.counters;
         CoreStats {
-            polls: c.polls.get(),
+            polls: self.shared.watch.polls(),
             parks: c.parks.get(),
             spins: c.spins.get(),
             idles: c.idles.get(),

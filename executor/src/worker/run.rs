@@ -19,9 +19,10 @@ use tickless_timer::internal::Op;
 
 use super::block_on::MainWaker;
 use super::device::ClockDevice;
-use super::shared::{Due, Shared, Unpark};
+use super::shared::{Due, Runnable, Shared, Unpark};
 use super::{bump, Core};
 use crate::catch::drop_caught;
+use crate::histogram::Histogram;
 
 /// Task polls in a row before the loop turns to I/O and timers.
 const TASK_BUDGET: usize = 128;
@@ -34,10 +35,9 @@ pub trait Driver {
     type Unpark: Unpark;
     /// The part other threads touch.
     fn shared(&self) -> &Arc<Shared<Self::Unpark>>;
-    /// Counts a poll of the `block_on` future, which is about to start.
-    fn count_main_poll(&self);
-    /// The `block_on` future's poll has ended.
-    fn main_poll_ended(&self) {}
+    /// A poll of the `block_on` future is about to start (the loop counts it, in the watch's
+    /// poll word).
+    fn main_poll_starts(&self);
     /// Runs queued tasks, at most a budget's worth; returns how many ran.
     fn run_tasks(&self) -> usize;
     /// The buffer the inbox is drained into (kept to reuse its allocation).
@@ -81,15 +81,18 @@ pub fn run<D: Driver, F: Future>(d: &D, mut main: Option<Pin<&mut F>>) -> Option
     let waker = Waker::from(main_waker.clone());
     let mut cx = Context::from_waker(&waker);
     let mut since_io = 0u64;
+    // The poll word (`worker::watch`): held here, so that a poll costs no look-up of it.
+    let watch = &d.shared().watch;
     loop {
         if let Some(main) = main.as_mut() {
             if main_waker.take() {
-                d.count_main_poll();
+                d.main_poll_starts();
+                watch.main_poll_starts();
                 // The main future counts towards I/O fairness as a task does: one that keeps
                 // waking itself (a `yield_now` loop) must not keep I/O from being polled.
                 since_io += 1;
                 let polled = main.as_mut().poll(&mut cx);
-                d.main_poll_ended();
+                watch.poll_ends();
                 if let Poll::Ready(out) = polled {
                     d.publish();
                     return Some(out);
@@ -222,6 +225,42 @@ impl Drop for PreciseSlack {
     }
 }
 
+impl Core {
+    /// [`run_queued`](Self::run_queued), each poll timed into `times` (the poll-time
+    /// histogram). Out of line: the untimed loop stays as small as it was.
+    #[inline(never)]
+    fn run_timed(&self, times: &Histogram) -> usize {
+        let clock = self.timers.clock();
+        self.run_queued(|runnable| {
+            let start = clock.now();
+            runnable.run();
+            times.record(clock.now().saturating_sub(start));
+        })
+    }
+
+    /// Runs queued tasks, at most a budget's worth, each by `run`; returns how many ran.
+    #[inline(always)]
+    fn run_queued(&self, mut run: impl FnMut(Runnable)) -> usize {
+        let mut ran = 0;
+        // Held, so that a poll costs no look-up of it (the call would make it a reload).
+        let watch = &self.shared.watch;
+        while ran < TASK_BUDGET {
+            // Pop in its own statement: a task may wake others while it runs.
+            let next = self.next_task();
+            let Some(runnable) = next else { break };
+            self.poll_starts();
+            // Counts the poll, and tells the stall detector that it runs.
+            watch.poll_starts();
+            // The task's future catches its own panics (`task::harness`): `run` unwinds only
+            // on a broken invariant of the runtime.
+            run(runnable);
+            watch.poll_ends();
+            ran += 1;
+        }
+        ran
+    }
+}
+
 impl Driver for Core {
     type Unpark = tickless_io::internal::Unparker;
 
@@ -229,35 +268,23 @@ impl Driver for Core {
         &self.shared
     }
 
-    fn count_main_poll(&self) {
-        bump(&self.counters.polls);
+    #[inline]
+    fn main_poll_starts(&self) {
         self.poll_starts();
     }
 
     fn run_tasks(&self) -> usize {
-        let mut ran = 0;
         if self.spilled.get() > 0 {
             // Spilled tasks get their turn even while local wakes keep the private queue busy.
             self.refill();
         }
-        while ran < TASK_BUDGET {
-            // Pop in its own statement: a task may wake others while it runs.
-            let next = self.next_task();
-            let Some(runnable) = next else { break };
-            bump(&self.counters.polls);
-            self.poll_starts();
-            // The task's future catches its own panics (`task::harness`): `run` unwinds only
-            // on a broken invariant of the runtime.
-            runnable.run();
-            self.poll_ends();
-            ran += 1;
+        // The poll-time histogram picks the loop once a turn, not a branch a poll.
+        if let Some(times) = &self.shared.poll_times {
+            return self.run_timed(times);
         }
-        ran
-    }
-
-    #[inline]
-    fn main_poll_ended(&self) {
-        self.poll_ends();
+        self.run_queued(|runnable| {
+            runnable.run();
+        })
     }
 
     fn ops_buffer(&self) -> &RefCell<Vec<Op<Due>>> {

@@ -9,12 +9,15 @@ use std::task::Waker;
 use tickless_io::internal::Unparker;
 use tickless_timer::internal::{Inbox, Op, Wake as WakeDecision};
 
+use crate::histogram::{Histogram, DEFAULT_LATENESS_HISTOGRAM};
 use crate::stats::{CoreStats, Published};
 use crate::sync::{lock, AtomicBool, AtomicU64, AtomicUsize, Mutex, Ordering};
 use crate::task::DeferredStart;
 use crate::worker::id::thread_token;
 use crate::worker::id::CoreId;
 use crate::worker::id::CoreKey;
+#[cfg(loom)]
+use crate::worker::kennel::Kennel;
 use crate::worker::load::Load;
 use crate::worker::spill::Spill;
 use crate::worker::watch::Watch;
@@ -244,6 +247,12 @@ pub struct Shared<U = Unparker> {
     adopter: Mutex<Option<Waker>>,
     /// The poll in progress, for `task::id` and the stall detector; the task hooks.
     pub(crate) watch: Watch,
+    /// How long the core's task polls took (`Builder::enable_metrics_poll_time_histogram`);
+    /// `None` unless asked for.
+    pub(crate) poll_times: Option<Histogram>,
+    /// How late the core's timers fired: the clock reading they were expired by, less their
+    /// deadline.
+    pub(crate) lateness: Histogram,
 }
 
 impl<U: Unpark> Shared<U> {
@@ -272,6 +281,8 @@ impl<U: Unpark> Shared<U> {
             listeners: Mutex::new(Vec::new()),
             adopter: Mutex::new(None),
             watch: Watch::default(),
+            poll_times: None,
+            lateness: Histogram::new(DEFAULT_LATENESS_HISTOGRAM),
         }
     }
 
@@ -283,6 +294,21 @@ impl<U: Unpark> Shared<U> {
             index: 1,
         };
         Self::with_unparker(id, unparker, false)
+    }
+
+    /// For the loom models: the shared half of a core of its own runtime, watched by the
+    /// stall detector whose watchdog sleeps in `kennel`.
+    #[cfg(loom)]
+    pub fn for_model_watched(unparker: U, kennel: Arc<Kennel>) -> Self {
+        let mut shared = Self::for_model(unparker);
+        shared.watch = Watch::new(None, Some(kennel));
+        shared
+    }
+
+    /// For the loom models: what the stall detector watches.
+    #[cfg(loom)]
+    pub fn watch(&self) -> &Watch {
+        &self.watch
     }
 
     /// For the loom models: which core.
@@ -358,6 +384,14 @@ impl<U: Unpark> Shared<U> {
     /// Whether a stop was requested.
     pub fn stop_requested(&self) -> bool {
         self.stop.load(Ordering::Acquire)
+    }
+
+    /// The core has woken from its park: publishes that it runs (its sleep word), then wakes
+    /// the stall detector's watchdog if it sleeps (`Kennel`: after the publish, which the
+    /// watchdog reads after it lies down).
+    pub fn running_again(&self) {
+        self.inbox.woke();
+        self.watch.woke();
     }
 
     /// Whether a task may be placed here: a thread runs the core now (for core 0, one is in

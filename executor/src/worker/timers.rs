@@ -61,6 +61,8 @@ pub(crate) struct Timers {
     kept: Cell<bool>,
     /// What the device is (fixed at creation; the loop asks at every poll).
     device: ClockDevice,
+    /// The core's shared half, whose timer-lateness histogram each fire counts in.
+    shared: Arc<Shared>,
 }
 
 impl Timers {
@@ -73,7 +75,7 @@ impl Timers {
         shared: Arc<Shared>,
     ) -> Timers {
         let clock = Rc::new(clock);
-        let device = Device::new(timer, clock.clone(), shared);
+        let device = Device::new(timer, clock.clone(), shared.clone());
         let kind = device.kind();
         let mut queue = TimerQueue::new(device, config);
         let long_from = default_slack.constant_from();
@@ -89,6 +91,7 @@ impl Timers {
             long_from,
             long_slack,
             kept: Cell::new(false),
+            shared,
         }
     }
 
@@ -320,14 +323,21 @@ impl Timers {
         if !queue.has_expired() {
             return false;
         }
+        // The reading the timers became due by (here, or the device's event): each fire's
+        // lateness is measured from it.
+        let now = self.last_now.get();
+        let lateness = &self.shared.lateness;
         while fired.len() < TIMER_BUDGET {
-            match queue.pop_expired() {
-                Some((_, Due::ScheduleAt(runnable, deferred))) => {
+            let Some((_, deadline, value)) = queue.pop_expired_at() else {
+                return false;
+            };
+            lateness.record(now.saturating_sub(deadline));
+            match value {
+                Due::ScheduleAt(runnable, deferred) => {
                     deferred.started();
                     fired.push(Due::Schedule(runnable));
                 }
-                Some((_, value)) => fired.push(value),
-                None => return false,
+                value => fired.push(value),
             }
         }
         queue.has_expired()

@@ -1,44 +1,51 @@
 //! What the runtime's observers see of a core, in its shared half: the poll in progress (which
 //! task, spawned where: `task::id`, and the stall detector's watchdog on another thread), the
 //! thread that runs the core, the stalls counted, and the task hooks the runtime was built
-//! with; and the [`Kennel`] where the watchdog sleeps while every core does.
+//! with, and the [`Kennel`] where the watchdog sleeps while every core does.
 //!
 //! # Cost
 //!
-//! A poll costs the core three relaxed stores of its own (the poll's number at its start; 0 in
-//! it and in the task's id at its end), and a task's poll two more at its start, by the task's
-//! wrapper (its id and spawn location, after a look-up of the current core), all to a line no
-//! other thread writes: no read-modify-write, no fence, no clock read. The
-//! watchdog reads the words once per check (see `runtime::watchdog`). What the watchdog's sleep
-//! costs a core is one fence and one load each time it wakes from a park (see [`Kennel`]).
+//! A poll costs the core two increments of its poll word, one at the start and one at the
+//! end (a plain load and store each, folded into one `inc` on x86: no read-modify-write, no
+//! fence, no clock read), and these are the core's poll count too (`CoreStats::polls` is half
+//! the word), so that nothing else counts polls. A task's poll adds two relaxed stores, by
+//! the task's wrapper in the current-core look-up it makes anyway: its id and spawn location;
+//! the `block_on` future's poll adds one, clearing the id. Nothing clears the id when a task's
+//! poll ends: a reader looks at it only while the poll word says a poll runs. All of it is on
+//! a line no other thread writes. The watchdog reads the words once per check (see
+//! `runtime::watchdog`). What the watchdog's sleep costs a core is one fence and one load each
+//! time it wakes from a park (see [`Kennel`]).
 //!
 //! These atomics are `std`'s, not `crate::sync`'s: only the watchdog and a signal handler read
-//! them, and neither is part of a protocol the loom models check.
+//! them, and neither is part of a protocol the loom models check; except `active`, which is
+//! part of the kennel's (`kennel.rs`, `loom-tests/tests/watchdog_kennel.rs`).
 
 use std::panic::Location;
-use std::sync::atomic::{fence, AtomicBool, AtomicI32, AtomicPtr, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
-use std::thread::Thread;
+use std::sync::atomic::{AtomicI32, AtomicPtr, AtomicU64, Ordering};
+use std::sync::Arc;
 
+use super::kennel::Kennel;
+use crate::sync;
 use crate::task::hooks::Hooks;
 use crate::task::id::{Id, Meta};
 
 /// A core's poll in progress, and its runtime's hooks.
 #[derive(Default)]
-pub(crate) struct Watch {
-    /// The core's poll count at the start of the poll running now; 0 between polls. Two
-    /// readings a threshold apart that show the same non-zero number are one poll that has
-    /// run at least that long.
+pub struct Watch {
+    /// Polls started plus polls ended: odd while a poll runs, and then a number no other
+    /// poll of the core has. Two readings a threshold apart that show the same odd number are
+    /// one poll that has run at least that long. Only the core writes it.
     poll: AtomicU64,
-    /// The id of the task being polled ([`Id::as_u64`]); 0 while none is (the `block_on`
-    /// future, the loop itself).
+    /// The id of the task being polled ([`Id::as_u64`]); 0 while the `block_on` future is.
+    /// Stale (the last poll's) between polls: read it only while `poll` is odd.
     task: AtomicU64,
-    /// Where that task was spawned; null before the first task poll. Stale (the last task's)
-    /// while no task is polled: read it only with a non-zero `task`.
+    /// Where that task was spawned; null before the first task poll. Stale as `task`, and
+    /// the last task's while the `block_on` future is polled: read it only with a non-zero
+    /// `task`.
     at: AtomicPtr<Location<'static>>,
     /// Whether a thread runs the core's loop now (its own thread; for core 0, the thread in
     /// `block_on`). A core nobody runs is idle to the watchdog.
-    active: AtomicBool,
+    active: sync::AtomicBool,
     /// The kernel id of the thread that runs (or last ran) the loop: where the watchdog sends
     /// the signal that takes a stalled thread's backtrace.
     tid: AtomicI32,
@@ -48,54 +55,6 @@ pub(crate) struct Watch {
     pub(crate) hooks: Option<Arc<Hooks>>,
     /// Where the stall detector's watchdog sleeps; `None` with the detector off.
     kennel: Option<Arc<Kennel>>,
-}
-
-/// Where a runtime's watchdog sleeps while every core is idle, and what wakes it.
-///
-/// # Protocol
-///
-/// The watchdog sets `asleep`, issues a `SeqCst` fence, then reads every core's idle state
-/// (its inbox's sleep word, its `active` flag), and parks only if all are idle. A core, when
-/// it wakes from a park (after publishing "running" in its sleep word) or starts its loop
-/// (after setting `active`), issues a `SeqCst` fence and then reads `asleep`. Of the two
-/// fences, whichever comes second in their total order makes its side see the other's write:
-/// either the watchdog sees the core running and does not park, or the core sees `asleep` and
-/// unparks it. So a core that starts a poll never does so while the watchdog sleeps unaware.
-#[derive(Default)]
-pub(crate) struct Kennel {
-    /// The watchdog parks, or is about to.
-    asleep: AtomicBool,
-    /// The watchdog's thread, once started.
-    pub(crate) thread: OnceLock<Thread>,
-}
-
-impl Kennel {
-    /// Watchdog side: about to look at the cores once more before it parks.
-    pub(crate) fn lie_down(&self) {
-        self.asleep.store(true, Ordering::Relaxed);
-        fence(Ordering::SeqCst);
-    }
-
-    /// Watchdog side: it will not park, or has woken.
-    pub(crate) fn get_up(&self) {
-        self.asleep.store(false, Ordering::Relaxed);
-    }
-
-    /// Watchdog side: whether a core has woken it (or it got up itself).
-    pub(crate) fn is_asleep(&self) -> bool {
-        self.asleep.load(Ordering::Acquire)
-    }
-
-    /// Core side, after it publishes that it runs: wakes the watchdog if it sleeps.
-    #[inline]
-    fn rouse(&self) {
-        fence(Ordering::SeqCst);
-        if self.asleep.load(Ordering::Relaxed) && self.asleep.swap(false, Ordering::AcqRel) {
-            if let Some(thread) = self.thread.get() {
-                thread.unpark();
-            }
-        }
-    }
 }
 
 impl Watch {
@@ -110,9 +69,9 @@ impl Watch {
 
     /// A thread starts running the core's loop: it is the one to signal, and the core is no
     /// longer idle to the watchdog (woken if it sleeps). Returns the guard that ends it.
-    pub(crate) fn enter(&self) -> Running<'_> {
+    pub fn enter(&self) -> Running<'_> {
         self.tid.store(this_tid(), Ordering::Relaxed);
-        self.active.store(true, Ordering::Relaxed);
+        self.active.store(true, sync::Ordering::Relaxed);
         self.woke();
         Running(self)
     }
@@ -129,12 +88,12 @@ impl Watch {
     /// Whether the core is idle to the watchdog: nobody runs its loop, or it `sleeps` (its
     /// inbox's sleep word).
     pub(crate) fn is_idle(&self, sleeps: bool) -> bool {
-        sleeps || !self.active.load(Ordering::Relaxed)
+        sleeps || !self.active.load(sync::Ordering::Relaxed)
     }
 
     /// Whether a thread runs the core's loop now.
     pub(crate) fn is_active(&self) -> bool {
-        self.active.load(Ordering::Relaxed)
+        self.active.load(sync::Ordering::Relaxed)
     }
 
     /// The kernel id of the thread that runs the loop.
@@ -158,18 +117,29 @@ impl Watch {
         self.stalls.load(Ordering::Relaxed)
     }
 
-    /// A poll starts; `n`, the core's poll count, numbers it (never 0).
+    /// A poll starts (the word becomes odd).
     #[inline]
-    pub(crate) fn poll_starts(&self, n: u64) {
-        self.poll.store(n, Ordering::Relaxed);
+    pub(crate) fn poll_starts(&self) {
+        bump(&self.poll);
     }
 
-    /// The poll has ended (a task's included: the task's id is cleared here, by the core,
-    /// rather than by the task's wrapper, which would have to look the core up again).
+    /// The `block_on` future's poll starts: no task's id is published while it runs.
+    #[inline]
+    pub(crate) fn main_poll_starts(&self) {
+        self.task.store(0, Ordering::Relaxed);
+        bump(&self.poll);
+    }
+
+    /// The poll has ended (the word becomes even). The task's id stays: it is read only
+    /// while a poll runs.
     #[inline]
     pub(crate) fn poll_ends(&self) {
-        self.task.store(0, Ordering::Relaxed);
-        self.poll.store(0, Ordering::Relaxed);
+        bump(&self.poll);
+    }
+
+    /// Polls started so far (the one running now included).
+    pub(crate) fn polls(&self) -> u64 {
+        self.poll.load(Ordering::Relaxed).div_ceil(2)
     }
 
     /// The poll running now is `task`'s.
@@ -183,6 +153,9 @@ impl Watch {
 
     /// The id of the task being polled, if one is.
     pub(crate) fn task_id(&self) -> Option<Id> {
+        if self.poll.load(Ordering::Relaxed) & 1 == 0 {
+            return None;
+        }
         Id::from_u64(self.task.load(Ordering::Relaxed))
     }
 
@@ -190,6 +163,9 @@ impl Watch {
     /// location if it is a task's: what the watchdog samples.
     pub(crate) fn sample(&self) -> (u64, Option<Meta>) {
         let poll = self.poll.load(Ordering::Relaxed);
+        if poll & 1 == 0 {
+            return (0, None);
+        }
         let task = Id::from_u64(self.task.load(Ordering::Acquire));
         let at = self.at.load(Ordering::Relaxed);
         let meta = task.filter(|_| !at.is_null()).map(|id| Meta {
@@ -204,15 +180,26 @@ impl Watch {
 
 /// A thread runs the core's loop until this is dropped (unwinding included: a `block_on`
 /// whose future panicked leaves no poll behind that looks stalled).
-pub(crate) struct Running<'a>(&'a Watch);
+pub struct Running<'a>(&'a Watch);
 
 impl Drop for Running<'_> {
     fn drop(&mut self) {
         let watch = self.0;
-        watch.task.store(0, Ordering::Relaxed);
-        watch.poll.store(0, Ordering::Relaxed);
-        watch.active.store(false, Ordering::Relaxed);
+        // A poll left by an unwinding `block_on` future ends here.
+        if watch.poll.load(Ordering::Relaxed) & 1 == 1 {
+            bump(&watch.poll);
+        }
+        watch.active.store(false, sync::Ordering::Relaxed);
     }
+}
+
+/// Adds one to a word only this thread writes: a load and a store, no read-modify-write.
+#[inline]
+fn bump(word: &AtomicU64) {
+    word.store(
+        word.load(Ordering::Relaxed).wrapping_add(1),
+        Ordering::Relaxed,
+    );
 }
 
 /// This thread's kernel id, asked of the kernel once per thread (`block_on` may be called in a

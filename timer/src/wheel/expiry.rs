@@ -98,13 +98,21 @@ impl<T> Wheel<T> {
 
     /// Takes the next due timer, if any.
     pub fn pop_due(&mut self) -> Option<(TimerHandle, T)> {
+        self.pop_due_at().map(|(handle, _, value)| (handle, value))
+    }
+
+    /// Takes the next due timer, if any, with the tick it was due at (its deadline, rounded
+    /// up to the resolution).
+    #[inline]
+    pub fn pop_due_at(&mut self) -> Option<(TimerHandle, u64, T)> {
         let key = self.due.head;
         if key == NIL {
             return None;
         }
         let handle = self.slab.handle_of(key);
+        let tick = self.slab.nodes[key as usize].tick;
         self.unlink(key);
-        Some((handle, self.free(key)))
+        Some((handle, tick, self.free(key)))
     }
 
     /// Whether a deferrable timer is pending (due or not).

@@ -5,12 +5,14 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
+mod histograms;
 mod series;
 
 use metrics::{Counter, Gauge, Key, Label, Unit};
 
 use super::{Handle, RuntimeMetrics};
 use crate::stats::CoreStats;
+use histograms::Published;
 use series::{Kind, Read, Sample, PER_WORKER, SINGLES, SPREADS};
 
 /// A published series.
@@ -67,8 +69,14 @@ type Transform = Box<dyn FnMut(&'static str) -> Key + Send>;
 ///   `tokio_total_local_queue_depth`, `tokio_blocking_threads_count`,
 ///   `tokio_io_driver_ready_count`, ... A dashboard built for tokio-metrics works as it is.
 ///   What tickless does not have reads 0 (`tokio_global_queue_depth`, the overflow counts,
-///   `tokio_budget_forced_yield_count`); there is no `tokio_poll_time_histogram` and no
-///   `tokio_*_steal_operations` (see [`RuntimeMetrics`] for why and for each meaning).
+///   `tokio_budget_forced_yield_count`); there is no `tokio_*_steal_operations` (see
+///   [`RuntimeMetrics`] for why and for each meaning).
+/// - tokio-metrics' `tokio_poll_time_histogram` (a metrics-rs histogram, in microseconds:
+///   each interval, the task polls of every core since the last, each recorded as its
+///   bucket's lower bound, as tokio-metrics records them), which counts only with
+///   [`Builder::enable_metrics_poll_time_histogram`](crate::Builder::enable_metrics_poll_time_histogram);
+///   and in the same way tickless's `tickless_timer_lateness_histogram`, the timer fires by
+///   how late they fired.
 /// - tokio's `RuntimeMetrics` totals tokio-metrics does not name: `tokio_spawned_tasks_count`,
 ///   `tokio_io_driver_fd_registered_count`, `tokio_io_driver_fd_deregistered_count`.
 /// - Every core's own series, with a `worker` label (the core's index): tokio's per-worker
@@ -152,6 +160,7 @@ impl RuntimeMetricsReporterBuilder {
         for (name, kind, unit, doc) in singles.chain(spreads).chain(workers) {
             Series::describe(kind, &(self.transform)(name), unit, doc);
         }
+        histograms::describe(&mut self.transform);
         self
     }
 
@@ -190,6 +199,7 @@ impl RuntimeMetricsReporterBuilder {
                 PER_WORKER.iter().map(keyed).collect()
             })
             .collect();
+        let histograms = Published::all(&metrics, t);
         let now = Instant::now();
         let start = (0..metrics.num_workers())
             .map(|w| metrics.worker_stats(w))
@@ -200,6 +210,7 @@ impl RuntimeMetricsReporterBuilder {
             singles,
             spreads,
             per_worker,
+            histograms,
             last: (now, start),
         }
     }
@@ -225,6 +236,8 @@ pub struct RuntimeMetricsReporter {
     singles: Vec<Series>,
     spreads: Vec<[Series; 3]>,
     per_worker: Vec<Vec<Series>>,
+    /// The histograms (`histograms::SOURCES`), with what they published so far.
+    histograms: Vec<Published>,
     /// The last reading, and when it was made.
     last: (Instant, Vec<CoreStats>),
 }
@@ -281,6 +294,9 @@ impl RuntimeMetricsReporter {
             for (s, (_, _, read, _)) in series.iter().zip(&PER_WORKER) {
                 s.publish(read(stats) as f64, false);
             }
+        }
+        for histogram in &mut self.histograms {
+            histogram.publish(&self.metrics);
         }
         self.last = (at, now);
     }
