@@ -109,6 +109,12 @@ pg_ticks() {
     done
     echo "$total"
 }
+# PostgreSQL's own counts for the database: sessions opened so far, transactions, backends now.
+pg_stats() {
+    psql_ -At -F' ' -c "SELECT pg_stat_force_next_flush()" \
+        -c "SELECT sessions, xact_commit + xact_rollback, numbackends FROM pg_stat_database
+            WHERE datname = 'postgres'" | tail -n1
+}
 ctx_switches() {
     cat /proc/"$1"/task/*/status 2>/dev/null |
         awk '/ctxt_switches/ { s += $2 } END { printf "%d", s }'
@@ -152,7 +158,10 @@ run_one() {
     local cpu0 cpu1 pg0 pg1 cs0 cs1 rw0 rw1
     cpu0=$(cpu_ticks "$server_pid"); pg0=$(pg_ticks); cs0=$(ctx_switches "$server_pid")
     rw0=$(remote_wakes "$name")
+    local pgs0 pgs1
+    pgs0=$(pg_stats)
     wrk -t"$threads" -c"$connections" -d"$duration" --latency "$base$path" >"$work/wrk"
+    pgs1=$(pg_stats)
     rw1=$(remote_wakes "$name")
     cpu1=$(cpu_ticks "$server_pid"); pg1=$(pg_ticks); cs1=$(ctx_switches "$server_pid")
     stop_server
@@ -165,12 +174,14 @@ run_one() {
     p99=$(to_us "$(awk '$1 == "99%" { print $2 }' "$work/wrk")")
     awk -v name="$name" -v rps="$rps" -v p50="$p50" -v p99="$p99" -v n="$requests" \
         -v cpu=$((cpu1 - cpu0)) -v pg=$((pg1 - pg0)) -v cs=$((cs1 - cs0)) -v rw=$((rw1 - rw0)) \
-        -v hz="$clk_tck" -v errors="$errors" 'BEGIN {
+        -v hz="$clk_tck" -v errors="$errors" -v s0="$pgs0" -v s1="$pgs1" 'BEGIN {
+        split(s0, a, " "); split(s1, b, " ")
         printf "workload=pg_user runtime=%s rps=%s p50_us=%s p99_us=%s cpu_us_per_req=%.2f" \
                " pg_cpu_us_per_req=%.2f ctx_switches_per_req=%.3f remote_wakes_per_req=%s" \
-               " requests=%d errors=%d\n", name, rps, p50, p99, cpu * 1e6 / hz / n,
-               pg * 1e6 / hz / n, cs / n, (name == "tokio" ? "-" : sprintf("%.3f", rw / n)),
-               n, errors }'
+               " pg_sessions=%d pg_xacts_per_req=%.3f pg_backends=%d requests=%d errors=%d\n",
+               name, rps, p50, p99, cpu * 1e6 / hz / n, pg * 1e6 / hz / n, cs / n,
+               (name == "tokio" ? "-" : sprintf("%.3f", rw / n)), b[1] - a[1], (b[2] - a[2]) / n,
+               b[3], n, errors }'
 }
 
 servers=(tickless_shared tickless_per_core tokio)
