@@ -123,14 +123,17 @@ fn cross_core_pingpong(rt: &Runtime, n: u32) -> io::Result<Vec<CoreStats>> {
 }
 
 #[test]
-fn two_cores_on_one_cpu_spin_rarely_whether_their_spins_catch_or_expire() -> io::Result<()> {
+fn two_cores_on_one_cpu_back_off_whether_their_spins_catch_or_expire() -> io::Result<()> {
     // Threads not pinned, but the thread that builds the runtime (core 0, and core 1's thread,
     // which inherits its affinity) may run on one CPU only: the two cores always share it, as
     // when the kernel wakes one onto the other's CPU. A spin there holds off the core whose
     // answer it waits for; the ones that catch it do so only because the kernel preempted them.
-    // Each such spin, caught or expired, lengthens the cool-down (8, 16, ... 1,024 parks), so
-    // the cores spin a few dozen times over thousands of idle transitions. (Counting only the
-    // expired ones, the catches kept the cool-down at 8: a spin every 8 to 16 parks.)
+    // Each such spin the governor sees, caught or expired, starts a cool-down twice as long as
+    // the last (8, 16, ... 1,024 parks), so over 4,000 idle transitions a core can see at most
+    // 10 of them. (When catches reset the cool-down to 8, the echo core saw 237-324, and spun
+    // in 14-21% of its transitions.) Spins that catch before the first one the governor sees
+    // are not asked where they ran: how many there are depends on the kernel, so the bound on
+    // all spins is loose.
     const N: u32 = 4_000;
     std::thread::spawn(|| {
         let one = tickless_io::internal::cpu::allowed_cpus()?[0];
@@ -138,16 +141,13 @@ fn two_cores_on_one_cpu_spin_rarely_whether_their_spins_catch_or_expire() -> io:
         let rt = Builder::new().cores(2).build()?;
         let cores = cross_core_pingpong(&rt, N)?;
         for (i, s) in cores.iter().enumerate() {
-            // After the first few spins (before the other core published its CPU, or before
-            // the first doubt), every spin found the other core on its CPU.
             assert!(
-                s.governor_spins <= s.governor_crowded + 8,
-                "core {i}: {} spins, {} on a shared CPU: {s:?}",
-                s.governor_spins,
+                s.governor_crowded <= 10,
+                "core {i}: {} spins on a shared CPU: {s:?}",
                 s.governor_crowded
             );
             assert!(
-                s.governor_spins * 50 <= s.idles,
+                s.governor_spins * 10 <= s.idles,
                 "core {i}: {} spins in {} idle transitions: {s:?}",
                 s.governor_spins,
                 s.idles
