@@ -200,7 +200,8 @@ fn main() -> io::Result<()> {
         let at = |p: usize| rtts[(rtts.len() - 1) * p / 100].as_secs_f64() * 1e6;
         println!(
             "every_us={} governor={} pin={} spin_us={} rtt_p50_us={:.1} rtt_p90_us={:.1} \
-             rtt_p99_us={:.1} cpu_us_per_rtt={:.1} governor_spins={} governor_caught={}",
+             rtt_p99_us={:.1} cpu_us_per_rtt={:.1} governor_spins={} governor_caught={} \
+             governor_crowded={}",
             every.as_micros(),
             args.governor,
             args.pin,
@@ -211,6 +212,7 @@ fn main() -> io::Result<()> {
             cpu_ns as f64 / 1e3 / f64::from(n),
             stats.total.governor_spins,
             stats.total.governor_caught,
+            stats.total.governor_crowded,
         );
     }
     println!(
@@ -232,7 +234,8 @@ fn main() -> io::Result<()> {
         println!(
             "{name}: polls={} parks={} spins={} remote_wakes_sent={} remote_wakes_avoided={} \
              timer_inserts={} timer_cancels={} timer_fires={} timerfd_rearms={} \
-             device_spurious={} clock_reads={} io_polls={}",
+             device_spurious={} clock_reads={} io_polls={} governor_spins={} \
+             governor_caught={} governor_crowded={}",
             s.polls,
             s.parks,
             s.spins,
@@ -244,7 +247,10 @@ fn main() -> io::Result<()> {
             s.timerfd_rearms,
             s.device_spurious,
             s.clock_reads,
-            s.io_polls
+            s.io_polls,
+            s.governor_spins,
+            s.governor_caught,
+            s.governor_crowded
         );
     }
     Ok(())

@@ -99,6 +99,11 @@ counters! {
     /// Of those, spins that caught work (I/O, a hand-over, a due timer) before their window
     /// ended; the others ended in a park.
     governor_caught,
+    /// Of the governor's spins, those that ran on a CPU where another core of the runtime last
+    /// woke (threads not pinned: the kernel put both on one CPU), caught or not: each stopped
+    /// the core's spins for a cool-down. Counted for a spin that caught only while the governor
+    /// doubts (an earlier such spin since the last catch on a CPU of its own).
+    governor_crowded,
     /// Time spent in the governor's spins that caught nothing (each its whole window), in
     /// microseconds (rounded down): the CPU the governor spent for nothing. Spins that caught work replaced a park and a wakeup, and are not timed.
     governor_spun_us,

@@ -97,3 +97,77 @@ fn an_idle_runtime_never_spins() -> io::Result<()> {
     }
     Ok(())
 }
+
+/// `n` round trips between core 0 (the `block_on` future) and a task on core 1, over two
+/// pipes. Returns each core's counters.
+fn cross_core_pingpong(rt: &Runtime, n: u32) -> io::Result<Vec<CoreStats>> {
+    let (mut to_b, mut from_a) = pipe()?;
+    let (mut to_a, mut from_b) = pipe()?;
+    let echo = rt.handle(1).spawn(async move {
+        let mut buf = [0u8; 4];
+        for _ in 0..n {
+            from_a.read_exact(&mut buf).await?;
+            to_a.write_all(&buf).await?;
+        }
+        io::Result::Ok(())
+    });
+    rt.block_on(async move {
+        let mut buf = [0u8; 4];
+        for i in 0..n {
+            to_b.write_all(&i.to_le_bytes()).await?;
+            from_b.read_exact(&mut buf).await?;
+        }
+        echo.await.expect("echo task")
+    })?;
+    Ok(rt.stats().cores)
+}
+
+#[test]
+fn two_cores_on_one_cpu_back_off_whether_their_spins_catch_or_expire() -> io::Result<()> {
+    // Threads not pinned, but the thread that builds the runtime (core 0, and core 1's thread,
+    // which inherits its affinity) may run on one CPU only: the two cores always share it, as
+    // when the kernel wakes one onto the other's CPU. A spin there holds off the core whose
+    // answer it waits for; the ones that catch it do so only because the kernel preempted them.
+    // Each such spin the governor sees, caught or expired, starts a cool-down twice as long as
+    // the last (8, 16, ... 1,024 parks), so over 4,000 idle transitions a core can see at most
+    // 10 of them. (When catches reset the cool-down to 8, the echo core saw 237-324, and spun
+    // in 14-21% of its transitions.) Spins that catch before the first one the governor sees
+    // are not asked where they ran: how many there are depends on the kernel, so the bound on
+    // all spins is loose.
+    const N: u32 = 4_000;
+    std::thread::spawn(|| {
+        let one = tickless_io::internal::cpu::allowed_cpus()?[0];
+        tickless_io::internal::cpu::pin_current_thread(one)?;
+        let rt = Builder::new().cores(2).build()?;
+        let cores = cross_core_pingpong(&rt, N)?;
+        for (i, s) in cores.iter().enumerate() {
+            assert!(
+                s.governor_crowded <= 10,
+                "core {i}: {} spins on a shared CPU: {s:?}",
+                s.governor_crowded
+            );
+            assert!(
+                s.governor_spins * 10 <= s.idles,
+                "core {i}: {} spins in {} idle transitions: {s:?}",
+                s.governor_spins,
+                s.idles
+            );
+        }
+        io::Result::Ok(())
+    })
+    .join()
+    .expect("test thread")
+}
+
+#[test]
+fn pinned_cores_never_ask_where_they_ran() -> io::Result<()> {
+    // A pinned runtime's cores have a CPU each: no spin is ever counted as sharing one.
+    if tickless_io::internal::cpu::allowed_cpus()?.len() < 2 {
+        return Ok(());
+    }
+    let rt = Builder::new().cores(2).pin(true).build()?;
+    for s in cross_core_pingpong(&rt, MESSAGES)? {
+        assert_eq!(s.governor_crowded, 0, "{s:?}");
+    }
+    Ok(())
+}

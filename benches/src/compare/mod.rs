@@ -48,10 +48,12 @@ struct Options {
     syscalls: bool,
     /// Also run the `http_hello` workload (hyper under wrk, through `scripts/http_load.sh`).
     http: bool,
+    /// How long to spend on other processes' account (`--patience`); `None`: the size's.
+    patience: Option<Duration>,
 }
 
 const USAGE: &str = "usage: compare [--quick | --smoke] [--only WORKLOAD,...] \
-[--runtimes NAME,...] [--cores N,...] [--no-syscalls] [--http]
+[--runtimes NAME,...] [--cores N,...] [--no-syscalls] [--http] [--patience SECONDS]
   --quick      about 1.5 minutes (up to 2 more waiting on a busy machine): smaller counts,
                fewer repetitions
   --smoke      a few seconds, tiny counts: checks every path runs, measures nothing
@@ -63,13 +65,17 @@ const USAGE: &str = "usage: compare [--quick | --smoke] [--only WORKLOAD,...] \
                tickless_slack10us,tickless_slack100us,tickless_prop4,tickless_prop16,
                tickless_prop64,tickless_knee8ms,
                tickless_eager,tickless_onidle,tickless_lazy,tickless_epoll,
-               tickless_epoll_onidle,tickless_nolead,tickless_per_core,tickless_nosteal,tokio,smol,
+               tickless_epoll_onidle,tickless_nolead,tickless_per_core,tickless_nosteal,
+               tickless_unpinned,tickless_unpinned_nogov,tickless_unpinned_spin50us,tokio,smol,
                monoio_legacy,monoio_uring,threads,floor
   --cores      server_tokio_shape's cores (tickless) and workers (tokio), each count measured
                apart: 1,2,4,8,16 for a scaling curve (default 2)
   --no-syscalls  skip the strace count
   --http       also run http_hello: tickless's and tokio's hyper servers under wrk
-               (benches/scripts/http_load.sh; builds the examples, installs wrk if missing)";
+               (benches/scripts/http_load.sh; builds the examples, installs wrk if missing)
+  --patience   seconds to spend, in all, waiting for a quiet machine and re-running disturbed
+               measurements (default 120 with --quick, 300 without); 0 measures at once, the
+               disturbed measurements noted as such (to see what other load does)";
 
 fn parse_options(args: &[String]) -> Result<Options, String> {
     let mut o = Options {
@@ -79,6 +85,7 @@ fn parse_options(args: &[String]) -> Result<Options, String> {
         cores: Vec::new(),
         syscalls: true,
         http: false,
+        patience: None,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -113,6 +120,13 @@ fn parse_options(args: &[String]) -> Result<Options, String> {
                         o.cores.push(cores);
                     }
                 }
+            }
+            "--patience" => {
+                let v = it.next().ok_or("--patience needs seconds")?;
+                let s = v
+                    .parse::<u64>()
+                    .map_err(|e| format!("--patience {v:?}: {e}"))?;
+                o.patience = Some(Duration::from_secs(s));
             }
             "-h" | "--help" => return Err(USAGE.into()),
             other => return Err(format!("unknown argument {other:?}\n{USAGE}")),
@@ -157,8 +171,11 @@ fn child_limit(size: Size) -> Duration {
 
 /// How long, in all, `compare` may spend on account of other processes: waiting for them to
 /// leave the machine alone, and re-running the measurements they disturbed.
-fn quiet_budget(size: Size) -> Duration {
-    match size {
+fn quiet_budget(opts: &Options) -> Duration {
+    if let Some(p) = opts.patience {
+        return p;
+    }
+    match opts.size {
         Size::Full => Duration::from_secs(300),
         Size::Quick => Duration::from_secs(120),
         Size::Smoke => Duration::ZERO,
@@ -356,13 +373,13 @@ fn run(opts: &Options) -> usize {
         } else {
             format!(
                 " once the machine is quiet ({} s of waiting at most in all)",
-                quiet_budget(opts.size).as_secs()
+                quiet_budget(opts).as_secs()
             )
         }
     );
     let mut started_jobs = 0;
     let mut results = Results::default();
-    let mut patience = quiet::Patience::new(quiet_budget(opts.size));
+    let mut patience = quiet::Patience::new(quiet_budget(opts));
     let mut disturbed: Vec<Disturbed> = Vec::new();
     let mut measured = 0;
     let reps = jobs
@@ -671,6 +688,17 @@ mod tests {
             assert!(e.contains("--cores"), "{bad}: {e}");
         }
         assert!(parse_options(&args(&["--cores"])).is_err());
+    }
+
+    #[test]
+    fn patience_overrides_the_sizes_budget() {
+        let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let o = parse_options(&args(&["--quick"])).unwrap();
+        assert_eq!(quiet_budget(&o), Duration::from_secs(120));
+        let o = parse_options(&args(&["--quick", "--patience", "0"])).unwrap();
+        assert_eq!(quiet_budget(&o), Duration::ZERO);
+        assert!(parse_options(&args(&["--patience", "soon"])).is_err());
+        assert!(parse_options(&args(&["--patience"])).is_err());
     }
 
     #[test]

@@ -107,6 +107,9 @@ impl Workload {
                 "tickless_eager",
                 "tickless_onidle",
                 "tickless_lazy",
+                "tickless_unpinned",
+                "tickless_unpinned_nogov",
+                "tickless_unpinned_spin50us",
             ],
             Workload::SleepPrecision => &[
                 "tickless",

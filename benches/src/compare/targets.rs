@@ -255,8 +255,39 @@ pub fn evaluate(r: &Results) -> Vec<Target> {
             x,
         ));
     }
+    t.extend(unpinned(r));
     t.extend(server(r));
     t
+}
+
+/// pingpong_cross at the builder's defaults (threads not pinned): the idle governor where the
+/// kernel may put both cores on one CPU.
+fn unpinned(r: &Results) -> Vec<Target> {
+    let m = |rt: &str, metric: &str| {
+        r.summary("pingpong_cross", rt, "", metric)
+            .map(|(median, lo, hi)| Figure { median, lo, hi })
+    };
+    vec![
+        at_least(
+            "pingpong_cross: tickless_unpinned (defaults) / threads >= 10".into(),
+            ratio(
+                m("tickless_unpinned", "rtt_per_s"),
+                m("threads", "rtt_per_s"),
+            ),
+            10.0,
+            x,
+        ),
+        at_most(
+            "pingpong_cross: tickless_unpinned CPU per round trip / nogov <= 1".into(),
+            ratio(
+                m("tickless_unpinned", "cpu_us_per_rtt"),
+                m("tickless_unpinned_nogov", "cpu_us_per_rtt"),
+            ),
+            1.0,
+            false,
+            x,
+        ),
+    ]
 }
 
 /// `server_tokio_shape`'s targets at each core count measured (at the default's if none was):

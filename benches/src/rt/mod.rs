@@ -78,6 +78,31 @@ pub const ALL: &[(&str, Contender)] = &[
             ..tickless::Config::DEFAULT
         }),
     ),
+    // Cross-core ping-pong with threads not pinned (the builder's default): the governor's
+    // case where the kernel may wake a core onto the other's CPU.
+    (
+        "tickless_unpinned",
+        Contender::Tickless(tickless::Config {
+            unpinned: true,
+            ..tickless::Config::DEFAULT
+        }),
+    ),
+    (
+        "tickless_unpinned_nogov",
+        Contender::Tickless(tickless::Config {
+            unpinned: true,
+            governor: Some(false),
+            ..tickless::Config::DEFAULT
+        }),
+    ),
+    (
+        "tickless_unpinned_spin50us",
+        Contender::Tickless(tickless::Config {
+            unpinned: true,
+            spin: Some(SPIN),
+            ..tickless::Config::DEFAULT
+        }),
+    ),
     ("tickless_slack1ms", fixed_slack(SLACK)),
     // The frontier of timer_churn: fixed default slacks, and shares other than the default's.
     ("tickless_slack0", fixed_slack(Duration::ZERO)),

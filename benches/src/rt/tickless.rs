@@ -1,5 +1,6 @@
 //! tickless: one core for same-core work (the thread that calls `block_on`), two pinned cores
-//! for cross-core ping-pong (the echo on core 1 through `spawn_pinned`). `server_tokio_shape`:
+//! for cross-core ping-pong (the echo on core 1 through `spawn_pinned`; the `_unpinned`
+//! contenders leave the threads where the kernel puts them, the builder's default). `server_tokio_shape`:
 //! N cores, unpinned, as a server's `main` builds them; the server written the tokio way, and
 //! the same handler under `serve_per_core`.
 
@@ -35,6 +36,9 @@ pub struct Config {
     pub lead_max: Option<Duration>,
     /// `steal_after`; `None`: the builder's default (`Some(None)`: no stealing).
     pub steal_after: Option<Option<Duration>>,
+    /// Cross-core ping-pong with the builder's default placement (threads not pinned: the
+    /// kernel decides where they run) instead of each core pinned to its CPU.
+    pub unpinned: bool,
 }
 
 /// A default slack `compare` sets.
@@ -58,6 +62,7 @@ impl Config {
         device: None,
         lead_max: None,
         steal_after: None,
+        unpinned: false,
     };
 
     fn builder(&self, cores: usize) -> Builder {
@@ -226,7 +231,7 @@ fn same_core(cfg: &Config, plan: &Plan) -> io::Result<Run> {
 
 fn cross_core(cfg: &Config, plan: &Plan) -> io::Result<Run> {
     cpus(2)?;
-    let rt = cfg.builder(2).pin(true).build()?;
+    let rt = cfg.builder(2).pin(!cfg.unpinned).build()?;
     let (a_r, b_w) = sys::pipe()?; // core 1 -> core 0
     let (b_r, a_w) = sys::pipe()?; // core 0 -> core 1
     let (n, mode) = (plan.total(), plan.mode);

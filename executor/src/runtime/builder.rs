@@ -471,9 +471,12 @@ impl Builder {
     /// transitions whether a short spin before parking catches its next wakeup (a cross-core
     /// message, I/O, a timer), and spins only then, for a window of 10 µs doubling up to 50 µs
     /// on pinned threads. An idle core never spins; a core whose spins catch nothing, or whose
-    /// wakeups come late, stops. The rules, and the measurements behind their constants, are
-    /// in the `worker/governor.rs` module's documentation; `CoreStats::governor_spins`,
-    /// `governor_caught`, `governor_spun_us` and `governor_window_ns` count what it decided.
+    /// wakeups come late, stops; so, for a growing while, does a core whose thread is not
+    /// pinned and that finds another core of the runtime on its CPU (a spin there holds off
+    /// the other core). The rules, and the measurements behind their constants, are in the
+    /// `worker/governor.rs` module's documentation; `CoreStats::governor_spins`,
+    /// `governor_caught`, `governor_crowded`, `governor_spun_us` and `governor_window_ns`
+    /// count what it decided.
     /// `false`: park at once, always (unless [`spin_before_park`](Self::spin_before_park) sets
     /// a fixed window).
     ///

@@ -288,6 +288,14 @@ impl RuntimeMetrics {
         self.worker_stats(worker).governor_caught
     }
 
+    /// Of core `worker`'s governor spins, those that ran on a CPU where another core of the
+    /// runtime last woke (threads not pinned: the kernel put two cores on one CPU), caught or
+    /// not; each stopped the core's spins for a cool-down (see
+    /// [`Builder::idle_governor`](crate::Builder::idle_governor)). Zero on a pinned runtime.
+    pub fn worker_governor_crowded(&self, worker: usize) -> u64 {
+        self.worker_stats(worker).governor_crowded
+    }
+
     /// Hand-overs from other threads that had to wake core `worker`. Live.
     pub fn worker_remote_wakes_sent(&self, worker: usize) -> u64 {
         self.worker_stats(worker).remote_wakes_sent

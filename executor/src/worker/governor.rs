@@ -22,17 +22,17 @@
 //!   cool-down is running (see below), which this transition shortens. One short idle between
 //!   long ones (a task that sleeps a millisecond, sends, and waits for the answer) is not
 //!   enough: the spin would come at the start of the next long idle, and catch nothing;
-//! - it spun and the spin caught work (I/O, a hand-over, a due timer): the window stays;
-//! - it spun, the spin expired, and the core was woken within [`MAX`] of going idle:
-//!   - pinned (`Builder::pin`): the wakeup would have been caught by a longer spin, so the
-//!     window doubles, up to [`MAX`] (KVM's halt polling grows on the same evidence);
-//!   - not pinned, and no other core of the runtime woke on the CPU the spin ran on since:
-//!     the same;
-//!   - not pinned, and another core did (it was woken onto this CPU, where the spin held it
-//!     off until the core parked): the window goes back to zero and growth waits a cool-down
-//!     of parked transitions, after which it tries again:
-//!     [`COOL_DOWN`] the first time, twice as many after each further such spin, up to
-//!     [`MAX_COOL_DOWN`], and back to [`COOL_DOWN`] once a spin catches its wakeup;
+//! - it spun and the spin caught work (I/O, a hand-over, a due timer) on a CPU of its own: the
+//!   window stays, and the cool-down's length is back to [`COOL_DOWN`];
+//! - not pinned, it spun on a CPU where another core of the runtime last woke (the kernel put
+//!   both on one CPU: see *Threads not pinned* below), whether the spin caught its work or
+//!   expired: the window goes back to zero and growth waits a cool-down of parked transitions,
+//!   after which it tries again: [`COOL_DOWN`] the first time, twice as many after each further
+//!   such spin, up to [`MAX_COOL_DOWN`], and back to [`COOL_DOWN`] once a spin catches its
+//!   work on a CPU of its own;
+//! - it spun, the spin expired, and the core was woken within [`MAX`] of going idle (pinned,
+//!   or alone on its CPU): the wakeup would have been caught by a longer spin, so the window
+//!   doubles, up to [`MAX`] (KVM's halt polling grows on the same evidence);
 //! - a wakeup later than [`MAX`] after going idle: the window goes back to zero (KVM's default
 //!   shrink). An idle core, a core whose next event is its timer a millisecond away, never
 //!   spins for long.
@@ -40,6 +40,49 @@
 //! A spin never runs past the core's next timer: one due inside the window is spun to, as the
 //! wakeup lead's spin does. `Builder::spin_before_park(d)` replaces the governor with a fixed
 //! window; `Builder::idle_governor(false)` turns it off (park at once, always).
+//!
+//! # Threads not pinned
+//!
+//! A pipe's or socket's write wakes its reader as a *sync* wakeup: the kernel puts the woken
+//! thread on the writer's CPU when the writer is alone there and the reader's own CPU is busy
+//! at that instant (another process runs on it). Two cores that share a CPU that way tend to
+//! stay together for as long as they park: each wakeup comes from the other core, on their
+//! common CPU, and only one of them is runnable at a time, so the load balancer sees nothing to
+//! even out. Together on one CPU, a spin holds off the very core whose answer it waits for: the
+//! other core, woken onto this CPU, runs only when the spin ends or the kernel preempts it.
+//! Parking is then the faster choice, the ping-pong a same-CPU context switch.
+//!
+//! On the 2-vCPU machine of the figures this is what made a two-core ping-pong's rate depend
+//! on the run: with another engineer's `rustc` on one CPU for the whole run (`perf sched`), both
+//! cores ran on the other (620 ms against 29 ms on the busy one, 48k of 50k wakeups placed
+//! there), at 110-130k round trips a second, against 300-370k with the cores apart; with a
+//! busy loop on one CPU for the first 0.3 s of a run, the cores stayed together for the rest
+//! of it (2.7 s) in some runs and were separated within it in others. The governor off parks there too (107-130k together, 20-25k apart); a fixed 50 µs
+//! spin holds the other core off (9-37k together).
+//!
+//! So the idle path reads, cheaply, the CPU each core last woke on (`sched_getcpu`, no system
+//! call), and a spin that ran where another core last woke counts as interference. A spin that
+//! *caught* its work there must count too: it caught only because the kernel preempted it to
+//! run the other core. The first version of the rule let such catches pass for spins that
+//! paid, and with a busy loop on the other CPU the cores had about three of them for every two
+//! interfering spins that expired (18,682 against 12,668 over 300,000 round trips); each reset
+//! the cool-down to [`COOL_DOWN`], so it never grew, and the cores kept probing with spins,
+//! 2.3-8.7% of their idle transitions. Over ten rounds of 300,000 round trips (the `pingpong`
+//! example, a busy loop on the other CPU, each setting in turn), that rule ran 60-120k round
+//! trips a second (median 104k) at 1.03-1.17 times the CPU per round trip of the governor off
+//! in the same round (median 1.09x). Counting the catches, the cool-down grows to
+//! [`MAX_COOL_DOWN`] and the cores spin in 0.1% of their transitions (598-812 spins): 95-127k
+//! (median 116k) at 0.95-1.06 times the governor off's CPU (median 1.01x; off: 88-130k, median
+//! 115k). A spin that catches is asked where it ran only while the governor
+//! [doubts](Governor::doubts) (an interfering spin since the last catch on a CPU of its own),
+//! so where spinning pays no CPU number is read.
+//!
+//! What the governor cannot do is move a thread: cores that share a CPU stay together until
+//! the kernel separates them, whatever they spin. (A prototype that moved a core off the
+//! shared CPU, by a brief change of its thread's affinity, did not do better where the other
+//! CPU had come free again: 193k round trips a second against 264k over a run that began with
+//! a 0.3 s busy loop there; and where the busy loop held the other CPU, each move queued the
+//! core behind it for about 1.6 ms: 52k against 114k.)
 //!
 //! # The constants
 //!
@@ -54,7 +97,7 @@
 //! with a fixed cool-down of 8, whose probes cost a spin each), while pinned the governor made
 //! it 16 times faster (9.7k to 154k, as fast as the fixed spin). The doubling keeps the probes
 //! to a few in a thousand transitions where spinning never pays, and a spin that catches its
-//! wakeup brings the cool-down back to 8.
+//! wakeup on a CPU of its own brings the cool-down back to 8.
 
 /// The largest spin window, in nanoseconds.
 pub(crate) const MAX: u64 = 50_000;
@@ -78,7 +121,11 @@ pub(crate) enum Outcome {
         slept: u64,
     },
     /// The spin caught work.
-    Caught,
+    Caught {
+        /// Whether another core of the runtime last woke on the CPU the spin ran on (asked
+        /// only while the governor [doubts](Governor::doubts); `false` otherwise).
+        crowded: bool,
+    },
     /// The spin expired: the core parked and was woken `idle` ns after it went idle (the spin
     /// included).
     Expired {
@@ -129,16 +176,23 @@ impl Governor {
         self.pinned
     }
 
+    /// Whether a spin that catches should be asked where it ran: not pinned, and a spin
+    /// interfered with another core (shared its CPU) with no spin caught on a CPU of its own
+    /// since. While spins pay, nobody reads a CPU number for them.
+    #[inline]
+    pub(crate) fn doubts(&self) -> bool {
+        !self.pinned && self.next_cool_down > COOL_DOWN
+    }
+
     /// Learns from an idle transition: sets the next window.
     pub(crate) fn learn(&mut self, outcome: Outcome) {
         let short = match outcome {
-            Outcome::Caught => true,
+            Outcome::Caught { .. } => true,
             Outcome::Parked { slept: idle } | Outcome::Expired { idle, .. } => idle <= MAX,
         };
         let two_short = short && self.last_short;
         self.last_short = short;
         match outcome {
-            Outcome::Caught => self.next_cool_down = COOL_DOWN,
             Outcome::Parked { .. } => {
                 if self.cool_down > 0 {
                     self.cool_down -= 1;
@@ -146,14 +200,18 @@ impl Governor {
                     self.window = START;
                 }
             }
-            Outcome::Expired { idle, .. } if idle > MAX => self.window = 0,
-            Outcome::Expired { crowded, .. } if self.pinned || !crowded => {
-                self.window = self.window.saturating_mul(2).clamp(START, MAX);
-            }
-            Outcome::Expired { .. } => {
+            // Caught or not, a spin on another core's CPU held that core off.
+            Outcome::Caught { crowded: true } | Outcome::Expired { crowded: true, .. }
+                if !self.pinned =>
+            {
                 self.window = 0;
                 self.cool_down = self.next_cool_down;
                 self.next_cool_down = self.next_cool_down.saturating_mul(2).min(MAX_COOL_DOWN);
+            }
+            Outcome::Caught { .. } => self.next_cool_down = COOL_DOWN,
+            Outcome::Expired { idle, .. } if idle > MAX => self.window = 0,
+            Outcome::Expired { .. } => {
+                self.window = self.window.saturating_mul(2).clamp(START, MAX);
             }
         }
     }
@@ -177,6 +235,15 @@ mod tests {
 
     const SHORT: Outcome = Outcome::Parked { slept: 5_000 };
     const LONG: Outcome = Outcome::Parked { slept: 1_000_000 };
+    /// A spin that caught its work on a CPU of its own.
+    const CAUGHT: Outcome = Outcome::Caught { crowded: false };
+    /// A spin that caught its work on a CPU another core last woke on.
+    const CAUGHT_CROWDED: Outcome = Outcome::Caught { crowded: true };
+    /// A spin that expired, woken soon after, on a CPU another core last woke on.
+    const JUST_AFTER_CROWDED: Outcome = Outcome::Expired {
+        idle: 12_000,
+        crowded: true,
+    };
 
     #[test]
     fn an_idle_core_never_spins() {
@@ -187,9 +254,8 @@ mod tests {
 
     #[test]
     fn two_short_parks_in_a_row_start_a_window_and_catches_keep_it() {
-        let caught = Outcome::Caught;
         assert_eq!(
-            windows(false, &[SHORT, SHORT, caught, caught]),
+            windows(false, &[SHORT, SHORT, CAUGHT, CAUGHT]),
             [0, START, START, START]
         );
     }
@@ -294,7 +360,7 @@ mod tests {
         // A caught spin in between brings it back to the first.
         let wait_then_catch = |n: u32| {
             let mut v = vec![SHORT; n as usize + 1];
-            v.push(Outcome::Caught);
+            v.push(CAUGHT);
             v
         };
         assert_eq!(cool_downs(wait_then_catch, 3), [8, 8, 8]);
@@ -310,5 +376,94 @@ mod tests {
         outcomes.extend([LONG; COOL_DOWN as usize]);
         outcomes.extend([SHORT, SHORT]);
         assert_eq!(*windows(false, &outcomes).last().unwrap(), START);
+    }
+
+    #[test]
+    fn a_catch_on_a_shared_cpu_counts_as_interference_not_as_a_spin_that_paid() {
+        // Window START after two short parks; the spin catches, but on another core's CPU.
+        assert_eq!(
+            windows(false, &[SHORT, SHORT, CAUGHT_CROWDED, SHORT]),
+            [0, START, 0, 0]
+        );
+        // A catch on a shared CPU lengthens the cool-down as an expired spin there does,
+        // instead of bringing it back to the first: the backoff grows while the cores share a
+        // CPU, whichever way their spins end.
+        let wait = |n: u32| vec![SHORT; n as usize + 1];
+        let mut g = Governor::new(false);
+        g.learn(SHORT);
+        g.learn(SHORT);
+        let mut got = Vec::new();
+        for i in 0..9 {
+            assert_eq!(g.window(), START, "spin {i}");
+            g.learn(if i % 3 == 2 {
+                JUST_AFTER_CROWDED
+            } else {
+                CAUGHT_CROWDED
+            });
+            got.push(g.cool_down);
+            for o in wait(g.cool_down) {
+                g.learn(o);
+            }
+        }
+        assert_eq!(got, [8, 16, 32, 64, 128, 256, 512, 1024, 1024]);
+        // Once the cores are apart, the first catch ends the doubt and the backoff.
+        assert!(g.doubts());
+        g.learn(CAUGHT);
+        assert!(!g.doubts());
+        assert_eq!((g.window(), g.next_cool_down), (START, COOL_DOWN));
+    }
+
+    #[test]
+    fn the_governor_doubts_from_an_interfering_spin_to_the_next_catch_alone() {
+        let mut g = Governor::new(false);
+        assert!(!g.doubts());
+        for o in [SHORT, SHORT, CAUGHT, CAUGHT] {
+            g.learn(o);
+            assert!(!g.doubts(), "spins that pay are never asked where they ran");
+        }
+        g.learn(JUST_AFTER_CROWDED);
+        assert!(g.doubts());
+        for o in vec![SHORT; COOL_DOWN as usize + 1] {
+            g.learn(o);
+            assert!(g.doubts(), "parks settle nothing");
+        }
+        g.learn(CAUGHT);
+        assert!(!g.doubts());
+        // Pinned, no other core shares the CPU: never.
+        let mut p = Governor::new(true);
+        for o in [SHORT, SHORT, JUST_AFTER_CROWDED, CAUGHT_CROWDED] {
+            p.learn(o);
+            assert!(!p.doubts());
+        }
+    }
+
+    #[test]
+    fn pinned_a_crowded_report_changes_nothing() {
+        assert_eq!(
+            windows(true, &[SHORT, SHORT, CAUGHT_CROWDED, JUST_AFTER_CROWDED]),
+            [0, START, START, 2 * START]
+        );
+    }
+
+    #[test]
+    fn a_late_wakeup_after_a_spin_on_a_shared_cpu_still_starts_a_cool_down() {
+        // The spin may be why the wakeup came late: it held the other core off.
+        let late_crowded = Outcome::Expired {
+            idle: MAX + 1,
+            crowded: true,
+        };
+        let mut outcomes = vec![SHORT, SHORT, late_crowded];
+        outcomes.extend([SHORT; COOL_DOWN as usize]);
+        let got = windows(false, &outcomes);
+        assert!(got[2..].iter().all(|w| *w == 0), "{got:?}");
+        // Without the cool-down, the two short parks after it would have restarted the window.
+        let late_alone = Outcome::Expired {
+            idle: MAX + 1,
+            crowded: false,
+        };
+        assert_eq!(
+            windows(false, &[SHORT, SHORT, late_alone, SHORT, SHORT]),
+            [0, START, 0, 0, START]
+        );
     }
 }

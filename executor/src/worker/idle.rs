@@ -94,7 +94,9 @@ impl Core {
     /// spin's own first reading serves) and when it ends: the idle time is what the governor
     /// learns from, and no reading the loop already takes is at hand there. Where other cores
     /// are not pinned, a park also reads its CPU (`sched_getcpu`, no system call) and publishes
-    /// it with one relaxed store, and a spin that expires reads its CPU once.
+    /// it with one relaxed store, a spin that expires reads its CPU once, and so does a spin
+    /// that catches while the governor doubts (an interfering spin since the last catch on a
+    /// CPU of its own); the other cores' CPUs are one relaxed load each.
     fn governed_idle(&self, governor: &Cell<Governor>) {
         let clock = self.timers.clock();
         let mut g = governor.get();
@@ -119,7 +121,13 @@ impl Core {
                 self.spin(now, window)
             } {
                 bump(&self.counters.governor_caught);
-                g.learn(Outcome::Caught);
+                // Only while the governor doubts: a catch on a shared CPU came from the kernel
+                // preempting the spin for the other core, and must not pass for one that paid.
+                let crowded = crowdable && g.doubts() && self.crowded_here();
+                if crowded {
+                    bump(&self.counters.governor_crowded);
+                }
+                g.learn(Outcome::Caught { crowded });
                 return governor.set(g);
             }
             let spun = &self.counters.governor_spun_ns;
@@ -140,16 +148,23 @@ impl Core {
                     .set_cpu(tickless_io::internal::cpu::current_cpu());
             }
             g.learn(if window > 0 {
-                Outcome::Expired {
-                    idle,
-                    // An unknown CPU counts as shared.
-                    crowded: crowdable && spin_cpu.is_none_or(|cpu| self.another_core_on(cpu)),
+                // An unknown CPU counts as shared.
+                let crowded = crowdable && spin_cpu.is_none_or(|cpu| self.another_core_on(cpu));
+                if crowded {
+                    bump(&self.counters.governor_crowded);
                 }
+                Outcome::Expired { idle, crowded }
             } else {
                 Outcome::Parked { slept: idle }
             });
             governor.set(g);
         }
+    }
+
+    /// Whether another core of the runtime last woke on the CPU this thread runs on now (an
+    /// unknown CPU counts as shared).
+    fn crowded_here(&self) -> bool {
+        tickless_io::internal::cpu::current_cpu().is_none_or(|cpu| self.another_core_on(cpu))
     }
 
     /// Whether the runtime has other cores (whose governors read this one's CPU).

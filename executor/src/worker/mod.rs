@@ -80,6 +80,8 @@ struct Counters {
     governor_spins: Cell<u64>,
     /// Of the governor's spins, those that caught work.
     governor_caught: Cell<u64>,
+    /// Of the governor's spins, those on a CPU another core last woke on.
+    governor_crowded: Cell<u64>,
     /// Time the governor's spins took, ns.
     governor_spun_ns: Cell<u64>,
     /// Idle transitions.
@@ -549,6 +551,7 @@ impl Core {
             lead_spins: c.lead_spins.get(),
             governor_spins: c.governor_spins.get(),
             governor_caught: c.governor_caught.get(),
+            governor_crowded: c.governor_crowded.get(),
             governor_spun_us: c.governor_spun_ns.get() / 1_000,
             governor_window_ns: self.governor_window(),
             wakeup_lead_ns: self.timers.lead(),

@@ -152,7 +152,7 @@ const fn spread(
 
 /// Every core's own series, with a `worker` label: totals since the runtime started
 /// (counters) or levels (gauges).
-pub(super) const PER_WORKER: [(&str, Kind, Read, &str); 17] = [
+pub(super) const PER_WORKER: [(&str, Kind, Read, &str); 18] = [
     (
         "tokio_worker_park_count",
         Kind::Counter,
@@ -236,6 +236,12 @@ pub(super) const PER_WORKER: [(&str, Kind, Read, &str); 17] = [
         Kind::Counter,
         |s| s.governor_caught,
         "Of those, the spins that caught work",
+    ),
+    (
+        "tickless_worker_governor_crowded",
+        Kind::Counter,
+        |s| s.governor_crowded,
+        "Of those, the spins on a CPU another core of the runtime last woke on",
     ),
     (
         "tickless_worker_remote_wakes_sent",
