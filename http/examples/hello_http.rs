@@ -1,7 +1,7 @@
 //! "Hello, world!" over HTTP/1.1 and HTTP/2 (prior knowledge) with hyper, one listener per core.
 //!
 //! ```text
-//! cargo run --release -p tickless-http --example hello_http -- [PORT] [--cores N] [--pin] [--tokio-io] [--no-governor]
+//! cargo run --release -p tickless-http --example hello_http -- [PORT] [--cores N] [--pin] [--tokio-io] [--no-governor] [--no-stall]
 //! curl http://127.0.0.1:3000/
 //! curl --http2-prior-knowledge http://127.0.0.1:3000/
 //! ```
@@ -23,7 +23,8 @@
 //!
 //! `--cores N` runs N cores (default: one per CPU), `--pin` pins each to its CPU, and
 //! `--tokio-io` hands hyper the streams through hyper-util's `TokioIo` (the `tokio-io`
-//! feature) instead of `TicklessIo`; `--no-governor` turns the idle governor off.
+//! feature) instead of `TicklessIo`; `--no-governor` turns the idle governor off, `--no-stall` the
+//! stall detector (`benches/scripts/http_cost.py` counts what it costs a request).
 
 use std::convert::Infallible;
 use std::future::{poll_fn, Future};
@@ -128,6 +129,8 @@ struct Args {
     tokio_io: bool,
     /// The idle governor (`--no-governor` turns it off).
     governor: bool,
+    /// The stall detector (`--no-stall` turns it off).
+    stall: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -136,6 +139,7 @@ fn parse_args() -> Result<Args, String> {
     let mut pin = false;
     let mut tokio_io = false;
     let mut governor = true;
+    let mut stall = true;
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
         match arg.as_str() {
@@ -146,6 +150,7 @@ fn parse_args() -> Result<Args, String> {
             "--pin" => pin = true,
             "--tokio-io" => tokio_io = true,
             "--no-governor" => governor = false,
+            "--no-stall" => stall = false,
             "-h" | "--help" => return Err(USAGE.into()),
             other if !other.starts_with('-') => port = Some(other.to_string()),
             other => return Err(format!("unknown argument {other:?} (try --help)")),
@@ -161,15 +166,20 @@ fn parse_args() -> Result<Args, String> {
         pin,
         tokio_io,
         governor,
+        stall,
     })
 }
 
-const USAGE: &str = "usage: hello_http [PORT] [--cores N] [--pin] [--tokio-io] [--no-governor]";
+const USAGE: &str =
+    "usage: hello_http [PORT] [--cores N] [--pin] [--tokio-io] [--no-governor] [--no-stall]";
 
 fn main() -> io::Result<()> {
     let args = parse_args().map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
     let mut builder = Builder::new();
     builder.pin(args.pin).idle_governor(args.governor);
+    if !args.stall {
+        builder.stall_threshold(None);
+    }
     if let Some(n) = args.cores {
         builder.cores(n);
     }

@@ -352,6 +352,15 @@ impl<T> Inbox<T> {
         &self.remote
     }
 
+    /// Core side, on the core's own thread: marks the inbox dirty, so that the core's next look
+    /// at it (before a park, a spin's check for work) finds something to take, without a
+    /// wake and without counting one: for what the core's thread handed the core while inside
+    /// a wait of the core's own that the core ends by looking at the DIRTY bit (a tokio
+    /// runtime the core parks in, whose tasks woke the core's `block_on` future).
+    pub fn mark_dirty(&self) {
+        self.word.fetch_or(DIRTY, Ordering::AcqRel);
+    }
+
     /// Core side: whether anything may have been pushed since the last drain.
     pub fn is_dirty(&self) -> bool {
         self.word.load(Ordering::Acquire) & DIRTY != 0

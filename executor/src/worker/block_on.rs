@@ -44,18 +44,33 @@ impl<U: Unpark> MainWaker<U> {
         self.woken.load(Ordering::Acquire)
     }
 
-    /// Whether the caller runs on this waker's core (whose loop checks the flag anyway), and
-    /// not inside the core's tokio runtime (a tokio task or tokio's reactor woke it while the
-    /// core was parked or spinning there: the idle path looks at the inbox, not at the flag,
-    /// so the notify must tell it).
-    fn on_own_core(&self) -> bool {
+    /// Where the wake comes from: the core's own thread running the loop (which checks the
+    /// flag anyway), the core's own thread inside its tokio runtime (a tokio task or tokio's
+    /// reactor woke it while the core was parked or spinning there: the idle path looks at the
+    /// inbox's DIRTY bit, not at the flag), or another thread.
+    fn woken_from(&self) -> From {
         let own = Arc::as_ptr(&self.shared).cast::<()>();
         with_current(|core| {
-            std::ptr::eq(Arc::as_ptr(core.shared()).cast::<()>(), own)
-                && core.tokio().is_none_or(|t| !t.is_inside())
+            if !std::ptr::eq(Arc::as_ptr(core.shared()).cast::<()>(), own) {
+                From::Elsewhere
+            } else if core.tokio().is_some_and(|t| t.is_inside()) {
+                From::OwnTokio
+            } else {
+                From::OwnLoop
+            }
         })
-        .unwrap_or(false)
+        .unwrap_or(From::Elsewhere)
     }
+}
+
+/// Where the `block_on` future was woken from (see [`MainWaker::woken_from`]).
+enum From {
+    /// The core's loop, on its own thread.
+    OwnLoop,
+    /// The core's own thread, inside its tokio runtime.
+    OwnTokio,
+    /// Another thread.
+    Elsewhere,
 }
 
 impl<U: Unpark> Wake for MainWaker<U> {
@@ -66,8 +81,12 @@ impl<U: Unpark> Wake for MainWaker<U> {
     fn wake_by_ref(self: &Arc<Self>) {
         // The flag first, then the notify: see the protocol above.
         self.woken.store(true, Ordering::Release);
-        if !self.on_own_core() {
-            self.shared.notify_now();
+        match self.woken_from() {
+            From::OwnLoop => {}
+            // No wake to send: the core's thread is here. The mark ends its tokio park (the
+            // `on_thread_park` check) or its spin.
+            From::OwnTokio => self.shared.inbox.mark_dirty(),
+            From::Elsewhere => self.shared.notify_now(),
         }
     }
 }
