@@ -90,6 +90,7 @@ mod worker;
 pub mod loom_exports {
     pub use crate::blocking::{BlockingPool, Fate, Job, StartThread};
     pub use crate::runtime::lease::{Held, Lease};
+    pub use crate::runtime::tokio_hand_over::{HandOver, Turn};
     pub use crate::runtime::watchdog::sleep_while_idle;
     pub use crate::serve::Stop;
     pub use crate::task::join_slot::JoinSlot;

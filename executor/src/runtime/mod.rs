@@ -11,6 +11,8 @@ mod metrics;
 #[cfg(feature = "metrics")]
 mod reporter;
 mod thread;
+#[cfg(any(feature = "tokio-compat", loom))]
+pub(crate) mod tokio_hand_over;
 mod tokio_stand_in;
 pub(crate) mod watchdog;
 
