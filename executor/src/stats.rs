@@ -44,6 +44,12 @@ macro_rules! counters {
                 [$( (stringify!($name), self.$name), )+]
             }
 
+            /// The counters in declaration order, without their names (what a publish stores).
+            #[inline]
+            fn to_array(&self) -> [u64; COUNTERS] {
+                [$( self.$name, )+]
+            }
+
             /// `f` applied to every pair of counters of `self` and `o`.
             fn zip(self, o: CoreStats, f: impl Fn(u64, u64) -> u64) -> CoreStats {
                 CoreStats { $( $name: f(self.$name, o.$name), )+ }
@@ -258,7 +264,9 @@ impl Default for Published {
 impl Published {
     /// Publishes `s` (the core's own thread only).
     pub(crate) fn store(&self, s: &CoreStats) {
-        for (slot, (_, v)) in self.0.iter().zip(s.fields()) {
+        // Values only: building `fields()`'s name and value pairs cost a park about four times
+        // the stores (callgrind, hello_http: ~430 instructions a publish).
+        for (slot, v) in self.0.iter().zip(s.to_array()) {
             slot.store(v, Ordering::Relaxed);
         }
     }
