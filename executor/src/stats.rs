@@ -46,7 +46,7 @@ macro_rules! counters {
 
             /// The counters in declaration order, without their names (what a publish stores).
             #[inline]
-            fn to_array(&self) -> [u64; COUNTERS] {
+            fn to_array(self) -> [u64; COUNTERS] {
                 [$( self.$name, )+]
             }
 
