@@ -399,3 +399,147 @@ fn the_tokio_runtimes_go_away_with_the_tickless_one() -> io::Result<()> {
 
 /// Drops its sender when dropped (the receiver sees the disconnection).
 struct OnDrop(#[allow(dead_code)] mpsc::Sender<()>);
+
+/// A tickless timer a tokio task sets while its core is parked in tokio, earlier than the
+/// timer the core's device is programmed for (an hour away): the park ends for the core to
+/// arm it (compared with the programmed instant, not only when nothing is programmed).
+#[test]
+fn a_tokio_task_s_tickless_timer_earlier_than_the_programmed_one_fires() -> io::Result<()> {
+    guarded(move || {
+        let rt = Builder::new().cores(2).tokio_context(true).build()?;
+        let _later = rt
+            .handle(1)
+            .spawn(tickless::time::sleep(Duration::from_secs(3600)));
+        let got = on_core(&rt, 1, async {
+            tokio::spawn(async {
+                tickless::time::sleep(Duration::from_millis(2)).await;
+                tickless::core_id()
+            })
+            .await
+            .unwrap()
+        });
+        assert_eq!(got, 1);
+        Ok(())
+    })
+}
+
+/// A core waiting for a tickless timer parks in tokio until it fires, a few times at most, not
+/// in a loop: the park's check ends it only for a timer earlier than the programmed instant
+/// (with no wakeup lead, the programmed instant is the timer's own).
+#[test]
+fn a_core_parked_in_tokio_for_its_timer_parks_a_few_times_not_in_a_loop() -> io::Result<()> {
+    guarded(move || {
+        let rt = Builder::new()
+            .cores(2)
+            .tokio_context(true)
+            .wakeup_lead_max(Duration::ZERO)
+            .build()?;
+        let before = rt.stats().cores[1];
+        on_core(&rt, 1, tickless::time::sleep(Duration::from_millis(50)));
+        let spent = rt.stats().cores[1] - before;
+        assert!(spent.parks <= 10, "one park for the timer: {spent:?}");
+        Ok(())
+    })
+}
+
+/// `block_on`'s future woken on its own core outside tokio (by itself, 100 times, after a park
+/// in tokio) tells the core nothing through its inbox: the loop looks at the flag anyway.
+/// (Through the inbox, each wake would count as a remote wake, avoided or sent.)
+#[test]
+fn block_on_woken_on_its_own_core_outside_tokio_sends_nothing() -> io::Result<()> {
+    guarded(move || {
+        const WAKES: u64 = 100;
+        let rt = Builder::new().cores(1).tokio_context(true).build()?;
+        let before = rt.stats().cores[0];
+        rt.block_on(async {
+            // A park in tokio, then a turn of it: the core has been inside tokio and left.
+            tokio::time::sleep(Duration::from_millis(1)).await;
+            for _ in 0..WAKES {
+                tickless::task::yield_now().await;
+            }
+        });
+        let spent = rt.stats().cores[0] - before;
+        assert!(
+            spent.remote_wakes_sent + spent.remote_wakes_avoided < WAKES / 2,
+            "a wake on its own core goes through no inbox: {spent:?}"
+        );
+        Ok(())
+    })
+}
+
+/// A tokio blocking task still running does not hold the runtime's shutdown up: each core's
+/// tokio runtime is shut down in the background, as tokio's `shutdown_background` (a plain
+/// drop of tokio's runtime waits for its blocking threads).
+#[test]
+fn a_running_tokio_blocking_task_does_not_hold_the_shutdown_up() -> io::Result<()> {
+    guarded(move || {
+        let rt = Builder::new().cores(2).tokio_context(true).build()?;
+        let (release_tx, release_rx) = mpsc::channel::<()>();
+        let (started_tx, started_rx) = mpsc::channel::<()>();
+        rt.handle(1).spawn(async move {
+            let _ = tokio::task::spawn_blocking(move || {
+                let _ = started_tx.send(());
+                let _ = release_rx.recv();
+            })
+            .await;
+        });
+        started_rx
+            .recv_timeout(HANG)
+            .expect("the blocking task never started");
+        let stopped = std::thread::spawn(move || rt.shutdown(Duration::from_secs(10)))
+            .join()
+            .unwrap();
+        drop(release_tx);
+        assert_eq!(
+            stopped,
+            Ok(()),
+            "no core was left stuck in its tokio runtime's drop"
+        );
+        Ok(())
+    })
+}
+
+/// A core that spins before it parks (a fixed window) gives tokio a turn at each look for
+/// work: the readiness of a tokio socket, which only tokio's reactor sees, ends the spin, so
+/// 100 round trips between `block_on` (a tokio socket) and a tickless task of core 0 (the
+/// other end) park the core hardly ever (without the turn, once a round trip, each after a
+/// whole window).
+#[test]
+fn a_spinning_core_sees_a_tokio_socket_s_readiness_without_parking() -> io::Result<()> {
+    guarded(move || {
+        const ROUND_TRIPS: u64 = 100;
+        let rt = Builder::new()
+            .cores(1)
+            .tokio_context(true)
+            .spin_before_park(Duration::from_millis(2))
+            .build()?;
+        let before = rt.stats().cores[0];
+        rt.block_on(async {
+            let listener = tickless::net::TcpListener::bind("127.0.0.1:0").await?;
+            let addr = listener.local_addr()?;
+            let echo = tickless::spawn(async move {
+                let (mut s, _) = listener.accept().await?;
+                let mut buf = [0u8; 8];
+                for _ in 0..ROUND_TRIPS {
+                    futures_lite::AsyncReadExt::read_exact(&mut s, &mut buf).await?;
+                    futures_lite::AsyncWriteExt::write_all(&mut s, &buf).await?;
+                }
+                io::Result::Ok(())
+            });
+            let mut c = tokio::net::TcpStream::connect(addr).await?;
+            let mut buf = [0u8; 8];
+            for i in 0..ROUND_TRIPS {
+                c.write_all(&i.to_le_bytes()).await?;
+                c.read_exact(&mut buf).await?;
+                assert_eq!(u64::from_le_bytes(buf), i);
+            }
+            echo.await.unwrap()
+        })?;
+        let spent = rt.stats().cores[0] - before;
+        assert!(
+            spent.parks < ROUND_TRIPS / 4,
+            "the spins caught the tokio socket's readiness: {spent:?}"
+        );
+        Ok(())
+    })
+}
