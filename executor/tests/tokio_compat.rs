@@ -34,6 +34,30 @@ fn guarded(body: impl FnOnce() -> io::Result<()> + Send + 'static) -> io::Result
     }
 }
 
+/// `rounds` round trips of 8 bytes: a tokio client (the caller's task, on its core's tokio
+/// reactor) against a tickless echo task of the same core (tickless's streams).
+async fn tokio_client_of_a_tickless_echo(rounds: u64) -> io::Result<()> {
+    let listener = tickless::net::TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    let echo = tickless::spawn(async move {
+        let (mut s, _) = listener.accept().await?;
+        let mut buf = [0u8; 8];
+        for _ in 0..rounds {
+            futures_lite::AsyncReadExt::read_exact(&mut s, &mut buf).await?;
+            futures_lite::AsyncWriteExt::write_all(&mut s, &buf).await?;
+        }
+        io::Result::Ok(())
+    });
+    let mut c = tokio::net::TcpStream::connect(addr).await?;
+    let mut buf = [0u8; 8];
+    for i in 0..rounds {
+        c.write_all(&i.to_le_bytes()).await?;
+        c.read_exact(&mut buf).await?;
+        assert_eq!(u64::from_le_bytes(buf), i);
+    }
+    echo.await.unwrap()
+}
+
 /// Runs `f` on core `core` of `rt` and waits for it, failing on a hang.
 fn on_core<T: Send + 'static>(
     rt: &tickless::Runtime,
@@ -177,27 +201,7 @@ fn block_on_awaits_a_tokio_socket_fed_by_a_tickless_task_of_its_core() -> io::Re
     guarded(move || {
         const ROUND_TRIPS: u64 = 200;
         let rt = Builder::new().cores(1).tokio_context(true).build()?;
-        rt.block_on(async {
-            let listener = tickless::net::TcpListener::bind("127.0.0.1:0").await?;
-            let addr = listener.local_addr()?;
-            let echo = tickless::spawn(async move {
-                let (mut s, _) = listener.accept().await?;
-                let mut buf = [0u8; 8];
-                for _ in 0..ROUND_TRIPS {
-                    futures_lite::AsyncReadExt::read_exact(&mut s, &mut buf).await?;
-                    futures_lite::AsyncWriteExt::write_all(&mut s, &buf).await?;
-                }
-                io::Result::Ok(())
-            });
-            let mut c = tokio::net::TcpStream::connect(addr).await?;
-            let mut buf = [0u8; 8];
-            for i in 0..ROUND_TRIPS {
-                c.write_all(&i.to_le_bytes()).await?;
-                c.read_exact(&mut buf).await?;
-                assert_eq!(u64::from_le_bytes(buf), i);
-            }
-            echo.await.unwrap()
-        })?;
+        rt.block_on(tokio_client_of_a_tickless_echo(ROUND_TRIPS))?;
         let stats = rt.stats().cores[0];
         assert!(stats.governor_spins > 0, "the core spun: {stats:?}");
         // Every wake of the `block_on` future came from the core's own thread, inside its
@@ -514,27 +518,7 @@ fn a_spinning_core_sees_a_tokio_socket_s_readiness_without_parking() -> io::Resu
             .spin_before_park(Duration::from_millis(2))
             .build()?;
         let before = rt.stats().cores[0];
-        rt.block_on(async {
-            let listener = tickless::net::TcpListener::bind("127.0.0.1:0").await?;
-            let addr = listener.local_addr()?;
-            let echo = tickless::spawn(async move {
-                let (mut s, _) = listener.accept().await?;
-                let mut buf = [0u8; 8];
-                for _ in 0..ROUND_TRIPS {
-                    futures_lite::AsyncReadExt::read_exact(&mut s, &mut buf).await?;
-                    futures_lite::AsyncWriteExt::write_all(&mut s, &buf).await?;
-                }
-                io::Result::Ok(())
-            });
-            let mut c = tokio::net::TcpStream::connect(addr).await?;
-            let mut buf = [0u8; 8];
-            for i in 0..ROUND_TRIPS {
-                c.write_all(&i.to_le_bytes()).await?;
-                c.read_exact(&mut buf).await?;
-                assert_eq!(u64::from_le_bytes(buf), i);
-            }
-            echo.await.unwrap()
-        })?;
+        rt.block_on(tokio_client_of_a_tickless_echo(ROUND_TRIPS))?;
         let spent = rt.stats().cores[0] - before;
         assert!(
             spent.parks < ROUND_TRIPS / 4,
