@@ -109,7 +109,8 @@ pub const BUILDER_ENV: &str = "TICKLESS_BENCH_BUILDER";
 
 /// Applies the comma-separated settings of [`BUILDER_ENV`] to `b`, so that one binary measures
 /// the runtime with and without an observer (`timeout_cost.py --builder`): `stall=off` (no
-/// stall detector), `stall=<ms>` (its threshold), `poll_time_histogram` (tokio's, on).
+/// stall detector), `stall=<ms>` (its threshold), `poll_time_histogram` (tokio's, on),
+/// `governor=off` (`idle_governor(false)`: park at once).
 ///
 /// # Panics
 ///
@@ -128,6 +129,9 @@ pub fn from_env(b: &mut Builder) {
             Some(("stall", "off")) => {
                 b.stall_threshold(None);
             }
+            Some(("governor", "off")) => {
+                b.idle_governor(false);
+            }
             Some(("stall", ms)) => {
                 let ms = ms
                     .parse()
@@ -135,7 +139,8 @@ pub fn from_env(b: &mut Builder) {
                 b.stall_threshold(Some(Duration::from_millis(ms)));
             }
             _ => panic!(
-                "{BUILDER_ENV}: unknown setting {setting:?} (stall=off|<ms>, poll_time_histogram)"
+                "{BUILDER_ENV}: unknown setting {setting:?} \
+                 (stall=off|<ms>, governor=off, poll_time_histogram)"
             ),
         }
     }
