@@ -154,10 +154,12 @@ def summary(rows):
     med = lambda rs, k: statistics.median(float(r[k]) for r in rs)
     base = by.get("tokio")
     for rt, rs in by.items():
-        ratio = f" p99_vs_tokio={med(rs, 'p99_us') / med(base, 'p99_us'):.2f}" if base else ""
+        ratio = (f" p99_vs_tokio={med(rs, 'p99_us') / med(base, 'p99_us'):.2f}"
+                 f" rps_vs_tokio={med(rs, 'achieved_rps') / med(base, 'achieved_rps'):.2f}"
+                 if base else "")
         print(f"summary runtime={rt} runs={len(rs)} " + " ".join(
-            f"{k}={med(rs, k):.1f}" for k in ("p50_us", "p99_us", "p999_us", "max_us", "ran_ms",
-                                              "waited_ms", "vol", "invol")) + ratio +
+            f"{k}={med(rs, k):.1f}" for k in ("achieved_rps", "p50_us", "p99_us", "p999_us", "max_us",
+                                              "ran_ms", "waited_ms", "vol", "invol")) + ratio +
               " p99_runs=" + ",".join(f"{float(r['p99_us']):.0f}" for r in
                                      sorted(rs, key=lambda r: float(r["p99_us"]))))
 
@@ -171,6 +173,9 @@ def main():
     ap.add_argument("--runtimes", default="tickless,tokio",
                     help="a list of tokio, tickless and tickless:SETTINGS, SETTINGS joined by + "
                          "(TICKLESS_BENCH_BUILDER's: governor=off, stall=off, ...)")
+    ap.add_argument("--shared", action="store_true",
+                    help="server (a core or worker per CPU) and generator not pinned")
+    ap.add_argument("--closed", action="store_true", help="the closed-loop maximum instead")
     ap.add_argument("--trace", nargs="?", const="all", choices=["all", "sched"],
                     help="record with perf: the epoll calls and sched_switch (all), or only "
                          "sched_switch (sched: fewer events, less of perf on the CPUs)")
@@ -191,22 +196,25 @@ def main():
     for rt in a.runtimes.split(","):
         runtime, _, settings = rt.partition(":")
         env = dict(os.environ, TICKLESS_BENCH_BUILDER=settings.replace("+", ","))
-        p = subprocess.Popen([LOADGEN, "serve", a.shape, runtime, "cores=1", "cpu=0"], env=env,
+        place = [f"cores={os.cpu_count()}"] if a.shared else ["cores=1", "cpu=0"]
+        p = subprocess.Popen([LOADGEN, "serve", a.shape, runtime] + place, env=env,
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         line = p.stdout.readline().strip()
         if not line.startswith("listening="):
             sys.exit(f"{rt}: server said {line!r}")
         servers[rt] = (p, line.split("=", 1)[1])
     time.sleep(0.5)
-    print(f"# tail_probe shape={a.shape} rate={a.rate:.0f} runs={a.runs} duration={a.duration}s")
+    print(f"# tail_probe shape={a.shape} rate={'closed' if a.closed else f'{a.rate:.0f}'} "
+          f"cpus={'shared' if a.shared else 'dedicated'} runs={a.runs} duration={a.duration}s")
     try:
         for run in range(a.runs):
             order = list(servers)
             order = order[run % len(order):] + order[:run % len(order)]
             for rt in order:
                 p, addr = servers[rt]
-                cmd = ["taskset", "-c", "1", LOADGEN, "--url", f"http://{addr}/", "--rate",
-                       str(a.rate), "--duration", f"{a.duration}s", "--warmup", "0.5s"]
+                cmd = ([] if a.shared else ["taskset", "-c", "1"]) + [
+                    LOADGEN, "--url", f"http://{addr}/", "--duration", f"{a.duration}s",
+                    "--warmup", "0.5s"] + (["--closed"] if a.closed else ["--rate", str(a.rate)])
                 if a.shape.startswith("kv"):
                     cmd.append("--kv")
                 rec = None
