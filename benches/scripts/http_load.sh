@@ -122,13 +122,7 @@ start_server() {
     wait_quiet
     "${server_cpu[@]}" "$bin_dir/$binary" 0 "${args[@]}" >"$work/out" 2>"$work/err" &
     server_pid=$!
-    url=""
-    for _ in $(seq 1 100); do
-        url=$(grep -o 'http://[0-9.:]*' "$work/out" 2>/dev/null | head -n1 || true)
-        [ -n "$url" ] && break
-        sleep 0.1
-    done
-    [ -n "$url" ] || { echo "$binary did not start: $(cat "$work/err")" >&2; exit 1; }
+    url=$(server_url "$work/out" "$work/err" "$binary")
     "${wrk_cpu[@]}" wrk -t"$threads" -c"$connections" -d1s "$url$path" >/dev/null
 }
 

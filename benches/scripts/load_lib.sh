@@ -1,6 +1,6 @@
 # Helpers the load scripts share (`benches/scripts/http_load.sh`, `ecosystem/scripts/pg_load.sh`):
 # a process's CPU time and waits from /proc, wrk's latency figures, and waiting for the machine to
-# be quiet before a run. Sourced, not run.
+# be quiet before a run, a starting server's address. Sourced, not run.
 
 clk_tck=$(getconf CLK_TCK)
 
@@ -62,4 +62,21 @@ wait_quiet() {
         echo "# the machine is ${busy}% busy: waiting for it to be idle" >&2
     done
     echo "# WARNING: the machine stayed busy (${busy}%): figures are disturbed" | tee /dev/stderr
+}
+
+# Prints the first `http://ADDR` a starting server wrote to its standard output (the file $1),
+# waiting up to 10 s for it; if none comes, says so with the server's standard error (the file
+# $2) under the name $3 and fails (under `set -e`, `url=$(server_url ...)` ends the script).
+server_url() {
+    local url=""
+    for _ in $(seq 1 100); do
+        url=$(grep -o 'http://[0-9.:]*' "$1" 2>/dev/null | head -n1 || true)
+        if [ -n "$url" ]; then
+            echo "$url"
+            return 0
+        fi
+        sleep 0.1
+    done
+    echo "$3 did not start: $(cat "$2")" >&2
+    return 1
 }

@@ -135,13 +135,7 @@ start_server() {
     wait_quiet
     "${cmd[@]}" >"$work/out" 2>"$work/err" &
     server_pid=$!
-    base=""
-    for _ in $(seq 1 100); do
-        base=$(grep -o 'http://[0-9.:]*' "$work/out" 2>/dev/null | head -n1 || true)
-        [ -n "$base" ] && break
-        sleep 0.1
-    done
-    [ -n "$base" ] || { echo "$name did not start: $(cat "$work/err")" >&2; exit 1; }
+    base=$(server_url "$work/out" "$work/err" "$name")
     curl -sf "$base$path" >/dev/null || { echo "$name: $path failed: $(curl -s "$base$path")" >&2; exit 1; }
     wrk -t"$threads" -c"$connections" -d1s "$base$path" >/dev/null
 }
