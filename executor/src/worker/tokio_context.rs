@@ -75,16 +75,15 @@ mod with_tokio {
         runtime: Option<Arc<tokio::runtime::Runtime>>,
         /// The idle future's waker while the core is parked in tokio.
         idle: RefCell<Option<Waker>>,
-        /// The core is parked in tokio (inside [`park`](Self::park)).
-        parked: Cell<bool>,
+        /// While the core is parked in tokio (inside [`park`](Self::park)): the instant its
+        /// device is programmed for (`None`: no timer), which a tickless timer registered
+        /// meanwhile is compared with. `None` while it is not parked.
+        parked: Cell<Option<Option<u64>>>,
         /// The core's thread is inside tokio's `block_on` (a park or a [`turn`](Self::turn)):
         /// what tokio's tasks wake there, the core's loop looks at only afterwards.
         inside: Cell<bool>,
         /// Set by [`wake_idle`](Self::wake_idle): the idle future returns at its next poll.
         wake: Cell<bool>,
-        /// The instant the core's device is programmed for while it is parked (`None`: no
-        /// timer), which a tickless timer registered meanwhile is compared with.
-        parked_until: Cell<Option<u64>>,
     }
 
     impl CoreTokio {
@@ -114,10 +113,9 @@ mod with_tokio {
                 epoll: Some(epoll),
                 runtime: Some(Arc::new(runtime)),
                 idle: RefCell::new(None),
-                parked: Cell::new(false),
+                parked: Cell::new(None),
                 inside: Cell::new(false),
                 wake: Cell::new(false),
-                parked_until: Cell::new(None),
             })
         }
 
@@ -139,10 +137,9 @@ mod with_tokio {
         /// meanwhile. `until`: the instant the core's device is programmed for. Returns whether
         /// the core's descriptor was readable (its epoll has events to take).
         pub(crate) fn park(&self, until: Option<u64>) -> bool {
-            self.parked_until.set(until);
-            self.parked.set(true);
+            self.parked.set(Some(until));
             let ready = self.inside(|| self.runtime().block_on(Idle(self)));
-            self.parked.set(false);
+            self.parked.set(None);
             self.wake.set(false);
             ready
         }
@@ -150,13 +147,13 @@ mod with_tokio {
         /// Whether the core is parked in tokio, and the instant its device is programmed for
         /// (`Some(None)`: parked, no timer).
         pub(crate) fn parked_until(&self) -> Option<Option<u64>> {
-            self.parked.get().then(|| self.parked_until.get())
+            self.parked.get()
         }
 
         /// Ends the park at the idle future's next poll (called on the core's thread, from
         /// tokio's `on_thread_park` hook or a tokio task: no descriptor is written).
         pub(crate) fn wake_idle(&self) {
-            if self.parked.get() && !self.wake.replace(true) {
+            if self.parked.get().is_some() && !self.wake.replace(true) {
                 if let Some(waker) = self.idle.borrow().as_ref() {
                     waker.wake_by_ref();
                 }
