@@ -108,7 +108,8 @@ counters! {
     /// Of the governor's spins, those that ran on a CPU where another core of the runtime last
     /// woke (threads not pinned: the kernel put both on one CPU), caught or not: each stopped
     /// the core's spins for a cool-down. Counted for a spin that caught only while the governor
-    /// doubts (an earlier such spin since the last catch on a CPU of its own).
+    /// doubts (before its first catch on a CPU of its own, and from an earlier such spin to the
+    /// next such catch).
     governor_crowded,
     /// Time spent in the governor's spins that caught nothing (each its whole window), in
     /// microseconds (rounded down): the CPU the governor spent for nothing. Spins that caught work replaced a park and a wakeup, and are not timed.

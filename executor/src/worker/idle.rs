@@ -95,8 +95,8 @@ impl Core {
     /// learns from, and no reading the loop already takes is at hand there. Where other cores
     /// are not pinned, a park also reads its CPU (`sched_getcpu`, no system call) and publishes
     /// it with one relaxed store, a spin that expires reads its CPU once, and so does a spin
-    /// that catches while the governor doubts (an interfering spin since the last catch on a
-    /// CPU of its own); the other cores' CPUs are one relaxed load each.
+    /// that catches while the governor doubts (no catch on a CPU of its own yet, or an
+    /// interfering spin since the last one); the other cores' CPUs are one relaxed load each.
     fn governed_idle(&self, governor: &Cell<Governor>) {
         let clock = self.timers.clock();
         let mut g = governor.get();
