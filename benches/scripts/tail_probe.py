@@ -2,7 +2,8 @@
 """Where the dedicated-CPU tail comes from: one point of the latency workload, many runs.
 
     python3 benches/scripts/tail_probe.py [--shape http_hello|kv_tokio_shape] [--rate 85000]
-        [--runs 8] [--duration 2] [--runtimes tickless,tokio] [--perf-sched DIR]
+        [--runs 8] [--duration 2] [--runtimes tickless,tokio] [--trace [sched]] [--shared]
+        [--closed] [--threads] [--summarize FILE]
 
 Starts each runtime's server (`loadgen serve <shape> <runtime> cores=1 cpu=0`: one core or
 worker, pinned to CPU 0) once, then loads them in turn, `--runs` times each, from CPU 1
@@ -16,7 +17,22 @@ With `--trace`, every run is also recorded by perf (the epoll system calls' trac
 spacing (from the return of one `epoll_wait` / `epoll_pwait` / `epoll_pwait2` to the next call:
 how long readiness that arrives meanwhile waits at most before the loop can see it), the
 events a poll returned, and every stretch over 500 us the thread spent runnable but off its
-CPU, with what ran instead; and the same stretches of the generator's thread on CPU 1. Bounded: runtimes x runs x (duration + 0.5 s) of load, loopback only.
+CPU, with what ran instead; and the same stretches of the generator's thread on CPU 1.
+
+Each traced run's slow requests are then lined up with the trace (`--trace` or `--trace
+sched`): the generator writes, per millisecond of scheduled send time, the worst latency, how
+long it held a request back itself, and how many requests waited over 1 ms (`loadgen
+--timeline`, on perf's `-k mono` clock). A run of milliseconds whose worst request waited over
+1 ms is an episode; each is put down to the first of: the server's loop thread runnable off
+its CPU (`server`), the generator's (`generator`), both, a running task's CPU taken from under
+it with no switch in the guest (`stolen`: cpu-clock samples, every 100 us of a CPU's time,
+missing for over 0.15 ms, 0.3 ms of it in the episode), the generator holding a ready request back over 0.3 ms (`held`), a
+ksoftirqd (the kernel's deferred packet work) woken and kept waiting over 0.3 ms
+(`softirq`), or none of these (`neither`: both threads on their CPUs, running, and still slow;
+the machine's CPU slower, or a wait this trace does not see). Per run the milliseconds of each
+kind are summed, and per runtime at the end (`episodes runtime=`).
+
+Bounded: runtimes x runs x (duration + 0.5 s) of load, loopback only.
 """
 import argparse
 import os
@@ -48,6 +64,13 @@ def threads(pid):
     return out
 
 
+def faults(pid):
+    """The process's minor and major page faults so far (/proc/PID/stat fields 10 and 12)."""
+    with open(f"/proc/{pid}/stat") as f:
+        st = f.read().rsplit(")", 1)[1].split()
+    return int(st[7]), int(st[9])
+
+
 def delta(before, after):
     tot = [0, 0, 0, 0]
     per = {}
@@ -72,14 +95,19 @@ def steal():
 
 
 EVENTS = ",".join(f"syscalls:sys_{d}_{c}" for c in ("epoll_wait", "epoll_pwait", "epoll_pwait2")
-                  for d in ("enter", "exit")) + ",sched:sched_switch"
+                  for d in ("enter", "exit")) + ",sched:sched_switch,sched:sched_wakeup"
+SCHED = "sched:sched_switch,sched:sched_wakeup"
+# A sample every 100 us of each CPU's time: a task sampled twice with nothing switched between and
+# a longer gap lost its CPU to something the guest kernel does not schedule (the hypervisor
+# running another vCPU, or interrupts held off).
+CLOCK = ["-e", "cpu-clock", "-c", "100000"]
 
 
 def pct(xs, q):
     return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else float("nan")
 
 
-def trace_report(data, server_pid, gen_pid):
+def trace_report(data, server_pid, gen_pid, timeline=None):
     """The loop thread's I/O poll spacing and every long off-CPU stretch, from a perf record."""
     out = subprocess.run(["perf", "script", "-i", data, "-F", "comm,pid,tid,cpu,time,event,trace"],
                          capture_output=True, text=True).stdout
@@ -90,6 +118,11 @@ def trace_report(data, server_pid, gen_pid):
     switched_out = {}  # tid -> (time, cpu, comm)
     ran_instead = {}   # cpu -> [(comm, start)] while a watched thread waits
     process = {}     # tid -> pid, from every event's current task
+    switches = {}    # server tid -> times switched out (the loop thread's is the most)
+    sampled = {}     # cpu -> (time, tid) of its last cpu-clock sample since a switch
+    stolen = []      # (cpu, start, length, comm): a running task's CPU taken from under it
+    woken = {}       # ksoftirqd pid -> (woken at, comm), until it runs
+    softirq = []     # (comm, woken at, wait): a ksoftirqd (deferred packet work) kept waiting
     for line in out.splitlines():
         m = line_re.match(line)
         if not m:
@@ -97,14 +130,31 @@ def trace_report(data, server_pid, gen_pid):
         comm, pid, tid, cpu, t, ev, rest = m.groups()
         pid, tid, cpu, t = int(pid), int(tid), int(cpu), float(t)
         process[tid] = pid
+        if ev == "cpu-clock":
+            last = sampled.get(cpu)
+            if last and last[1] == tid != 0 and t - last[0] > 150e-6:
+                stolen.append((cpu, last[0], t - last[0], comm))
+            sampled[cpu] = (t, tid)
+            continue
         if ev.startswith("syscalls:sys_enter_epoll") and pid == server_pid:
             entered[tid] = t
         elif ev.startswith("syscalls:sys_exit_epoll") and pid == server_pid and tid in entered:
             ret = int(rest.split("0x")[-1], 16) if "0x" in rest else 0
             polls.setdefault(tid, []).append((entered.pop(tid), t, ret))
+        elif ev == "sched:sched_wakeup":
+            f = dict(kv.split("=", 1) for kv in rest.split() if "=" in kv)
+            if f.get("comm", "").startswith("ksoftirqd"):
+                woken[int(f["pid"])] = (t, f["comm"])
         elif ev == "sched:sched_switch":
+            sampled.pop(cpu, None)
+            if pid == server_pid:
+                switches[tid] = switches.get(tid, 0) + 1
             f = dict(kv.split("=", 1) for kv in rest.replace(" ==> ", " ").split() if "=" in kv)
             prev, nxt = int(f["prev_pid"]), int(f["next_pid"])
+            if nxt in woken:
+                t0, name = woken.pop(nxt)
+                if t - t0 > 100e-6:
+                    softirq.append((name, t0, t - t0))
             if f["prev_state"].startswith("R") and prev != 0:
                 switched_out[prev] = (t, cpu, f["prev_comm"])
             for w in list(switched_out):
@@ -112,11 +162,28 @@ def trace_report(data, server_pid, gen_pid):
                     ran_instead.setdefault(w, []).append(f"{f['next_comm']}/{nxt}")
             if nxt in switched_out:
                 t0, c, name = switched_out.pop(nxt)
-                if t - t0 > 500e-6 and process.get(nxt) in (server_pid, gen_pid):
+                if t - t0 > 100e-6 and process.get(nxt) in (server_pid, gen_pid):
                     who = sorted(set(ran_instead.get(nxt, [])) - {"swapper/0/0", "swapper/1/0"})
                     role = "server" if process[nxt] == server_pid else "generator"
                     off.append((f"{role} {name}", nxt, t0, t - t0, who, c))
                 ran_instead.pop(nxt, None)
+    short = off
+    off = [o for o in off if o[3] > 500e-6]
+    slow = None
+    if timeline:
+        loop = max(polls or switches, key=lambda k: len((polls or {}).get(k, ())) or switches[k])
+        slow = episodes(timeline, [o for o in short if o[0].startswith("generator") or o[1] == loop],
+                 polls.get(loop), stolen, softirq)
+    print(f"#   trace: CPU taken from a running task for over 0.15 ms (the hypervisor or "
+          f"interrupts): " + ", ".join(
+              f"CPU {c} {sum(x[2] for x in stolen if x[0] == c) * 1e3:.1f} ms in "
+              f"{sum(1 for x in stolen if x[0] == c)}" for c in (0, 1)))
+    print(f"#   trace: ksoftirqd woken and kept waiting over 0.1 ms: " + ", ".join(
+        f"{n} {sum(x[2] for x in softirq if x[0] == n) * 1e3:.1f} ms in "
+        f"{sum(1 for x in softirq if x[0] == n)} (longest "
+        f"{max((x[2] for x in softirq if x[0] == n), default=0) * 1e3:.2f} ms)"
+        for n in ("ksoftirqd/0", "ksoftirqd/1")))
+    return slow
     long_off = [o for o in off if o[0].startswith("server")]
     print(f"#   trace: server runnable off its CPU over 0.5 ms: {len(long_off)} times, "
           f"{sum(o[3] for o in long_off) * 1e3:.1f} ms in all, longest "
@@ -140,6 +207,74 @@ def trace_report(data, server_pid, gen_pid):
     for name, t, t0, d, who, c in sorted(off, key=lambda x: x[2]):
         print(f"#   off-CPU runnable: {name}/{t} on CPU {c} at +{t0 - ps[0][0]:.3f} s for "
               f"{d * 1e3:.2f} ms (ran: {', '.join(who) or 'nothing traced'})")
+
+
+def read_timeline(path):
+    """loadgen's --timeline: (the window's start on CLOCK_MONOTONIC, s; worst latency per ms, us)."""
+    with open(path) as f:
+        start = int(f.readline().split("=")[1]) / 1e9
+        rows = [l.split() for l in f if l.strip()]
+        return (start, [float(r[1]) for r in rows], [float(r[2]) for r in rows],
+                [int(r[3]) for r in rows])
+
+
+def episodes(timeline, off, polls, stolen, softirq, slow_us=1000.0):
+    """Lines the run's slow requests up with the trace. An episode is a run of milliseconds
+    whose requests (by scheduled send) waited over `slow_us`; the stall behind it lies between
+    the first one's due time and the last answer. Within that span: how long the server's and
+    the generator's threads were runnable off their CPU (stretches over 100 us), and the loop's
+    longest I/O poll spacing, so each episode reads as the server's scheduling, the
+    generator's, or the server's own loop."""
+    start, worst, late, slow = timeline
+    eps, i = [], 0
+    while i < len(worst):
+        if worst[i] <= slow_us:
+            i += 1
+            continue
+        j = i
+        while j < len(worst) and worst[j] > slow_us:
+            j += 1
+        lo = start + i * 1e-3
+        hi = max(start + (k + 1) * 1e-3 + worst[k] * 1e-6 for k in range(i, j))
+        eps.append((i, j - i, max(worst[i:j]), lo, hi, max(late[i:j]), sum(slow[i:j])))
+        i = j
+    total = {"server": 0.0, "generator": 0.0}
+    slow_ms = {"server": 0, "generator": 0, "both": 0, "stolen": 0, "held": 0, "softirq": 0,
+               "neither": 0}
+    for ms, n, w, lo, hi, held, late_n in eps:
+        inside = {"server": 0.0, "generator": 0.0}
+        who = set()
+        for name, tid, t0, d, ran, cpu in off:
+            ov = min(hi, t0 + d) - max(lo, t0)
+            if ov > 0:
+                inside[name.split()[0]] += ov
+                who.update(ran)
+        for k in total:
+            total[k] += inside[k]
+        gap = max(((b[0] - a[1]) for a, b in zip(polls, polls[1:]) if a[1] < hi and b[0] > lo),
+                  default=0.0) if polls else 0.0
+        took = [0.0, 0.0]
+        for cpu, t0, d, _ in stolen:
+            took[cpu] += max(0.0, min(hi, t0 + d) - max(lo, t0))
+        deferred = sum(max(0.0, min(hi, t0 + d) - max(lo, t0)) for _, t0, d in softirq)
+        waiting = sum(max(0.0, min(hi, b) - max(lo, a)) for a, b, _ in polls or ())
+        s_off, g_off = inside["server"] > 100e-6, inside["generator"] > 100e-6
+        kind = "both" if s_off and g_off else "server" if s_off else "generator" if g_off \
+            else "stolen" if max(took) > 300e-6 else "held" if held > 300 \
+            else "softirq" if deferred > 300e-6 else "neither"
+        slow_ms[kind] += n
+        print(f"#   episode at +{ms} ms: {n} ms of requests over {slow_us:.0f} us ({late_n} "
+              f"requests), worst "
+              f"{w / 1e3:.2f} ms; server off-CPU {inside['server'] * 1e3:.2f} ms, generator "
+              f"{inside['generator'] * 1e3:.2f} ms; CPUs taken {took[0] * 1e3:.2f} / "
+              f"{took[1] * 1e3:.2f} ms; generator held one {held / 1e3:.2f} ms; ksoftirqd "
+              f"kept waiting {deferred * 1e3:.2f} ms" +
+              (f"; longest poll spacing {gap * 1e3:.2f} ms, in epoll {waiting * 1e3:.2f} ms"
+               if polls else "") +
+              f" ({kind}; ran: {', '.join(sorted(who - {'swapper/0/0', 'swapper/1/0'}))[:160] or '-'})")
+    print(f"#   episodes: {len(eps)}; slow ms by who was off its CPU: " +
+          " ".join(f"{k}={v}" for k, v in slow_ms.items()))
+    return slow_ms
 
 
 def fields(line):
@@ -187,8 +322,20 @@ def main():
             for block in f.read().split("# tail_probe ")[1:]:
                 print("# " + block.splitlines()[0])
                 summary([fields(l) for l in block.splitlines() if l.startswith("run=")])
+                # Each run's episode line follows its run line.
+                slow_by, rt, runs = {}, None, {}
+                for l in block.splitlines():
+                    if l.startswith("run="):
+                        rt = fields(l)["runtime"]
+                        runs[rt] = runs.get(rt, 0) + 1
+                    elif l.startswith("#   episodes:") and rt:
+                        for k, v in fields(l.split(":", 2)[2]).items():
+                            slow_by.setdefault(rt, {})[k] = slow_by.get(rt, {}).get(k, 0) + int(v)
+                for rt, slow in slow_by.items():
+                    print(f"episodes runtime={rt} runs={runs[rt]} slow_ms_by_cause " +
+                          " ".join(f"{k}={v}" for k, v in slow.items()))
         return
-    rows = []
+    rows, slow_by = [], {}
     if not os.path.exists(LOADGEN):
         subprocess.run(["cargo", "build", "--release", "-q", "-p", "tickless-benches", "--bin",
                         "loadgen"], cwd=ROOT, check=True)
@@ -218,14 +365,19 @@ def main():
                 if a.shape.startswith("kv"):
                     cmd.append("--kv")
                 rec = None
+                tl = f"/tmp/tail_probe-{os.getpid()}.timeline"
+                if not a.closed:
+                    cmd += ["--timeline", tl]
                 if a.trace:
                     data = f"/tmp/tail_probe-{os.getpid()}.data"
-                    rec = subprocess.Popen(["perf", "record", "-q", "-a", "-m", "4096", "-e",
-                                            EVENTS if a.trace == "all" else "sched:sched_switch",
+                    rec = subprocess.Popen(["perf", "record", "-q", "-a", "-k", "mono", "-m",
+                                            "4096", "-e",
+                                            EVENTS if a.trace == "all" else SCHED] +
+                                           CLOCK + [
                                             "-o", data],
                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                     time.sleep(0.5)
-                before, stolen = threads(p.pid), steal()
+                before, stolen, flt = threads(p.pid), steal(), faults(p.pid)
                 t0 = time.monotonic()
                 gen = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
                 out = gen.communicate()[0]
@@ -233,6 +385,7 @@ def main():
                     sys.exit(f"loadgen failed: {gen.returncode}")
                 wall = time.monotonic() - t0
                 after, stolen = threads(p.pid), {c: v - stolen[c] for c, v in steal().items()}
+                flt = [x - y for x, y in zip(faults(p.pid), flt)]
                 if rec:
                     rec.send_signal(2)
                     rec.wait()
@@ -242,12 +395,16 @@ def main():
                         f"p999_us={r['p999_us']} max_us={r['max_us']} "
                         f"achieved_rps={r['achieved_rps']} ran_ms={ran / 1e6:.0f} "
                         f"waited_ms={waited / 1e6:.2f} invol={invol} vol={vol} "
+                        f"minflt={flt[0]} majflt={flt[1]} "
                         f"steal_ms={'/'.join(str(v) for _, v in sorted(stolen.items()))} "
                         f"wall_s={wall:.2f}")
                 print(line, flush=True)
                 rows.append(fields(line))
                 if rec:
-                    trace_report(data, p.pid, gen.pid)
+                    slow = trace_report(data, p.pid, gen.pid,
+                                        None if a.closed else read_timeline(tl))
+                    for k, v in (slow or {}).items():
+                        slow_by[rt][k] = slow_by.setdefault(rt, {}).get(k, 0) + v
                     os.environ.get("KEEP") or os.unlink(data)
                 if a.threads:
                     for name, (tr, tw, tv, ti) in sorted(per.items()):
@@ -255,6 +412,9 @@ def main():
                             print(f"#   {name}: ran_ms={tr / 1e6:.1f} waited_ms={tw / 1e6:.2f} "
                                   f"vol={tv} invol={ti}")
         summary(rows)
+        for rt, slow in slow_by.items():
+            print(f"episodes runtime={rt} runs={a.runs} slow_ms_by_cause " +
+                  " ".join(f"{k}={v}" for k, v in slow.items()))
     finally:
         for p, _ in servers.values():
             p.stdin.close()

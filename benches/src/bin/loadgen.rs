@@ -4,6 +4,7 @@
 //! ```text
 //! loadgen --url http://127.0.0.1:PORT/PATH --rate R [--duration 5s] [--warmup 1s]
 //!         [--conns 64] [--arrivals poisson|uniform] [--kv] [--closed] [--spin-us 50]
+//!         [--timeline FILE]
 //! loadgen serve <http_hello|kv_tokio_shape|kv_per_core> <tickless|tokio> cores=N [cpu=K]
 //! ```
 //!
@@ -11,7 +12,12 @@
 //! or with `--kv` the key-value protocol) for the warm-up and then the recorded duration, and
 //! prints one line: `rate= offered_rps= achieved_rps= p50_us= p75_us= p90_us= p99_us= p999_us= max_us=
 //! answered= unanswered= late_share= send_late_p99_us=`, latency timed from each request's
-//! scheduled send. `--closed` measures the closed-loop maximum instead. The second form serves
+//! scheduled send. `--closed` measures the closed-loop maximum instead. `--timeline FILE` writes,
+//! for each millisecond of the window, the worst latency of the requests scheduled in it and
+//! the longest the generator held one of them after it was ready, and how many waited over
+//! 1 ms (`ms worst_us late_us slow` lines under a `# window_mono_ns=` header giving the window's start on
+//! `CLOCK_MONOTONIC`, perf's `-k mono` clock): `tail_probe.py --trace` lines it up with the
+//! server's scheduling. The second form serves
 //! until its standard input closes, after printing `listening=<addr>`.
 
 use std::process::ExitCode;
@@ -35,8 +41,9 @@ fn duration(v: &str) -> Result<Duration, String> {
         .ok_or_else(bad)
 }
 
-fn parse(args: &[String]) -> Result<gen::Config, String> {
+fn parse(args: &[String]) -> Result<(gen::Config, Option<String>), String> {
     let (mut url, mut rate, mut closed, mut kv) = (None, None, false, false);
+    let mut timeline = None;
     let mut cfg = gen::Config {
         addr: ([127, 0, 0, 1], 0).into(),
         protocol: Protocol::KeyValue,
@@ -67,6 +74,7 @@ fn parse(args: &[String]) -> Result<gen::Config, String> {
                 arrivals = Arrivals::named(&v).ok_or(format!("no arrivals {v:?}"))?;
             }
             "--kv" => kv = true,
+            "--timeline" => timeline = Some(val()?),
             "--closed" => closed = true,
             other => return Err(format!("unknown argument {other:?}")),
         }
@@ -93,7 +101,7 @@ fn parse(args: &[String]) -> Result<gen::Config, String> {
         (false, Some(rate)) => Pacing::Open { rate, arrivals },
         (false, None) => return Err("--rate or --closed".into()),
     };
-    Ok(cfg)
+    Ok((cfg, timeline))
 }
 
 fn main() -> ExitCode {
@@ -107,7 +115,7 @@ fn main() -> ExitCode {
             }
         };
     }
-    let cfg = match parse(&args) {
+    let (cfg, timeline) = match parse(&args) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("loadgen: {e}\n(see the top of benches/src/bin/loadgen.rs)");
@@ -116,6 +124,22 @@ fn main() -> ExitCode {
     };
     match gen::run(&cfg, &mut |_| {}) {
         Ok(o) => {
+            if let Some(path) = timeline {
+                let mut text = format!("# window_mono_ns={}\n", o.window_mono_ns);
+                for (ms, worst) in o.timeline.iter().enumerate() {
+                    let late = o.timeline_late.get(ms).copied().unwrap_or(0);
+                    let slow = o.timeline_slow.get(ms).copied().unwrap_or(0);
+                    text += &format!(
+                        "{ms} {:.1} {:.1} {slow}\n",
+                        *worst as f64 / 1_000.0,
+                        late as f64 / 1_000.0
+                    );
+                }
+                if let Err(e) = std::fs::write(&path, text) {
+                    eprintln!("loadgen: {path}: {e}");
+                    return ExitCode::FAILURE;
+                }
+            }
             let us = |q| o.latency_us(q);
             let rate = match cfg.pacing {
                 Pacing::Open { rate, .. } => rate.to_string(),

@@ -94,6 +94,18 @@ pub struct Outcome {
     pub unanswered: u64,
     /// Window requests the generator sent more than 1 ms after they were ready.
     pub late_sends: u64,
+    /// Per millisecond of the window, the worst latency of the requests scheduled in it, ns
+    /// (open loop; empty in closed loop).
+    pub timeline: Vec<u64>,
+    /// Per millisecond of the window, the longest the generator held a request due in it
+    /// after it was ready, ns (open loop).
+    pub timeline_late: Vec<u64>,
+    /// Per millisecond of the window, how many of the requests scheduled in it waited over
+    /// 1 ms (open loop).
+    pub timeline_slow: Vec<u64>,
+    /// When the window opened, on `CLOCK_MONOTONIC` (ns; perf's `-k mono` clock), for lining
+    /// the timeline up with a trace (0 in closed loop).
+    pub window_mono_ns: u64,
 }
 
 impl Outcome {
@@ -309,7 +321,8 @@ pub fn run(cfg: &Config, mark: &mut dyn FnMut(Mark)) -> io::Result<Outcome> {
             let times = schedule(arrivals, rate, cfg.warmup + cfg.window, cfg.seed);
             let mut pacer = Pacer::new(times, cfg.conns, (w0, w1));
             let offered = pacer.in_window() as f64 / cfg.window.as_secs_f64();
-            let done = open_loop(cfg, &epoll, &mut conns, &mut pacer, (w0, w1), mark)?;
+            let (t0, t0_mono) = (Instant::now(), mono_ns());
+            let done = open_loop(cfg, t0, &epoll, &mut conns, &mut pacer, (w0, w1), mark)?;
             Ok(Outcome {
                 offered_rps: offered,
                 achieved_rps: done as f64 / cfg.window.as_secs_f64(),
@@ -318,6 +331,10 @@ pub fn run(cfg: &Config, mark: &mut dyn FnMut(Mark)) -> io::Result<Outcome> {
                 late_sends: pacer.late_sends,
                 latency: pacer.latency,
                 send_late: pacer.send_late,
+                timeline: pacer.timeline,
+                timeline_late: pacer.timeline_late,
+                timeline_slow: pacer.timeline_slow,
+                window_mono_ns: t0_mono + w0,
             })
         }
         Pacing::Closed => closed_loop(cfg, &epoll, &mut conns, (w0, w1), mark),
@@ -336,16 +353,27 @@ fn marks(now: u64, window: (u64, u64), state: &mut u8, mark: &mut dyn FnMut(Mark
     }
 }
 
-/// The open-loop run; returns the answers that came within the window.
+/// `CLOCK_MONOTONIC` now, ns (what `Instant` reads on Linux).
+fn mono_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec for the call's duration.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// The open-loop run from `t0`; returns the answers that came within the window.
 fn open_loop(
     cfg: &Config,
+    t0: Instant,
     epoll: &Epoll,
     conns: &mut [Conn],
     pacer: &mut Pacer,
     window: (u64, u64),
     mark: &mut dyn FnMut(Mark),
 ) -> io::Result<u64> {
-    let t0 = Instant::now();
     let ns = || t0.elapsed().as_nanos() as u64;
     let give_up_at = window.1 + cfg.drain.as_nanos() as u64;
     let spin = cfg.spin.as_nanos() as u64;
@@ -463,6 +491,10 @@ fn closed_loop(
         answered,
         unanswered: 0,
         late_sends: 0,
+        timeline: Vec::new(),
+        timeline_late: Vec::new(),
+        timeline_slow: Vec::new(),
+        window_mono_ns: 0,
     })
 }
 

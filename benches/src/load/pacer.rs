@@ -64,6 +64,26 @@ pub struct Pacer {
     pub unanswered: u64,
     /// Requests sent, window or not.
     pub sent: u64,
+    /// Per millisecond of the window, by scheduled send time: the worst latency of the
+    /// requests due in it, ns (0: none due, or none answered or given up on yet), for lining
+    /// up a run's slow requests with what the machine did then.
+    pub timeline: Vec<u64>,
+    /// Per millisecond of the window likewise: the longest the generator held a request due in
+    /// it after it was ready (`send_late`), ns.
+    pub timeline_late: Vec<u64>,
+    /// Per millisecond of the window likewise: how many of its requests waited over 1 ms (a
+    /// stall of the server delays every request, a connection's own delay only its own).
+    pub timeline_slow: Vec<u64>,
+}
+
+/// Raises `timeline`'s entry for the millisecond holding `at` (ns from the window's start) to
+/// `value`; kept for a window's first 4 million ms (70 minutes).
+fn worst(timeline: &mut Vec<u64>, at: u64, value: u64) {
+    let ms = (at / 1_000_000).min(1 << 22) as usize;
+    if ms >= timeline.len() {
+        timeline.resize(ms + 1, 0);
+    }
+    timeline[ms] = timeline[ms].max(value);
 }
 
 /// A histogram of nanoseconds from 1 ns to 100 s, 3 significant digits.
@@ -87,6 +107,22 @@ impl Pacer {
             answered: 0,
             unanswered: 0,
             sent: 0,
+            timeline: Vec::new(),
+            timeline_late: Vec::new(),
+            timeline_slow: Vec::new(),
+        }
+    }
+
+    /// Records a window request due at `due` answered (or given up on) `latency` ns later.
+    fn record(&mut self, due: u64, latency: u64) {
+        self.latency.saturating_record(latency.max(1));
+        worst(&mut self.timeline, due - self.window.0, latency);
+        if latency > 1_000_000 {
+            let ms = ((due - self.window.0) / 1_000_000).min(1 << 22) as usize;
+            if ms >= self.timeline_slow.len() {
+                self.timeline_slow.resize(ms + 1, 0);
+            }
+            self.timeline_slow[ms] += 1;
         }
     }
 
@@ -133,6 +169,7 @@ impl Pacer {
         if self.counts(due) {
             let late = now.saturating_sub(ready);
             self.send_late.saturating_record(late.max(1));
+            worst(&mut self.timeline_late, due - self.window.0, late);
             if late > LATE_NS {
                 self.late_sends += 1;
             }
@@ -146,16 +183,15 @@ impl Pacer {
     ///
     /// The connection had no request in flight (an answer nobody asked for).
     pub fn answered(&mut self, conn: usize, now: u64) -> bool {
-        let lane = &mut self.lanes[conn];
-        let done = lane
+        let done = self.lanes[conn]
             .inflight
             .take()
             .expect("an answer to a request in flight");
         if done.due >= self.window.0 && done.due < self.window.1 {
-            self.latency
-                .saturating_record(now.saturating_sub(done.due).max(1));
+            self.record(done.due, now.saturating_sub(done.due));
             self.answered += 1;
         }
+        let lane = &mut self.lanes[conn];
         lane.free_since = now;
         let next = lane.queue.pop_front();
         let Some(due) = next else {
@@ -181,18 +217,14 @@ impl Pacer {
     pub fn give_up(&mut self, now: u64) {
         let window = self.window;
         let counts = |due: u64| due >= window.0 && due < window.1;
+        let mut pending = Vec::new();
         for lane in &mut self.lanes {
-            let pending = lane
-                .inflight
-                .take()
-                .map(|i| i.due)
-                .into_iter()
-                .chain(lane.queue.drain(..));
-            for due in pending.filter(|&d| counts(d)) {
-                self.latency
-                    .saturating_record(now.saturating_sub(due).max(1));
-                self.unanswered += 1;
-            }
+            pending.extend(lane.inflight.take().map(|i| i.due));
+            pending.extend(lane.queue.drain(..));
+        }
+        for due in pending.into_iter().filter(|&d| counts(d)) {
+            self.record(due, now.saturating_sub(due));
+            self.unanswered += 1;
         }
         for &due in &self.schedule[self.next..] {
             if counts(due) {
@@ -278,6 +310,31 @@ mod tests {
         assert!(p.latency.max() >= p.latency.lowest_equivalent(10 * MS));
         // The generator itself was never late: the waits were the server's.
         assert_eq!(p.late_sends, 0);
+        assert!(p.timeline_late.iter().all(|&l| l == 0));
+        // The timeline shows when: the worst of each millisecond's requests, by due time.
+        assert_eq!(p.timeline.len(), 20);
+        assert!(
+            p.timeline[0] < 10 * US,
+            "before the stall: {:?}",
+            p.timeline
+        );
+        assert!(
+            p.timeline[1] >= 10 * MS - 100 * US,
+            "due at 1 ms: {:?}",
+            p.timeline
+        );
+        assert!((6 * MS..=6 * MS + 100 * US).contains(&p.timeline[5]));
+        assert!(
+            p.timeline[19] < 10 * US,
+            "drained by then: {:?}",
+            p.timeline
+        );
+        // Every request due from the stall's start to 1 ms before its end waited over 1 ms:
+        // 10 a millisecond, none before.
+        assert_eq!(
+            p.timeline_slow[..10],
+            [0, 10, 10, 10, 10, 10, 10, 10, 10, 10]
+        );
     }
 
     #[test]
@@ -299,6 +356,8 @@ mod tests {
         );
         // Their latency still runs from their scheduled instants.
         assert!(p.latency.min() >= p.latency.lowest_equivalent(2 * MS - 300 * US));
+        // All four fall due in the first millisecond; the first waited longest.
+        assert_eq!(p.timeline_late, [2 * MS]);
     }
 
     #[test]
