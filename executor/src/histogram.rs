@@ -189,14 +189,16 @@ pub(crate) const DEFAULT_POLL_TIME_HISTOGRAM: HistogramConfiguration = Histogram
     },
 };
 
-/// The timer-lateness histogram's default: 24 buckets doubling from 1 µs (0 to 1 µs, ..., 4.19 s
-/// on).
-pub(crate) const DEFAULT_LATENESS_HISTOGRAM: HistogramConfiguration = HistogramConfiguration {
+/// 24 buckets doubling from 1 µs (0 to 1 µs, ..., 4.19 s on).
+pub(crate) const LOG2_FROM_1US: HistogramConfiguration = HistogramConfiguration {
     layout: Layout::Log2 {
         first: 1_000,
         buckets: 24,
     },
 };
+
+/// The timer-lateness histogram's default: [`LOG2_FROM_1US`].
+pub(crate) const DEFAULT_LATENESS_HISTOGRAM: HistogramConfiguration = LOG2_FROM_1US;
 
 /// A core's histogram: its layout and its counts, written by the core alone.
 pub(crate) struct Histogram {

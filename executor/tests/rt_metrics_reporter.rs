@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use metrics::{Counter, Gauge, Histogram, Key, KeyName, Metadata, Recorder, SharedString, Unit};
-use tickless::runtime::{Builder, RuntimeMetricsReporterBuilder};
+use tickless::runtime::{Builder, RuntimeMetricsReporter, RuntimeMetricsReporterBuilder};
 
 /// Every series registered, by `name{label=value,...}`, and every name described.
 #[derive(Default)]
@@ -110,17 +110,23 @@ fn eventually(what: &str, mut done: impl FnMut() -> bool) {
     }
 }
 
-#[test]
-fn publishes_tokio_metrics_names_with_a_worker_label_per_core() {
-    let rt = Builder::new().cores(2).build().unwrap();
-    let metrics = rt.metrics();
+/// A reporter of `rt`'s metrics into a recorder of this test's, every series described.
+fn described(rt: &tickless::Runtime) -> (Arc<Recorded>, RuntimeMetricsReporter) {
     let recorded = Arc::new(Recorded::default());
     let rec = Rec(recorded.clone());
-    let mut reporter = metrics::with_local_recorder(&rec, || {
+    let reporter = metrics::with_local_recorder(&rec, || {
         RuntimeMetricsReporterBuilder::default()
             .describe()
             .build_with_metrics(rt.metrics())
     });
+    (recorded, reporter)
+}
+
+#[test]
+fn publishes_tokio_metrics_names_with_a_worker_label_per_core() {
+    let rt = Builder::new().cores(2).build().unwrap();
+    let metrics = rt.metrics();
+    let (recorded, mut reporter) = described(&rt);
     let polls = metrics.worker_poll_count(1);
     for _ in 0..20 {
         rt.handle(1).spawn(async {}).join().unwrap();
@@ -218,13 +224,7 @@ fn publishes_the_histograms_new_counts_each_interval_as_tokio_metrics_does() {
         .enable_metrics_poll_time_histogram()
         .build()
         .unwrap();
-    let recorded = Arc::new(Recorded::default());
-    let rec = Rec(recorded.clone());
-    let mut reporter = metrics::with_local_recorder(&rec, || {
-        RuntimeMetricsReporterBuilder::default()
-            .describe()
-            .build_with_metrics(rt.metrics())
-    });
+    let (recorded, mut reporter) = described(&rt);
     let us = Duration::from_micros;
     rt.block_on(async {
         // A poll of 250 µs and one of nothing.
@@ -255,4 +255,49 @@ fn publishes_the_histograms_new_counts_each_interval_as_tokio_metrics_does() {
     ] {
         assert_eq!(described[name], Some(Unit::Microseconds), "{name}");
     }
+}
+
+#[test]
+fn publishes_the_loop_histograms_when_they_are_on() {
+    let rt = Builder::new()
+        .cores(1)
+        .start_paused(true)
+        .enable_metrics_loop_histograms()
+        .build()
+        .unwrap();
+    let (recorded, mut reporter) = described(&rt);
+    rt.block_on(async {
+        // Busy for 1,280 task polls: 10 I/O polls, each after a turn of 128 (paused time:
+        // no time between them).
+        tickless::spawn(async {
+            for _ in 0..1_279 {
+                tickless::yield_now().await;
+            }
+        })
+        .await
+        .unwrap();
+    });
+    reporter.run_once();
+    let spacing = "tickless_io_poll_spacing_histogram{}";
+    assert_eq!(recorded.values(spacing), [0.0; 9]);
+    let tasks = "tickless_tasks_between_io_polls_histogram{}";
+    assert_eq!(
+        recorded.values(tasks),
+        [128.0; 9],
+        "each bucket's lower bound"
+    );
+    assert_eq!(
+        recorded.values("tickless_io_batch_drain_histogram{}"),
+        [0.0; 0]
+    );
+    let described = recorded.described.lock().unwrap();
+    assert_eq!(
+        described[spacing.trim_end_matches("{}")],
+        Some(Unit::Microseconds)
+    );
+    assert_eq!(
+        described["tickless_io_batch_drain_histogram"],
+        Some(Unit::Microseconds)
+    );
+    assert_eq!(described[tasks.trim_end_matches("{}")], Some(Unit::Count));
 }

@@ -122,6 +122,7 @@ impl Builder {
                 tokio: None,
                 poll_times_on: false,
                 poll_times: DEFAULT_POLL_TIME_HISTOGRAM,
+                loop_histograms: false,
                 lateness: DEFAULT_LATENESS_HISTOGRAM,
             },
             max_blocking_threads: DEFAULT_MAX_THREADS,

@@ -1,6 +1,7 @@
 //! The builder's settings of the metrics' histograms: tokio's poll-time histogram
-//! (`enable_metrics_poll_time_histogram`, `metrics_poll_time_histogram_configuration`) and
-//! tickless's timer-lateness histogram (`metrics_timer_lateness_histogram_configuration`).
+//! (`enable_metrics_poll_time_histogram`, `metrics_poll_time_histogram_configuration`),
+//! tickless's timer-lateness histogram (`metrics_timer_lateness_histogram_configuration`) and
+//! its loop histograms (`enable_metrics_loop_histograms`).
 
 use crate::histogram::HistogramConfiguration;
 use crate::runtime::Builder;
@@ -50,6 +51,74 @@ impl Builder {
     /// ```
     pub fn enable_metrics_poll_time_histogram(&mut self) -> &mut Self {
         self.core.poll_times_on = true;
+        self
+    }
+
+    /// Keeps three histograms per core of the loop's own timing, for explaining a latency
+    /// tail from inside the loop (tickless's; tokio has none). Read through
+    /// [`RuntimeMetrics::io_poll_spacing_histogram_bucket_count`](crate::runtime::RuntimeMetrics::io_poll_spacing_histogram_bucket_count)
+    /// and its siblings, published by the metrics-rs reporter as
+    /// `tickless_io_poll_spacing_histogram`, `tickless_io_batch_drain_histogram` and
+    /// `tickless_tasks_between_io_polls_histogram`. Off by default.
+    ///
+    /// An *I/O poll* is any look of a core at its epoll instance: a fairness poll while busy
+    /// (after each turn of up to 128 task polls, once 61 have run since the last), a look of
+    /// an idle spin, or a park.
+    ///
+    /// - **I/O poll spacing**: from one I/O poll's return to the next one's start. Readiness
+    ///   that arrives meanwhile waits at most this long before the core can see it.
+    /// - **I/O batch drain**: from the return of an I/O poll that woke tasks of the core to
+    ///   the start of the poll of the last task queued by then: the longest one of the tasks
+    ///   it woke waited for its first poll, the tasks queued before them included. While one
+    ///   batch drains, later polls start none; counted in task polls, so approximate where
+    ///   tasks move between cores meanwhile.
+    /// - **Tasks between I/O polls**: the task polls from one I/O poll to the next (the
+    ///   `block_on` future's not counted).
+    ///
+    /// The durations are read on the core's clock, so with paused time
+    /// ([`start_paused`](Self::start_paused)) they are the time
+    /// [`time::advance`](crate::time::advance) moved. Buckets: the durations 24 doubling from
+    /// 1 µs (0 to 1 µs, ..., 4.19 s on), the task counts 16 (0, 1, 2-3, 4-7, ..., 16,384 on).
+    ///
+    /// # Costs
+    ///
+    /// Off, a branch an I/O poll and none a task poll (the core picks its task loop once per
+    /// turn). On, two clock reads an I/O poll (an idle spin makes many) and a count a task
+    /// poll.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let rt = tickless::Builder::new()
+    ///     .cores(1)
+    ///     .start_paused(true)
+    ///     .enable_metrics_loop_histograms()
+    ///     .build()?;
+    /// rt.block_on(async {
+    ///     tickless::spawn(async {
+    ///         // A busy core looks at I/O after each turn of 128 task polls; in the second
+    ///         // turn, this task keeps it away for 300 µs (of paused time).
+    ///         for i in 0..300 {
+    ///             if i == 200 {
+    ///                 tickless::time::advance(Duration::from_micros(300)).await;
+    ///             }
+    ///             tickless::task::yield_now().await;
+    ///         }
+    ///     })
+    ///     .await
+    ///     .unwrap();
+    /// });
+    /// let m = rt.metrics();
+    /// assert!(m.loop_histograms_enabled());
+    /// let us = Duration::from_micros;
+    /// assert_eq!(m.io_poll_spacing_histogram_bucket_range(9), us(256)..us(512));
+    /// assert_eq!(m.io_poll_spacing_histogram_bucket_count(0, 9), 1);
+    /// # std::io::Result::Ok(())
+    /// ```
+    pub fn enable_metrics_loop_histograms(&mut self) -> &mut Self {
+        self.core.loop_histograms = true;
         self
     }
 

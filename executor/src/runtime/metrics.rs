@@ -10,6 +10,7 @@ use crate::blocking::BlockingPool;
 use crate::context::with_current;
 use crate::histogram::Histogram;
 use crate::stats::CoreStats;
+use crate::worker::loop_watch::LoopHistograms;
 use crate::worker::shared::Peers;
 use crate::worker::shared::Shared;
 
@@ -28,7 +29,8 @@ use crate::worker::shared::Shared;
 /// thread (from one of its tasks, or inside `block_on` for core 0), that core's values are
 /// exact now. Except for that bound, these never go back: each publish is of counters that
 /// only grow (gauges aside). The remote-wake counters, [`num_alive_tasks`], the blocking
-/// pool's counts and the histograms (poll times, timer lateness) are live from any thread:
+/// pool's counts and the histograms (poll times, timer lateness, the loop's) are live from
+/// any thread:
 /// a core counts them where other threads read them (one writer, no read-modify-write).
 ///
 /// # Examples
@@ -420,8 +422,167 @@ impl RuntimeMetrics {
         self.core(worker).lateness.count(bucket)
     }
 
+    /// Whether the cores keep the loop histograms
+    /// ([`Builder::enable_metrics_loop_histograms`](crate::Builder::enable_metrics_loop_histograms)).
+    pub fn loop_histograms_enabled(&self) -> bool {
+        self.loop_histograms(0).is_some()
+    }
+
+    /// The number of buckets of the I/O-poll-spacing histogram: 24 (0 when the loop
+    /// histograms are off).
+    pub fn io_poll_spacing_histogram_num_buckets(&self) -> usize {
+        self.loop_layout(|h| &h.io_poll_spacing)
+            .map_or(0, |h| h.config().num_buckets())
+    }
+
+    /// The spacings bucket `bucket` of the I/O-poll-spacing histogram counts: 0 to 1 µs, 1 to
+    /// 2 µs, ..., 4.19 s on (the last range ends at `u64::MAX` nanoseconds; an empty range
+    /// when the histograms are off).
+    ///
+    /// # Panics
+    ///
+    /// If `bucket` is not below [`io_poll_spacing_histogram_num_buckets`](Self::io_poll_spacing_histogram_num_buckets).
+    pub fn io_poll_spacing_histogram_bucket_range(&self, bucket: usize) -> Range<Duration> {
+        self.loop_layout(|h| &h.io_poll_spacing)
+            .map_or_else(Range::default, |h| h.config().bucket_range(bucket))
+    }
+
+    /// I/O polls of core `worker` whose spacing from the return of the one before fell in
+    /// bucket `bucket` (0 when the loop histograms are off): how long readiness could wait
+    /// unseen (see [`Builder::enable_metrics_loop_histograms`](crate::Builder::enable_metrics_loop_histograms)).
+    /// Live; it only grows.
+    ///
+    /// # Panics
+    ///
+    /// If there is no such core, or no such bucket.
+    pub fn io_poll_spacing_histogram_bucket_count(&self, worker: usize, bucket: usize) -> u64 {
+        self.loop_histogram(worker, |h| &h.io_poll_spacing)
+            .map_or(0, |h| h.count(bucket))
+    }
+
+    /// The number of buckets of the I/O-batch-drain histogram: 24 (0 when the loop histograms
+    /// are off).
+    pub fn io_batch_drain_histogram_num_buckets(&self) -> usize {
+        self.loop_layout(|h| &h.io_batch_drain)
+            .map_or(0, |h| h.config().num_buckets())
+    }
+
+    /// The waits bucket `bucket` of the I/O-batch-drain histogram counts, laid out as the
+    /// I/O-poll-spacing histogram's.
+    ///
+    /// # Panics
+    ///
+    /// If `bucket` is not below [`io_batch_drain_histogram_num_buckets`](Self::io_batch_drain_histogram_num_buckets).
+    pub fn io_batch_drain_histogram_bucket_range(&self, bucket: usize) -> Range<Duration> {
+        self.loop_layout(|h| &h.io_batch_drain)
+            .map_or_else(Range::default, |h| h.config().bucket_range(bucket))
+    }
+
+    /// I/O polls of core `worker` that woke tasks and whose batch drained in bucket `bucket`'s
+    /// time: from the poll's return to the first poll of the last task queued by then, the
+    /// longest one of the tasks it woke waited (0 when the loop histograms are off). Live; it
+    /// only grows.
+    ///
+    /// # Panics
+    ///
+    /// If there is no such core, or no such bucket.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = tickless::Builder::new()
+    ///     .cores(1)
+    ///     .enable_metrics_loop_histograms()
+    ///     .build()?;
+    /// rt.block_on(async {
+    ///     use futures_lite::{AsyncReadExt, AsyncWriteExt};
+    ///     let (mut a, mut b) = tickless::io::pipe()?;
+    ///     let reader = tickless::spawn(async move {
+    ///         let mut byte = [0];
+    ///         b.read_exact(&mut byte).await.map(|_| byte[0])
+    ///     });
+    ///     tickless::task::yield_now().await; // the reader waits for readiness
+    ///     a.write_all(&[7]).await.unwrap();
+    ///     assert_eq!(reader.await.unwrap()?, 7);
+    ///     std::io::Result::Ok(())
+    /// })?;
+    /// let m = rt.metrics();
+    /// let batches: u64 = (0..m.io_batch_drain_histogram_num_buckets())
+    ///     .map(|b| m.io_batch_drain_histogram_bucket_count(0, b))
+    ///     .sum();
+    /// assert!(batches >= 1); // the poll that saw the byte woke the reader
+    /// # std::io::Result::Ok(())
+    /// ```
+    pub fn io_batch_drain_histogram_bucket_count(&self, worker: usize, bucket: usize) -> u64 {
+        self.loop_histogram(worker, |h| &h.io_batch_drain)
+            .map_or(0, |h| h.count(bucket))
+    }
+
+    /// The number of buckets of the tasks-between-I/O-polls histogram: 16 (0 when the loop
+    /// histograms are off).
+    pub fn tasks_between_io_polls_histogram_num_buckets(&self) -> usize {
+        self.loop_layout(|h| &h.tasks_between_io_polls)
+            .map_or(0, |h| h.config().num_buckets())
+    }
+
+    /// The task counts bucket `bucket` of the tasks-between-I/O-polls histogram counts: 0,
+    /// 1, 2 to 3, 4 to 7, ..., 16,384 on (the last range ends at `u64::MAX`; an empty range
+    /// when the histograms are off).
+    ///
+    /// # Panics
+    ///
+    /// If `bucket` is not below [`tasks_between_io_polls_histogram_num_buckets`](Self::tasks_between_io_polls_histogram_num_buckets).
+    pub fn tasks_between_io_polls_histogram_bucket_range(&self, bucket: usize) -> Range<u64> {
+        self.loop_layout(|h| &h.tasks_between_io_polls)
+            .map_or_else(Range::default, |h| {
+                let r = h.config().bucket_range(bucket);
+                // The layout's "nanoseconds" are tasks.
+                let tasks = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+                tasks(r.start)..tasks(r.end)
+            })
+    }
+
+    /// I/O polls of core `worker` that came after as many task polls as bucket `bucket` says,
+    /// counted from the I/O poll before (0 when the loop histograms are off). Live; it only
+    /// grows.
+    ///
+    /// # Panics
+    ///
+    /// If there is no such core, or no such bucket.
+    pub fn tasks_between_io_polls_histogram_bucket_count(
+        &self,
+        worker: usize,
+        bucket: usize,
+    ) -> u64 {
+        self.loop_histogram(worker, |h| &h.tasks_between_io_polls)
+            .map_or(0, |h| h.count(bucket))
+    }
+
     /// Core `worker`'s poll-time histogram, if it is on.
     fn poll_times(&self, worker: usize) -> Option<&Histogram> {
         self.cores().get(worker)?.poll_times.as_ref()
+    }
+
+    /// Core `worker`'s loop histograms, if they are on (no core `worker`: none).
+    fn loop_histograms(&self, worker: usize) -> Option<&LoopHistograms> {
+        self.cores().get(worker)?.loop_histograms.as_ref()
+    }
+
+    /// One of core `worker`'s loop histograms, if they are on.
+    ///
+    /// # Panics
+    ///
+    /// If there is no such core.
+    fn loop_histogram(
+        &self,
+        worker: usize,
+        which: fn(&LoopHistograms) -> &Histogram,
+    ) -> Option<&Histogram> {
+        self.core(worker).loop_histograms.as_ref().map(which)
+    }
+
+    /// One of the loop histograms, for its layout (the same on every core), if they are on.
+    fn loop_layout(&self, which: fn(&LoopHistograms) -> &Histogram) -> Option<&Histogram> {
+        self.loop_histograms(0).map(which)
     }
 }

@@ -46,6 +46,8 @@ pub(crate) struct CoreConfig {
     pub(crate) poll_times_on: bool,
     /// The poll-time histogram's layout.
     pub(crate) poll_times: HistogramConfiguration,
+    /// Whether the loop keeps its own histograms (`Builder::enable_metrics_loop_histograms`).
+    pub(crate) loop_histograms: bool,
     /// The timer-lateness histogram's layout.
     pub(crate) lateness: HistogramConfiguration,
 }

@@ -27,6 +27,7 @@ pub(crate) mod id;
 pub(crate) mod idle;
 pub(crate) mod kennel;
 pub(crate) mod load;
+pub(crate) mod loop_watch;
 pub(crate) mod placement;
 pub(crate) mod registry;
 pub(crate) mod run;
@@ -60,6 +61,7 @@ use device::ClockDevice;
 use governor::Governor;
 use id::{CoreId, CoreKey};
 use kennel::Kennel;
+use loop_watch::{LoopHistograms, LoopWatch};
 use placement::Placement;
 use shared::{Due, Peers, Runnable, Shared};
 use timers::Timers;
@@ -177,6 +179,13 @@ pub(crate) struct Core {
     fired_buf: RefCell<Vec<Due>>,
     /// Keys of the live-task set whose task moved, kept to reuse the allocation.
     orphan_buf: RefCell<Vec<usize>>,
+    /// The loop's timing, for its histograms when they are on (`loop_watch`).
+    loop_watch: LoopWatch,
+    /// Whether task polls are seen by a histogram (poll times or the loop's): the task loop
+    /// to pick, a field of the core's own so the choice costs no load through `shared`.
+    polls_observed: bool,
+    /// Whether I/O polls are timed (the loop histograms are on), likewise.
+    io_observed: bool,
 }
 
 /// What a core shares with the rest of its runtime.
@@ -237,6 +246,7 @@ impl Core {
             .poll_times_on
             .then(|| Histogram::new(config.poll_times));
         shared.lateness = Histogram::new(config.lateness);
+        shared.loop_histograms = config.loop_histograms.then(LoopHistograms::new);
         let shared = Arc::new(shared);
         registry::register(&shared);
         let timers = Timers::new(
@@ -260,6 +270,9 @@ impl Core {
             told_backlog: Cell::new(0),
             stolen_buf: RefCell::new(Vec::new()),
             orphan_buf: RefCell::new(Vec::new()),
+            loop_watch: LoopWatch::default(),
+            polls_observed: config.poll_times_on || config.loop_histograms,
+            io_observed: config.loop_histograms,
             timers,
             tokio,
             reactor,

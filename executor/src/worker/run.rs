@@ -19,6 +19,7 @@ use tickless_timer::internal::Op;
 
 use super::block_on::MainWaker;
 use super::device::ClockDevice;
+use super::loop_watch::LoopHistograms;
 use super::shared::{Due, Runnable, Shared, Unpark};
 use super::{bump, Core};
 use crate::catch::drop_caught;
@@ -177,8 +178,36 @@ impl Core {
     /// Polls I/O once, and tells the timers when their device may have fired. Returns whether
     /// any event came.
     pub(crate) fn poll_io(&self, timeout: Option<Duration>) -> bool {
-        let polled = self.reactor.poll(timeout);
+        let polled = self.look(|| self.reactor.poll(timeout));
         self.polled(polled, false)
+    }
+
+    /// One look at I/O (`wait`: a poll of the core's epoll instance, or a park in its tokio
+    /// runtime), timed into the loop histograms when they are on.
+    #[inline]
+    fn look<T>(&self, wait: impl FnOnce() -> T) -> T {
+        if !self.io_observed {
+            return wait();
+        }
+        match &self.shared.loop_histograms {
+            Some(h) => self.look_timed(h, wait),
+            None => wait(),
+        }
+    }
+
+    /// [`look`](Self::look) with the histograms on: the clock read around the wait, and the
+    /// tasks it queued counted (`worker::loop_watch`).
+    #[inline(never)]
+    fn look_timed<T>(&self, h: &LoopHistograms, wait: impl FnOnce() -> T) -> T {
+        let clock = self.timers.clock();
+        self.loop_watch.io_poll_starts(h, clock.now());
+        let queued = self.counters.queued.get();
+        let out = wait();
+        let woken = self.counters.queued.get() - queued;
+        let runnable = self.queue.borrow().len() + self.spilled.get();
+        self.loop_watch
+            .io_poll_returns(clock.now(), woken, runnable);
+        out
     }
 
     /// After a poll: a timerfd event, or with the epoll device any poll, makes the timers look
@@ -227,14 +256,25 @@ impl Drop for PreciseSlack {
 
 impl Core {
     /// [`run_queued`](Self::run_queued), each poll timed into `times` (the poll-time
-    /// histogram). Out of line: the untimed loop stays as small as it was.
+    /// histogram) and seen by the loop histograms (`loop_histograms`), whichever are on. Out
+    /// of line: the untimed loop stays as small as it was.
     #[inline(never)]
-    fn run_timed(&self, times: &Histogram) -> usize {
+    fn run_timed(
+        &self,
+        times: Option<&Histogram>,
+        loop_histograms: Option<&LoopHistograms>,
+    ) -> usize {
         let clock = self.timers.clock();
         self.run_queued(|runnable| {
-            let start = clock.now();
+            let start = times.map(|_| clock.now());
+            if let Some(h) = loop_histograms {
+                self.loop_watch
+                    .task_poll_starts(h, || start.unwrap_or_else(|| clock.now()));
+            }
             runnable.run();
-            times.record(clock.now().saturating_sub(start));
+            if let Some((times, start)) = times.zip(start) {
+                times.record(clock.now().saturating_sub(start));
+            }
         })
     }
 
@@ -278,9 +318,10 @@ impl Driver for Core {
             // Spilled tasks get their turn even while local wakes keep the private queue busy.
             self.refill();
         }
-        // The poll-time histogram picks the loop once a turn, not a branch a poll.
-        if let Some(times) = &self.shared.poll_times {
-            return self.run_timed(times);
+        // The histograms pick the loop once a turn, not a branch a poll.
+        if self.polls_observed {
+            let shared = &self.shared;
+            return self.run_timed(shared.poll_times.as_ref(), shared.loop_histograms.as_ref());
         }
         self.run_queued(|runnable| {
             runnable.run();
@@ -364,8 +405,8 @@ impl Driver for Core {
             }
             bump(&self.counters.parks);
             let woken = self.parks_before(programmed);
-            if tokio.park(programmed) {
-                let polled = self.reactor.poll(Some(Duration::ZERO));
+            if self.look(|| tokio.park(programmed)) {
+                let polled = self.look(|| self.reactor.poll(Some(Duration::ZERO)));
                 self.polled(polled, woken);
             }
             return;
@@ -374,7 +415,7 @@ impl Driver for Core {
         match self.timers.device() {
             ClockDevice::TimerFd => {
                 let woken = self.parks_before(programmed);
-                let polled = self.reactor.poll(None);
+                let polled = self.look(|| self.reactor.poll(None));
                 self.polled(polled, woken)
             }
             ClockDevice::Epoll => {
@@ -387,7 +428,7 @@ impl Driver for Core {
                 // The kernel gets a timeout shortened by its own slack, whose window ends at
                 // the instant: a wait that times out before it is stale to the queue
                 // (`device_fired`), and the next idle transition parks again for the rest.
-                let polled = self.reactor.poll_precise(timeout);
+                let polled = self.look(|| self.reactor.poll_precise(timeout));
                 self.polled(polled, woken)
             }
         };

@@ -19,6 +19,7 @@ use crate::worker::id::CoreKey;
 #[cfg(loom)]
 use crate::worker::kennel::Kennel;
 use crate::worker::load::Load;
+use crate::worker::loop_watch::LoopHistograms;
 use crate::worker::spill::Spill;
 use crate::worker::watch::Watch;
 
@@ -250,6 +251,9 @@ pub struct Shared<U = Unparker> {
     /// How long the core's task polls took (`Builder::enable_metrics_poll_time_histogram`);
     /// `None` unless asked for.
     pub(crate) poll_times: Option<Histogram>,
+    /// The loop's own histograms (`Builder::enable_metrics_loop_histograms`); `None` unless
+    /// asked for.
+    pub(crate) loop_histograms: Option<LoopHistograms>,
     /// How late the core's timers fired: the clock reading they were expired by, less their
     /// deadline.
     pub(crate) lateness: Histogram,
@@ -282,6 +286,7 @@ impl<U: Unpark> Shared<U> {
             adopter: Mutex::new(None),
             watch: Watch::default(),
             poll_times: None,
+            loop_histograms: None,
             lateness: Histogram::new(DEFAULT_LATENESS_HISTOGRAM),
         }
     }

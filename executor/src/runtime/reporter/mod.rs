@@ -76,7 +76,11 @@ type Transform = Box<dyn FnMut(&'static str) -> Key + Send>;
 ///   bucket's lower bound, as tokio-metrics records them), which counts only with
 ///   [`Builder::enable_metrics_poll_time_histogram`](crate::Builder::enable_metrics_poll_time_histogram);
 ///   and in the same way tickless's `tickless_timer_lateness_histogram`, the timer fires by
-///   how late they fired.
+///   how late they fired, and, with
+///   [`Builder::enable_metrics_loop_histograms`](crate::Builder::enable_metrics_loop_histograms),
+///   its loop histograms `tickless_io_poll_spacing_histogram`,
+///   `tickless_io_batch_drain_histogram` (microseconds) and
+///   `tickless_tasks_between_io_polls_histogram` (task polls).
 /// - tokio's `RuntimeMetrics` totals tokio-metrics does not name: `tokio_spawned_tasks_count`,
 ///   `tokio_io_driver_fd_registered_count`, `tokio_io_driver_fd_deregistered_count`.
 /// - Every core's own series, with a `worker` label (the core's index): tokio's per-worker
