@@ -32,6 +32,11 @@ ksoftirqd (the kernel's deferred packet work) woken and kept waiting over 0.3 ms
 the machine's CPU slower, or a wait this trace does not see). Per run the milliseconds of each
 kind are summed, and per runtime at the end (`episodes runtime=`).
 
+A tickless runtime with `loop_histograms` in its settings (`tickless:loop_histograms`) also
+prints, per run, the core's own loop histograms over the run (`Builder::
+enable_metrics_loop_histograms`: I/O poll spacing, I/O batch drain, tasks between I/O polls),
+each percentile as the upper bound of its bucket.
+
 Bounded: runtimes x runs x (duration + 0.5 s) of load, loopback only.
 """
 import argparse
@@ -277,6 +282,50 @@ def episodes(timeline, off, polls, stolen, softirq, slow_us=1000.0):
     return slow_ms
 
 
+def loop_histograms(p):
+    """A tickless server's loop histograms so far (`TICKLESS_BENCH_BUILDER=loop_histograms`):
+    {name: [count per bucket]}, or None when they are off."""
+    p.stdin.write("histograms\n")
+    p.stdin.flush()
+    line = p.stdout.readline().split()
+    if len(line) < 2 or line[1] == "off":
+        return None
+    return {k: [int(x) for x in v.split(",")] for k, v in (f.split("=") for f in line[1:])}
+
+
+def bucket_top(name, b):
+    """Bucket b's upper bound: us for the durations (0-1, 1-2, 2-4, ...), tasks for `tasks`
+    (0, 1, 2-3, ...)."""
+    if name == "tasks":
+        return 0 if b == 0 else 2 ** b - 1
+    return 2 ** b
+
+
+def loop_report(before, after):
+    """The loop's own view of one run: each histogram's percentiles, as the upper bound of the
+    bucket they fall in."""
+    parts = []
+    for name in ("spacing", "drain", "tasks"):
+        d = [x - y for x, y in zip(after[name], before[name])]
+        n = sum(d)
+        if not n:
+            parts.append(f"{name}: none")
+            continue
+        qs = []
+        for q in (0.5, 0.99, 0.999):
+            acc = 0
+            for b, c in enumerate(d):
+                acc += c
+                if acc >= q * n:
+                    qs.append(bucket_top(name, b))
+                    break
+        top = max(b for b, c in enumerate(d) if c)
+        unit = "" if name == "tasks" else " us"
+        parts.append(f"{name} n={n} p50<={qs[0]} p99<={qs[1]} p99.9<={qs[2]} "
+                     f"max<={bucket_top(name, top)}{unit}")
+    print("#   loop (the core's own histograms): " + "; ".join(parts))
+
+
 def fields(line):
     return dict(kv.split("=", 1) for kv in line.split() if "=" in kv)
 
@@ -377,6 +426,7 @@ def main():
                                             "-o", data],
                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                     time.sleep(0.5)
+                hist = loop_histograms(p) if "loop_histograms" in rt else None
                 before, stolen, flt = threads(p.pid), steal(), faults(p.pid)
                 t0 = time.monotonic()
                 gen = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
@@ -400,6 +450,8 @@ def main():
                         f"wall_s={wall:.2f}")
                 print(line, flush=True)
                 rows.append(fields(line))
+                if hist:
+                    loop_report(hist, loop_histograms(p))
                 if rec:
                     slow = trace_report(data, p.pid, gen.pid,
                                         None if a.closed else read_timeline(tl))

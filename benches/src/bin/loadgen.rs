@@ -18,7 +18,9 @@
 //! 1 ms (`ms worst_us late_us slow` lines under a `# window_mono_ns=` header giving the window's start on
 //! `CLOCK_MONOTONIC`, perf's `-k mono` clock): `tail_probe.py --trace` lines it up with the
 //! server's scheduling. The second form serves
-//! until its standard input closes, after printing `listening=<addr>`.
+//! until its standard input closes, after printing `listening=<addr>`; each `histograms` line
+//! it reads gets one line back, a tickless server's loop histograms so far
+//! (`TICKLESS_BENCH_BUILDER=loop_histograms`; `loop_histograms off` without).
 
 use std::process::ExitCode;
 use std::time::Duration;

@@ -839,7 +839,17 @@ pub fn serve_main(args: &[String]) -> io::Result<()> {
     thread::Builder::new()
         .name("stdin-watch".into())
         .spawn(|| {
-            let _ = io::copy(&mut io::stdin(), &mut io::sink());
+            // A `histograms` line asks for the tickless loop histograms so far (one line
+            // back, `loop_histograms ...` or `loop_histograms off`); the end of input stops.
+            for line in io::stdin().lines() {
+                let Ok(line) = line else { break };
+                if line.trim() == "histograms" {
+                    let h = crate::rt::tickless::serving::loop_histograms();
+                    let mut out = io::stdout().lock();
+                    let _ = writeln!(out, "{}", h.as_deref().unwrap_or("loop_histograms off"));
+                    let _ = out.flush();
+                }
+            }
             std::process::exit(0);
         })?;
     let listening = |addr: SocketAddr| {

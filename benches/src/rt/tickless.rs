@@ -110,7 +110,8 @@ pub const BUILDER_ENV: &str = "TICKLESS_BENCH_BUILDER";
 /// Applies the comma-separated settings of [`BUILDER_ENV`] to `b`, so that one binary measures
 /// the runtime with and without an observer (`timeout_cost.py --builder`): `stall=off` (no
 /// stall detector), `stall=<ms>` (its threshold), `poll_time_histogram` (tokio's, on),
-/// `governor=off` (`idle_governor(false)`: park at once).
+/// `loop_histograms` (`enable_metrics_loop_histograms`), `governor=off` (`idle_governor(false)`:
+/// park at once).
 ///
 /// # Panics
 ///
@@ -123,6 +124,10 @@ pub fn from_env(b: &mut Builder) {
     for setting in settings.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         if setting == "poll_time_histogram" {
             b.enable_metrics_poll_time_histogram();
+            continue;
+        }
+        if setting == "loop_histograms" {
+            b.enable_metrics_loop_histograms();
             continue;
         }
         match setting.split_once('=') {
@@ -140,7 +145,7 @@ pub fn from_env(b: &mut Builder) {
             }
             _ => panic!(
                 "{BUILDER_ENV}: unknown setting {setting:?} \
-                 (stall=off|<ms>, governor=off, poll_time_histogram)"
+                 (stall=off|<ms>, governor=off, poll_time_histogram, loop_histograms)"
             ),
         }
     }
@@ -402,6 +407,9 @@ pub fn server_per_core(
 pub mod serving {
     use std::io;
     use std::net::SocketAddr;
+    use std::sync::OnceLock;
+
+    use tickless::runtime::RuntimeMetrics;
 
     use super::{shape, Config};
     use crate::workload::hello::Hello;
@@ -411,13 +419,52 @@ pub mod serving {
         SocketAddr::from(([127, 0, 0, 1], 0))
     }
 
+    /// The serving runtime's metrics, once it is built.
+    static SERVED: OnceLock<RuntimeMetrics> = OnceLock::new();
+
+    /// The runtime a server runs on, its metrics kept for [`loop_histograms`].
+    fn runtime(cores: usize) -> io::Result<tickless::Runtime> {
+        let rt = Config::DEFAULT.builder(cores).build()?;
+        let _ = SERVED.set(rt.metrics());
+        Ok(rt)
+    }
+
+    /// The serving runtime's loop histograms so far, summed over its cores, as one line:
+    /// `loop_histograms spacing=<count>,... drain=... tasks=...` (each bucket's count in
+    /// order; the layouts are `enable_metrics_loop_histograms`'s), or `None` when they are off
+    /// or no tickless server runs.
+    pub fn loop_histograms() -> Option<String> {
+        let m = SERVED.get().filter(|m| m.loop_histograms_enabled())?;
+        let sum = |n: usize, count: &dyn Fn(usize, usize) -> u64| {
+            (0..n)
+                .map(|b| {
+                    let total: u64 = (0..m.num_workers()).map(|w| count(w, b)).sum();
+                    total.to_string()
+                })
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        Some(format!(
+            "loop_histograms spacing={} drain={} tasks={}",
+            sum(m.io_poll_spacing_histogram_num_buckets(), &|w, b| {
+                m.io_poll_spacing_histogram_bucket_count(w, b)
+            }),
+            sum(m.io_batch_drain_histogram_num_buckets(), &|w, b| {
+                m.io_batch_drain_histogram_bucket_count(w, b)
+            }),
+            sum(m.tasks_between_io_polls_histogram_num_buckets(), &|w, b| {
+                m.tasks_between_io_polls_histogram_bucket_count(w, b)
+            }),
+        ))
+    }
+
     /// The hello service through `tickless_http::serve` with its defaults (as `axum::serve`'s).
     ///
     /// # Errors
     ///
     /// Building the runtime or binding failed.
     pub fn http_hello(cores: usize, listening: impl FnOnce(SocketAddr)) -> io::Result<()> {
-        let rt = Config::DEFAULT.builder(cores).build()?;
+        let rt = runtime(cores)?;
         let server = tickless_http::serve(&rt, localhost(), Hello)?;
         listening(server.local_addr());
         rt.block_on(std::future::pending::<()>());
@@ -430,7 +477,7 @@ pub mod serving {
     ///
     /// Building the runtime, binding or accepting failed.
     pub fn kv_tokio_shape(cores: usize, listening: impl FnOnce(SocketAddr)) -> io::Result<()> {
-        let rt = Config::DEFAULT.builder(cores).build()?;
+        let rt = runtime(cores)?;
         rt.block_on(async move {
             let listener = tickless::net::TcpListener::bind(localhost()).await?;
             listening(listener.local_addr()?);
@@ -445,7 +492,7 @@ pub mod serving {
     ///
     /// Building the runtime or binding failed.
     pub fn kv_per_core(cores: usize, listening: impl FnOnce(SocketAddr)) -> io::Result<()> {
-        let rt = Config::DEFAULT.builder(cores).build()?;
+        let rt = runtime(cores)?;
         let (db, seen) = (Db::default(), std::sync::Arc::new(Placement::new(cores)));
         let per_core = tickless::net::serve_per_core(&rt, localhost(), move |stream, _conn| {
             let (db, seen) = (db.clone(), seen.clone());
