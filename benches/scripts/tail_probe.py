@@ -3,7 +3,7 @@
 
     python3 benches/scripts/tail_probe.py [--shape http_hello|kv_tokio_shape] [--rate 85000]
         [--runs 8] [--duration 2] [--runtimes tickless,tokio] [--trace [sched]] [--shared]
-        [--closed] [--threads] [--summarize FILE]
+        [--closed] [--threads] [--summarize FILE [--pool]]
 
 Starts each runtime's server (`loadgen serve <shape> <runtime> cores=1 cpu=0`: one core or
 worker, pinned to CPU 0) once, then loads them in turn, `--runs` times each, from CPU 1
@@ -330,6 +330,20 @@ def fields(line):
     return dict(kv.split("=", 1) for kv in line.split() if "=" in kv)
 
 
+def ratio_ci(rs, base, key, draws=4000):
+    """A 90% bootstrap interval of median(rs) / median(base) for `key`: the runs of each side
+    resampled with replacement, the 5th and 95th percentiles of the ratio (a fixed seed, so a
+    summary of the same runs prints the same interval). An interval that holds 1 says the runs
+    cannot rank the two."""
+    import random
+    rng = random.Random(1)
+    a = [float(r[key]) for r in rs]
+    b = [float(r[key]) for r in base]
+    ratios = sorted(statistics.median(rng.choices(a, k=len(a))) /
+                    statistics.median(rng.choices(b, k=len(b))) for _ in range(draws))
+    return f"{ratios[int(0.05 * draws)]:.2f}-{ratios[int(0.95 * draws)]:.2f}"
+
+
 def summary(rows):
     """Per runtime, the median over runs of each figure, and each run's p99 in order."""
     by = {}
@@ -339,6 +353,8 @@ def summary(rows):
     base = by.get("tokio")
     for rt, rs in by.items():
         ratio = (f" p99_vs_tokio={med(rs, 'p99_us') / med(base, 'p99_us'):.2f}"
+                 f" p99_ratio_ci90={ratio_ci(rs, base, 'p99_us')}"
+                 f" p50_vs_tokio={med(rs, 'p50_us') / med(base, 'p50_us'):.2f}"
                  f" rps_vs_tokio={med(rs, 'achieved_rps') / med(base, 'achieved_rps'):.2f}"
                  if base else "")
         print(f"summary runtime={rt} runs={len(rs)} " + " ".join(
@@ -365,7 +381,27 @@ def main():
                          "sched_switch (sched: fewer events, less of perf on the CPUs)")
     ap.add_argument("--threads", action="store_true", help="per-thread deltas")
     ap.add_argument("--summarize", metavar="FILE", help="print the summary of an earlier output")
+    ap.add_argument("--pool", action="store_true",
+                    help="with --summarize: one summary per shape, rate and placement over "
+                         "every untraced batch of the file")
     a = ap.parse_args()
+    if a.summarize and a.pool:
+        # Every untraced batch of one shape, rate and placement, their runs together (each
+        # batch's runtimes took turns, so a machine's bad spell fell on them alike).
+        pooled = {}
+        with open(a.summarize) as f:
+            for block in f.read().split("# tail_probe ")[1:]:
+                head = fields(block.splitlines()[0])
+                if "#   trace:" in block:
+                    continue
+                key = (head["shape"], head["rate"], head.get("cpus", "dedicated"))
+                batch = pooled.setdefault(key, [0, []])
+                batch[0] += 1
+                batch[1] += [fields(l) for l in block.splitlines() if l.startswith("run=")]
+        for (shape, rate, cpus), (n, rows) in pooled.items():
+            print(f"# pooled shape={shape} rate={rate} cpus={cpus} batches={n} (untraced)")
+            summary(rows)
+        return
     if a.summarize:
         with open(a.summarize) as f:
             for block in f.read().split("# tail_probe ")[1:]:
