@@ -293,6 +293,20 @@ def loop_histograms(p):
     return {k: [int(x) for x in v.split(",")] for k, v in (f.split("=") for f in line[1:])}
 
 
+def core_stats(p):
+    """A tickless server's counters so far (CoreStats, summed over its cores), or None."""
+    p.stdin.write("stats\n")
+    p.stdin.flush()
+    line = p.stdout.readline().split()
+    if len(line) < 2 or line[1] == "off":
+        return None
+    return {k: int(v) for k, v in (f.split("=") for f in line[1:])}
+
+
+# The counters a run line shows for a tickless server (its idle path).
+STATS = ("parks", "spins", "governor_spins", "governor_caught", "governor_preempted")
+
+
 def bucket_top(name, b):
     """Bucket b's upper bound: us for the durations (0-1, 1-2, 2-4, ...), tasks for `tasks`
     (0, 1, 2-3, ...)."""
@@ -360,6 +374,8 @@ def summary(rows):
         print(f"summary runtime={rt} runs={len(rs)} " + " ".join(
             f"{k}={med(rs, k):.1f}" for k in ("achieved_rps", "p50_us", "p99_us", "p999_us", "max_us",
                                               "ran_ms", "waited_ms", "vol", "invol")) + ratio +
+              f" steal_ms_total={sum(int(r['steal_ms'].split('/')[0]) for r in rs)}"
+              f"/{sum(int(r['steal_ms'].split('/')[-1]) for r in rs)}" +
               " p99_runs=" + ",".join(f"{float(r['p99_us']):.0f}" for r in
                                      sorted(rs, key=lambda r: float(r["p99_us"]))))
 
@@ -463,6 +479,7 @@ def main():
                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                     time.sleep(0.5)
                 hist = loop_histograms(p) if "loop_histograms" in rt else None
+                counted = core_stats(p) if rt.startswith("tickless") else None
                 before, stolen, flt = threads(p.pid), steal(), faults(p.pid)
                 t0 = time.monotonic()
                 gen = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
@@ -477,11 +494,13 @@ def main():
                     rec.wait()
                 r = fields(out.strip().splitlines()[-1])
                 (ran, waited, vol, invol), per = delta(before, after)
+                idle = "".join(f"{k}={v - counted.get(k, 0)} " for k, v in
+                               core_stats(p).items() if k in STATS) if counted else ""
                 line = (f"run={run} runtime={rt} p50_us={r['p50_us']} p99_us={r['p99_us']} "
                         f"p999_us={r['p999_us']} max_us={r['max_us']} "
                         f"achieved_rps={r['achieved_rps']} ran_ms={ran / 1e6:.0f} "
                         f"waited_ms={waited / 1e6:.2f} invol={invol} vol={vol} "
-                        f"minflt={flt[0]} majflt={flt[1]} "
+                        f"minflt={flt[0]} majflt={flt[1]} {idle}"
                         f"steal_ms={'/'.join(str(v) for _, v in sorted(stolen.items()))} "
                         f"wall_s={wall:.2f}")
                 print(line, flush=True)

@@ -20,7 +20,8 @@
 //! server's scheduling. The second form serves
 //! until its standard input closes, after printing `listening=<addr>`; each `histograms` line
 //! it reads gets one line back, a tickless server's loop histograms so far
-//! (`TICKLESS_BENCH_BUILDER=loop_histograms`; `loop_histograms off` without).
+//! (`TICKLESS_BENCH_BUILDER=loop_histograms`; `loop_histograms off` without), and each `stats`
+//! line its counters (`CoreStats`, summed over the cores; `stats off` for tokio).
 
 use std::process::ExitCode;
 use std::time::Duration;

@@ -840,15 +840,21 @@ pub fn serve_main(args: &[String]) -> io::Result<()> {
         .name("stdin-watch".into())
         .spawn(|| {
             // A `histograms` line asks for the tickless loop histograms so far (one line
-            // back, `loop_histograms ...` or `loop_histograms off`); the end of input stops.
+            // back, `loop_histograms ...` or `loop_histograms off`), a `stats` line for its
+            // counters (`stats ...` or `stats off`); the end of input stops.
             for line in io::stdin().lines() {
                 let Ok(line) = line else { break };
-                if line.trim() == "histograms" {
-                    let h = crate::rt::tickless::serving::loop_histograms();
-                    let mut out = io::stdout().lock();
-                    let _ = writeln!(out, "{}", h.as_deref().unwrap_or("loop_histograms off"));
-                    let _ = out.flush();
-                }
+                let answer = match line.trim() {
+                    "histograms" => crate::rt::tickless::serving::loop_histograms()
+                        .unwrap_or_else(|| "loop_histograms off".into()),
+                    "stats" => {
+                        crate::rt::tickless::serving::stats().unwrap_or_else(|| "stats off".into())
+                    }
+                    _ => continue,
+                };
+                let mut out = io::stdout().lock();
+                let _ = writeln!(out, "{answer}");
+                let _ = out.flush();
             }
             std::process::exit(0);
         })?;

@@ -429,6 +429,22 @@ pub mod serving {
         Ok(rt)
     }
 
+    /// The serving runtime's counters so far, summed over its cores, as one line:
+    /// `stats <name>=<count> ...` (`CoreStats::fields`), or `None` when no tickless server
+    /// runs.
+    pub fn stats() -> Option<String> {
+        let m = SERVED.get()?;
+        let total = (0..m.num_workers())
+            .map(|w| m.worker_stats(w))
+            .fold(tickless::CoreStats::default(), |a, b| a + b);
+        let fields: Vec<String> = total
+            .fields()
+            .iter()
+            .map(|(name, count)| format!("{name}={count}"))
+            .collect();
+        Some(format!("stats {}", fields.join(" ")))
+    }
+
     /// The serving runtime's loop histograms so far, summed over its cores, as one line:
     /// `loop_histograms spacing=<count>,... drain=... tasks=...` (each bucket's count in
     /// order; the layouts are `enable_metrics_loop_histograms`'s), or `None` when they are off
