@@ -484,14 +484,16 @@ impl Builder {
     /// # The tail on a shared host
     ///
     /// A core whose spins keep catching its I/O never halts its CPU while it has a few
-    /// requests a millisecond. On a virtual machine whose host runs other guests, that costs
-    /// the tail: an HTTP server at 75% of tokio's maximum on a 2-vCPU VM (one core on a CPU of
-    /// its own, 78 runs of 2 s, `benches/scripts/tail_probe.py --summarize
-    /// benches/results/tail_probe.txt --pool`) had its median at 0.66x tokio's and its p99 at
-    /// 1.46x (90% interval 1.08-1.96x), and its CPU taken by the host (`steal` in
-    /// `/proc/stat`) 2.2 times as long; with the governor off, 0.95x and 0.94x (0.73-1.21x).
-    /// Where p99 matters more than the median and the CPUs are not the guest's alone, measure
-    /// with `idle_governor(false)`.
+    /// requests a millisecond. Some hosts take a virtual machine's vCPUs from it in turns
+    /// once all of them want to run: on the 2-vCPU VM of the figures, 150 ms a minute on each
+    /// with both CPUs busy, none with one of them idle a quarter of the time
+    /// (`benches/scripts/steal_probe.py`). There, that costs the tail. An HTTP server at 75% of
+    /// tokio's maximum (one core on a CPU of its own, the load generator on the other; 78 runs
+    /// of 2 s, `benches/scripts/tail_probe.py --summarize benches/results/tail_probe.txt
+    /// --pool`) had its median at 0.66x tokio's and its p99 at 1.46x (90% interval
+    /// 1.08-1.96x), its CPU taken by the host (`steal` in `/proc/stat`) 2.2 times as long; with
+    /// the governor off, 0.95x and 0.94x (0.73-1.21x). Where p99 matters more than the median
+    /// and every vCPU of the guest is busy at times, measure with `idle_governor(false)`.
     ///
     /// # Examples
     ///
