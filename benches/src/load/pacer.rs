@@ -76,14 +76,23 @@ pub struct Pacer {
     pub timeline_slow: Vec<u64>,
 }
 
-/// Raises `timeline`'s entry for the millisecond holding `at` (ns from the window's start) to
-/// `value`; kept for a window's first 4 million ms (70 minutes).
-fn worst(timeline: &mut Vec<u64>, at: u64, value: u64) {
+/// A latency past which a request counts in [`Pacer::timeline_slow`], ns.
+const SLOW_NS: u64 = 1_000_000;
+
+/// `timeline`'s entry for the millisecond holding `at` (ns from the window's start), grown to
+/// it; kept for a window's first 4 million ms (70 minutes).
+fn slot(timeline: &mut Vec<u64>, at: u64) -> &mut u64 {
     let ms = (at / 1_000_000).min(1 << 22) as usize;
     if ms >= timeline.len() {
         timeline.resize(ms + 1, 0);
     }
-    timeline[ms] = timeline[ms].max(value);
+    &mut timeline[ms]
+}
+
+/// Raises `timeline`'s entry for the millisecond holding `at` to `value`.
+fn worst(timeline: &mut Vec<u64>, at: u64, value: u64) {
+    let entry = slot(timeline, at);
+    *entry = (*entry).max(value);
 }
 
 /// A histogram of nanoseconds from 1 ns to 100 s, 3 significant digits.
@@ -117,12 +126,8 @@ impl Pacer {
     fn record(&mut self, due: u64, latency: u64) {
         self.latency.saturating_record(latency.max(1));
         worst(&mut self.timeline, due - self.window.0, latency);
-        if latency > 1_000_000 {
-            let ms = ((due - self.window.0) / 1_000_000).min(1 << 22) as usize;
-            if ms >= self.timeline_slow.len() {
-                self.timeline_slow.resize(ms + 1, 0);
-            }
-            self.timeline_slow[ms] += 1;
+        if latency > SLOW_NS {
+            *slot(&mut self.timeline_slow, due - self.window.0) += 1;
         }
     }
 
