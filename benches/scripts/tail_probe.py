@@ -40,6 +40,7 @@ each percentile as the upper bound of its bucket.
 Bounded: runtimes x runs x (duration + 0.5 s) of load, loopback only.
 """
 import argparse
+import resource
 import os
 import re
 import statistics
@@ -304,7 +305,8 @@ def core_stats(p):
 
 
 # The counters a run line shows for a tickless server (its idle path).
-STATS = ("parks", "spins", "governor_spins", "governor_caught", "governor_preempted")
+STATS = ("parks", "spins", "governor_spins", "governor_caught", "governor_preempted",
+         "governor_busy_looks")
 
 
 def bucket_top(name, b):
@@ -396,6 +398,12 @@ def main():
                     help="record with perf: the epoll calls and sched_switch (all), or only "
                          "sched_switch (sched: fewer events, less of perf on the CPUs)")
     ap.add_argument("--threads", action="store_true", help="per-thread deltas")
+    ap.add_argument("--label", help="a name for the build or experiment, written in the batch's "
+                    "header: --pool keeps batches of different labels apart (none: -)")
+    ap.add_argument("--gen-spin-us", type=int, default=50,
+                    help="how long before a send the generator stops sleeping and polls "
+                         "(loadgen's --spin-us); at 50 and a rate over 20k/s it never sleeps, "
+                         "its CPU busy all the time")
     ap.add_argument("--summarize", metavar="FILE", help="print the summary of an earlier output")
     ap.add_argument("--pool", action="store_true",
                     help="with --summarize: one summary per shape, rate and placement over "
@@ -410,12 +418,14 @@ def main():
                 head = fields(block.splitlines()[0])
                 if "#   trace:" in block:
                     continue
-                key = (head["shape"], head["rate"], head.get("cpus", "dedicated"))
+                key = (head["shape"], head["rate"], head.get("cpus", "dedicated"),
+                       head.get("gen_spin_us", "50"), head.get("label", "-"))
                 batch = pooled.setdefault(key, [0, []])
                 batch[0] += 1
                 batch[1] += [fields(l) for l in block.splitlines() if l.startswith("run=")]
-        for (shape, rate, cpus), (n, rows) in pooled.items():
-            print(f"# pooled shape={shape} rate={rate} cpus={cpus} batches={n} (untraced)")
+        for (shape, rate, cpus, spin, label), (n, rows) in pooled.items():
+            print(f"# pooled shape={shape} rate={rate} cpus={cpus} gen_spin_us={spin} "
+                  f"label={label} batches={n} (untraced)")
             summary(rows)
         return
     if a.summarize:
@@ -453,7 +463,9 @@ def main():
         servers[rt] = (p, line.split("=", 1)[1])
     time.sleep(0.5)
     print(f"# tail_probe shape={a.shape} rate={'closed' if a.closed else f'{a.rate:.0f}'} "
-          f"cpus={'shared' if a.shared else 'dedicated'} runs={a.runs} duration={a.duration}s")
+          f"cpus={'shared' if a.shared else 'dedicated'} runs={a.runs} duration={a.duration}s"
+          + ("" if a.gen_spin_us == 50 else f" gen_spin_us={a.gen_spin_us}")
+          + (f" label={a.label}" if a.label else ""))
     try:
         for run in range(a.runs):
             order = list(servers)
@@ -462,7 +474,7 @@ def main():
                 p, addr = servers[rt]
                 cmd = ([] if a.shared else ["taskset", "-c", "1"]) + [
                     LOADGEN, "--url", f"http://{addr}/", "--duration", f"{a.duration}s",
-                    "--warmup", "0.5s"] + (["--closed"] if a.closed else ["--rate", str(a.rate)])
+                    "--warmup", "0.5s", "--spin-us", str(a.gen_spin_us)] + (["--closed"] if a.closed else ["--rate", str(a.rate)])
                 if a.shape.startswith("kv"):
                     cmd.append("--kv")
                 rec = None
@@ -481,12 +493,15 @@ def main():
                 hist = loop_histograms(p) if "loop_histograms" in rt else None
                 counted = core_stats(p) if rt.startswith("tickless") else None
                 before, stolen, flt = threads(p.pid), steal(), faults(p.pid)
-                t0 = time.monotonic()
+                t0, kids = time.monotonic(), resource.getrusage(resource.RUSAGE_CHILDREN)
                 gen = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
                 out = gen.communicate()[0]
                 if gen.returncode:
                     sys.exit(f"loadgen failed: {gen.returncode}")
                 wall = time.monotonic() - t0
+                # The generator's CPU (the only child waited for meanwhile), warm-up included.
+                k = resource.getrusage(resource.RUSAGE_CHILDREN)
+                gen_ms = (k.ru_utime + k.ru_stime - kids.ru_utime - kids.ru_stime) * 1e3
                 after, stolen = threads(p.pid), {c: v - stolen[c] for c, v in steal().items()}
                 flt = [x - y for x, y in zip(faults(p.pid), flt)]
                 if rec:
@@ -500,7 +515,7 @@ def main():
                         f"p999_us={r['p999_us']} max_us={r['max_us']} "
                         f"achieved_rps={r['achieved_rps']} ran_ms={ran / 1e6:.0f} "
                         f"waited_ms={waited / 1e6:.2f} invol={invol} vol={vol} "
-                        f"minflt={flt[0]} majflt={flt[1]} {idle}"
+                        f"minflt={flt[0]} majflt={flt[1]} gen_cpu_ms={gen_ms:.0f} {idle}"
                         f"steal_ms={'/'.join(str(v) for _, v in sorted(stolen.items()))} "
                         f"wall_s={wall:.2f}")
                 print(line, flush=True)
