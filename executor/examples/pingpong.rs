@@ -235,7 +235,7 @@ fn main() -> io::Result<()> {
             "{name}: polls={} parks={} spins={} remote_wakes_sent={} remote_wakes_avoided={} \
              timer_inserts={} timer_cancels={} timer_fires={} timerfd_rearms={} \
              device_spurious={} clock_reads={} io_polls={} governor_spins={} \
-             governor_caught={} governor_crowded={}",
+             governor_caught={} governor_crowded={} governor_busy_looks={}",
             s.polls,
             s.parks,
             s.spins,
@@ -250,7 +250,8 @@ fn main() -> io::Result<()> {
             s.io_polls,
             s.governor_spins,
             s.governor_caught,
-            s.governor_crowded
+            s.governor_crowded,
+            s.governor_busy_looks
         );
     }
     Ok(())

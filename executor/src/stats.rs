@@ -114,6 +114,11 @@ counters! {
     /// Time spent in the governor's spins that caught nothing (each its whole window), in
     /// microseconds (rounded down): the CPU the governor spent for nothing. Spins that caught work replaced a park and a wakeup, and are not timed.
     governor_spun_us,
+    /// Of the governor's spins, those cut to their first look because the core was busy (its
+    /// work filled over 70% of the last 10 ms) and that found nothing: each parked at once
+    /// instead of spinning. Only with
+    /// [`Builder::park_when_busy`](crate::Builder::park_when_busy); zero otherwise.
+    governor_busy_looks,
     /// The governor's spin window at the core's last idle transition, in nanoseconds (zero:
     /// it parks at once). A gauge, not a count (read it per core).
     governor_window_ns,

@@ -111,7 +111,7 @@ pub const BUILDER_ENV: &str = "TICKLESS_BENCH_BUILDER";
 /// the runtime with and without an observer (`timeout_cost.py --builder`): `stall=off` (no
 /// stall detector), `stall=<ms>` (its threshold), `poll_time_histogram` (tokio's, on),
 /// `loop_histograms` (`enable_metrics_loop_histograms`), `governor=off` (`idle_governor(false)`:
-/// park at once).
+/// park at once), `park_when_busy` (`park_when_busy(true)`: a busy core's spins cut to a look).
 ///
 /// # Panics
 ///
@@ -126,6 +126,10 @@ pub fn from_env(b: &mut Builder) {
             b.enable_metrics_poll_time_histogram();
             continue;
         }
+        if setting == "park_when_busy" {
+            b.park_when_busy(true);
+            continue;
+        }
         if setting == "loop_histograms" {
             b.enable_metrics_loop_histograms();
             continue;
@@ -137,6 +141,7 @@ pub fn from_env(b: &mut Builder) {
             Some(("governor", "off")) => {
                 b.idle_governor(false);
             }
+
             Some(("stall", ms)) => {
                 let ms = ms
                     .parse()
@@ -145,7 +150,8 @@ pub fn from_env(b: &mut Builder) {
             }
             _ => panic!(
                 "{BUILDER_ENV}: unknown setting {setting:?} \
-                 (stall=off|<ms>, governor=off, poll_time_histogram, loop_histograms)"
+                 (stall=off|<ms>, governor=off, park_when_busy, poll_time_histogram, \
+                 loop_histograms)"
             ),
         }
     }

@@ -113,6 +113,7 @@ impl Builder {
                 paused: false,
                 spin: Duration::ZERO,
                 governor: true,
+                park_when_busy: false,
                 pinned: false,
                 always_wake: false,
                 device: ClockDevice::TimerFd,
@@ -487,13 +488,16 @@ impl Builder {
     /// requests a millisecond. Some hosts take a virtual machine's vCPUs from it in turns
     /// once all of them want to run: on the 2-vCPU VM of the figures, 150 ms a minute on each
     /// with both CPUs busy, none with one of them idle a quarter of the time
-    /// (`benches/scripts/steal_probe.py`). There, that costs the tail. An HTTP server at 75% of
-    /// tokio's maximum (one core on a CPU of its own, the load generator on the other; 78 runs
-    /// of 2 s, `benches/scripts/tail_probe.py --summarize benches/results/tail_probe.txt
+    /// (`benches/scripts/steal_probe.py`). There, it can cost the tail. An HTTP server at
+    /// 75% of tokio's maximum (one core on a CPU of its own, the load generator on the other;
+    /// runs of 2 s, `benches/scripts/tail_probe.py --summarize benches/results/tail_probe.txt
     /// --pool`) had its median at 0.66x tokio's and its p99 at 1.46x (90% interval
-    /// 1.08-1.96x), its CPU taken by the host (`steal` in `/proc/stat`) 2.2 times as long; with
-    /// the governor off, 0.95x and 0.94x (0.73-1.21x). Where p99 matters more than the median
-    /// and every vCPU of the guest is busy at times, measure with `idle_governor(false)`.
+    /// 1.08-1.96x, 78 runs) on one day, its CPU taken by the host (`steal` in `/proc/stat`)
+    /// 2.2 times as long as with the governor off (0.95x and 0.94x); on the next, 0.69x and
+    /// 0.94x (0.83-1.07x, 64 runs), with as much steal. Where p99 matters more than the
+    /// median and every vCPU of the guest is busy at times, measure with
+    /// `idle_governor(false)`, or with [`park_when_busy`](Self::park_when_busy), which keeps
+    /// the spins below 70% load and halves the steal above it.
     ///
     /// # Examples
     ///
@@ -505,6 +509,46 @@ impl Builder {
     /// ```
     pub fn idle_governor(&mut self, on: bool) -> &mut Self {
         self.core.governor = on;
+        self
+    }
+
+    /// Whether a busy core parks instead of spinning (default `false`). With `true`, once a
+    /// core's work has filled over 70% of its last 10 ms, the idle governor's spins stop at
+    /// their first look (a poll of I/O and the inbox that waits for nothing), and the core
+    /// parks if that finds nothing, until a period of under 60% work; below that load the
+    /// governor spins as it learnt to. `CoreStats::governor_busy_looks` counts the spins cut.
+    /// No effect without the governor.
+    ///
+    /// What it is for: a core whose spins keep catching its I/O never halts its CPU, and some
+    /// hosts take a virtual machine's vCPUs from it once all of them want to run (see
+    /// [`idle_governor`](Self::idle_governor)'s *The tail on a shared host*), or bill the
+    /// guest for the CPU it uses. A busy core that parks gives its idle time back. What it
+    /// cost and bought, measured on the 2-vCPU VM of the figures (one core on CPU 0, the load
+    /// generator on CPU 1, 75% of tokio's maximum, runs of 2 s taking turns with the default,
+    /// the governor off and tokio; `benches/scripts/tail_probe.py --summarize
+    /// benches/results/tail_probe.txt --pool`, label `busy_rule`):
+    ///
+    /// | | HTTP, 64 runs | key-value server, 48 runs |
+    /// |---|---|---|
+    /// | the server's CPU, this / the default | 0.88x | 0.89x |
+    /// | the host's steal of the server's CPU | 200 against 460 ms | 230 against 560 ms |
+    /// | p50, against tokio's | 0.87x (default 0.69x) | 1.04x (default 0.65x) |
+    /// | p99, against tokio's | 1.01x (default 0.94x) | 1.29x (default 1.01x) |
+    ///
+    /// The steal halved, to the governor off's and tokio's, but on that day the tail did
+    /// not follow it, and the median lost most of what the spins buy: so it is not the
+    /// default. Measure it where CPU time is billed or the host is crowded.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = tickless::Builder::new().cores(1).park_when_busy(true).build()?;
+    /// assert_eq!(rt.block_on(async { 1 + 1 }), 2);
+    /// assert_eq!(rt.stats().total.governor_busy_looks, 0);
+    /// # std::io::Result::Ok(())
+    /// ```
+    pub fn park_when_busy(&mut self, on: bool) -> &mut Self {
+        self.core.park_when_busy = on;
         self
     }
 

@@ -298,6 +298,13 @@ impl RuntimeMetrics {
         self.worker_stats(worker).governor_crowded
     }
 
+    /// Of core `worker`'s governor spins, those cut to their first look because the core was
+    /// busy, that found nothing and parked at once (only with
+    /// [`Builder::park_when_busy`](crate::Builder::park_when_busy)).
+    pub fn worker_governor_busy_looks(&self, worker: usize) -> u64 {
+        self.worker_stats(worker).governor_busy_looks
+    }
+
     /// Hand-overs from other threads that had to wake core `worker`. Live.
     pub fn worker_remote_wakes_sent(&self, worker: usize) -> u64 {
         self.worker_stats(worker).remote_wakes_sent

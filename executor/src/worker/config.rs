@@ -23,6 +23,8 @@ pub(crate) struct CoreConfig {
     pub(crate) spin: Duration,
     /// Whether the idle governor learns a spin window (`Builder::idle_governor`).
     pub(crate) governor: bool,
+    /// Whether the governor cuts a busy core's spins to a look (`Builder::park_when_busy`).
+    pub(crate) park_when_busy: bool,
     /// Whether the core's thread is pinned to its CPU (`Builder::pin`), which the governor
     /// takes into account.
     pub(crate) pinned: bool,

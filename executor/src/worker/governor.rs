@@ -102,6 +102,39 @@
 //! it 16 times faster (9.7k to 154k, as fast as the fixed spin). The doubling keeps the probes
 //! to a few in a thousand transitions where spinning never pays, and a spin that catches its
 //! wakeup on a CPU of its own brings the cool-down back to 8.
+//!
+//! # A busy core looks once (`Builder::park_when_busy`)
+//!
+//! A spin that catches its I/O saves a park and a wakeup, but it also keeps the CPU from ever
+//! halting, and some hosts take a virtual machine's vCPUs from it in turns once all of them
+//! want to run (on the 2-vCPU VM of the figures, 150 ms a minute on each with both CPUs busy,
+//! none with one of them idle a quarter of the time: `benches/scripts/steal_probe.py`). What
+//! a CPU lost for a while costs grows with the core's load: at a share `u` of its time spent
+//! on work, the requests that came meanwhile take `1 / (1 - u)` times that long to catch up
+//! with. So, when told to, the governor also watches that share, over periods of
+//! [`PERIOD`]: the time from the period's start less the time the core spent spinning or
+//! parked. Once a period's work goes over [`BUSY_ABOVE`] percent, a spin is cut to its first
+//! look (a poll of I/O and the inbox without waiting): if that finds nothing, the core parks
+//! at once, and its CPU halts. The first look stays because it costs no waiting: a core whose
+//! work is always there when it looks (a same-core ping-pong) keeps every catch. Spinning
+//! resumes after a period under [`BUSY_BELOW`] percent. The windows the other rules learn are
+//! kept meanwhile, and a transition cut to a look teaches them nothing.
+//!
+//! On that VM an HTTP server at 75% of tokio's maximum spent about 78% of its time on work
+//! with the governor off, and 62% at 50% (`benches/scripts/tail_probe.py`'s `ran_ms`): the
+//! thresholds put the first on the parking side and the second on the spinning side. At 75%
+//! the rule halved the host's steal of the server's CPU and took 11-12% of its CPU time off,
+//! but the p99 of that day's 64 and 48 runs did not improve, and the median lost most of what
+//! the spins buy (`Builder::park_when_busy` has the figures): it is not the default.
+
+/// The period over which the governor measures the core's work, in nanoseconds.
+pub(crate) const PERIOD: u64 = 10_000_000;
+
+/// A period whose work was over this share (percent) of it cuts spins to a look.
+pub(crate) const BUSY_ABOVE: u64 = 70;
+
+/// A period whose work was under this share (percent) of it lets spins run again.
+pub(crate) const BUSY_BELOW: u64 = 60;
 
 /// The largest spin window, in nanoseconds.
 pub(crate) const MAX: u64 = 50_000;
@@ -157,11 +190,21 @@ pub(crate) struct Governor {
     /// Whether a spin has caught its work on a CPU of its own yet (asked, see
     /// [`doubts`](Self::doubts)): until then, not pinned, the governor doubts.
     settled: bool,
+    /// When the current work period began (a clock reading; `None`: no reading yet).
+    period_start: Option<u64>,
+    /// The time the core spent idle (spinning or parked) in the current period, ns.
+    period_idle: u64,
+    /// Whether the core's work is watched (`Builder::park_when_busy(true)`; otherwise it is
+    /// never busy).
+    watch_work: bool,
+    /// Whether the last period's work was over [`BUSY_ABOVE`] (or, once it was, not yet under
+    /// [`BUSY_BELOW`]): spins are cut to a look.
+    busy: bool,
 }
 
 impl Governor {
     /// A governor with nothing learnt: the first idle transition parks.
-    pub(crate) fn new(pinned: bool) -> Governor {
+    pub(crate) fn new(pinned: bool, watch_work: bool) -> Governor {
         Governor {
             window: 0,
             cool_down: 0,
@@ -169,7 +212,55 @@ impl Governor {
             next_cool_down: COOL_DOWN,
             pinned,
             settled: false,
+            period_start: None,
+            period_idle: 0,
+            watch_work,
+            busy: false,
         }
+    }
+
+    /// Whether the governor watches the core's work (`Builder::park_when_busy(true)`): only
+    /// then is a clock reading taken for [`idle_ended`](Self::idle_ended) where the idle path
+    /// has none at hand.
+    #[inline]
+    pub(crate) fn watches_work(&self) -> bool {
+        self.watch_work
+    }
+
+    /// Whether the core is busy (see *A busy core looks once*): a spin stops at its first
+    /// look.
+    #[inline]
+    pub(crate) fn busy(&self) -> bool {
+        self.busy
+    }
+
+    /// An idle stretch (a spin, a park, or both) of `idle` ns ended at `now` (a clock
+    /// reading): counts it against the current period and, at the period's end, decides
+    /// whether the core is busy.
+    pub(crate) fn idle_ended(&mut self, now: u64, idle: u64) {
+        if !self.watch_work {
+            return;
+        }
+        let Some(start) = self.period_start else {
+            self.period_start = Some(now);
+            return;
+        };
+        let elapsed = now.saturating_sub(start);
+        // An idle stretch longer than the period so far began before it: only its part in
+        // the period counts (a core idle for seconds was not busy).
+        self.period_idle = self.period_idle.saturating_add(idle).min(elapsed);
+        if elapsed < PERIOD {
+            return;
+        }
+        // Percent of the period spent on work (idle <= elapsed, so no underflow).
+        let work = 100 - (u128::from(self.period_idle) * 100 / u128::from(elapsed)) as u64;
+        self.busy = if self.busy {
+            work >= BUSY_BELOW
+        } else {
+            work > BUSY_ABOVE
+        };
+        self.period_start = Some(now);
+        self.period_idle = 0;
     }
 
     /// The next spin window, ns; zero: park at once.
@@ -235,7 +326,7 @@ mod tests {
 
     /// Runs `outcomes` through a governor and returns the windows after each.
     fn windows(pinned: bool, outcomes: &[Outcome]) -> Vec<u64> {
-        let mut g = Governor::new(pinned);
+        let mut g = Governor::new(pinned, true);
         outcomes
             .iter()
             .map(|o| {
@@ -259,7 +350,7 @@ mod tests {
 
     #[test]
     fn an_idle_core_never_spins() {
-        assert_eq!(Governor::new(false).window(), 0);
+        assert_eq!(Governor::new(false, true).window(), 0);
         assert_eq!(windows(false, &[LONG; 5]), [0; 5]);
         assert_eq!(windows(true, &[LONG; 5]), [0; 5]);
     }
@@ -349,7 +440,7 @@ mod tests {
             idle: 12_000,
             crowded: true,
         };
-        let mut g = Governor::new(false);
+        let mut g = Governor::new(false, true);
         g.learn(SHORT);
         g.learn(SHORT);
         let mut got = Vec::new();
@@ -401,7 +492,7 @@ mod tests {
         // instead of bringing it back to the first: the backoff grows while the cores share a
         // CPU, whichever way their spins end.
         let wait = |n: u32| vec![SHORT; n as usize + 1];
-        let mut g = Governor::new(false);
+        let mut g = Governor::new(false, true);
         g.learn(SHORT);
         g.learn(SHORT);
         let mut got = Vec::new();
@@ -427,7 +518,7 @@ mod tests {
 
     #[test]
     fn the_governor_doubts_until_a_catch_alone_and_from_an_interfering_spin_to_the_next() {
-        let mut g = Governor::new(false);
+        let mut g = Governor::new(false, true);
         // From the start: the first spins may be on a CPU the kernel confined both cores to,
         // where every spin catches (preempted for the other core) and none expires.
         for o in [SHORT, SHORT] {
@@ -450,7 +541,7 @@ mod tests {
         g.learn(CAUGHT);
         assert!(!g.doubts());
         // Pinned, no other core shares the CPU: never.
-        let mut p = Governor::new(true);
+        let mut p = Governor::new(true, true);
         for o in [SHORT, SHORT, JUST_AFTER_CROWDED, CAUGHT_CROWDED] {
             p.learn(o);
             assert!(!p.doubts());
@@ -485,5 +576,74 @@ mod tests {
             windows(false, &[SHORT, SHORT, late_alone, SHORT, SHORT]),
             [0, START, 0, 0, START]
         );
+    }
+
+    /// A governor fed periods of `PERIOD` ns each with `work` percent of work, one idle
+    /// stretch at each period's end; returns whether it was busy after each.
+    fn busy_after(periods: &[u64]) -> Vec<bool> {
+        let mut g = Governor::new(true, true);
+        let mut now = 1_000;
+        g.idle_ended(now, 0);
+        periods
+            .iter()
+            .map(|work| {
+                now += PERIOD;
+                g.idle_ended(now, PERIOD * (100 - work) / 100);
+                g.busy()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_period_over_the_high_mark_makes_the_core_busy_and_one_under_the_low_mark_ends_it() {
+        assert_eq!(busy_after(&[50, 70, 71]), [false, false, true]);
+        // Between the marks, the state stays as it was: no flapping around one threshold.
+        assert_eq!(
+            busy_after(&[90, 65, 60, 59, 65, 70]),
+            [true, true, true, false, false, false]
+        );
+    }
+
+    #[test]
+    fn idle_stretches_count_until_the_period_ends_and_an_idle_longer_than_it_counts_in_full() {
+        let mut g = Governor::new(true, true);
+        g.idle_ended(0, 0);
+        // 8 ms of work in 10 ms, in pieces: busy once the period is over, not before.
+        for i in 1..=9 {
+            g.idle_ended(i * PERIOD / 10, PERIOD / 50);
+            assert!(!g.busy(), "{i}");
+        }
+        g.idle_ended(PERIOD, PERIOD / 50);
+        assert!(g.busy());
+        // A park of a second: the whole period was idle, however far back the park began.
+        g.idle_ended(PERIOD + 1_000_000_000, 1_000_000_000);
+        assert!(!g.busy());
+        // The first reading only starts a period.
+        let mut g = Governor::new(true, true);
+        g.idle_ended(5 * PERIOD, 0);
+        assert!(!g.busy());
+    }
+
+    #[test]
+    fn a_governor_that_does_not_watch_the_work_is_never_busy() {
+        let mut g = Governor::new(true, false);
+        g.idle_ended(0, 0);
+        g.idle_ended(PERIOD, 0);
+        assert!(!g.busy());
+    }
+
+    #[test]
+    fn a_busy_core_keeps_what_the_window_learnt() {
+        let mut g = Governor::new(true, true);
+        for o in [SHORT, SHORT, CAUGHT] {
+            g.learn(o);
+        }
+        g.idle_ended(0, 0);
+        g.idle_ended(PERIOD, 0);
+        assert!(g.busy());
+        assert_eq!(g.window(), START);
+        g.idle_ended(2 * PERIOD, PERIOD);
+        assert!(!g.busy());
+        assert_eq!(g.window(), START);
     }
 }

@@ -97,6 +97,9 @@ impl Core {
     /// it with one relaxed store, a spin that expires reads its CPU once, and so does a spin
     /// that catches while the governor doubts (no catch on a CPU of its own yet, or an
     /// interfering spin since the last one); the other cores' CPUs are one relaxed load each.
+    /// With `Builder::park_when_busy`, a spin that catches after its first poll reads the
+    /// clock once more, at the catch, for the governor's measure of the core's work; a busy
+    /// core's spin, cut to its first poll, reads it where the spin would have begun and parks.
     fn governed_idle(&self, governor: &Cell<Governor>) {
         let clock = self.timers.clock();
         let mut g = governor.get();
@@ -106,6 +109,8 @@ impl Core {
         let crowdable = !g.pinned() && self.has_peers();
         let mut spin_cpu = None;
         let mut start = None;
+        // Cut to a look because the core is busy, and the look found nothing.
+        let mut looked = false;
         if window > 0 {
             bump(&self.counters.governor_spins);
             // Arm the device first, as a park would (see `go_idle`).
@@ -115,11 +120,19 @@ impl Core {
                 // A spin all the same (`spin_until` counts the others).
                 bump(&self.counters.spins);
             }
-            if at_once || {
+            let caught = at_once || {
                 let now = clock.now();
                 start = Some(now);
-                self.spin(now, window)
-            } {
+                // A busy core stops at the first look (see `governor.rs`): it parks.
+                !g.busy() && self.spin(now, window) && {
+                    if g.watches_work() {
+                        let end = clock.now();
+                        g.idle_ended(end, end.saturating_sub(now));
+                    }
+                    true
+                }
+            };
+            if caught {
                 bump(&self.counters.governor_caught);
                 // Only while the governor doubts: a catch on a shared CPU came from the kernel
                 // preempting the spin for the other core, and must not pass for one that paid.
@@ -130,10 +143,15 @@ impl Core {
                 g.learn(Outcome::Caught { crowded });
                 return governor.set(g);
             }
-            let spun = &self.counters.governor_spun_ns;
-            spun.set(spun.get().saturating_add(window));
-            if crowdable {
-                spin_cpu = tickless_io::internal::cpu::current_cpu();
+            if g.busy() {
+                bump(&self.counters.governor_busy_looks);
+                looked = true;
+            } else {
+                let spun = &self.counters.governor_spun_ns;
+                spun.set(spun.get().saturating_add(window));
+                if crowdable {
+                    spin_cpu = tickless_io::internal::cpu::current_cpu();
+                }
             }
         }
         // From the spin's start, if it spun: the spin counts in the idle time.
@@ -146,6 +164,11 @@ impl Core {
             if crowdable {
                 self.shared
                     .set_cpu(tickless_io::internal::cpu::current_cpu());
+            }
+            g.idle_ended(now, idle);
+            if looked {
+                // No spin: nothing for the window's rules to learn.
+                return governor.set(g);
             }
             g.learn(if window > 0 {
                 // An unknown CPU counts as shared.
@@ -199,9 +222,25 @@ impl Core {
         match self.timers.next_expiration() {
             Some(end) if end.saturating_sub(now) <= lead => {
                 bump(&self.counters.lead_spins);
-                self.spin_until(end, Some(self.first_deadline(end)), false)
+                let caught = self.spin_until(end, Some(self.first_deadline(end)), false);
+                if caught {
+                    self.idle_since(now);
+                }
+                caught
             }
             _ => false,
+        }
+    }
+
+    /// An idle stretch that began at `start` (a clock reading) ends now: the governor, if the
+    /// core has one that watches its work, counts it against the core's work (one clock
+    /// reading).
+    fn idle_since(&self, start: u64) {
+        if let Some(governor) = self.governor.as_ref().filter(|g| g.get().watches_work()) {
+            let now = self.timers.clock().now();
+            let mut g = governor.get();
+            g.idle_ended(now, now.saturating_sub(start));
+            governor.set(g);
         }
     }
 

@@ -86,6 +86,9 @@ struct Counters {
     governor_crowded: Cell<u64>,
     /// Time the governor's spins took, ns.
     governor_spun_ns: Cell<u64>,
+    /// Of the governor's spins, those cut to their first look (the core busy) that found
+    /// nothing: each parked at once.
+    governor_busy_looks: Cell<u64>,
     /// Idle transitions.
     idles: Cell<u64>,
     /// Task polls that panicked.
@@ -279,7 +282,7 @@ impl Core {
             tasks: RefCell::new(Slab::new()),
             spin_ns: nanos(config.spin),
             governor: (config.governor && config.spin.is_zero())
-                .then(|| Cell::new(Governor::new(config.pinned))),
+                .then(|| Cell::new(Governor::new(config.pinned, config.park_when_busy))),
             blocking,
             counters: Counters::default(),
             caught: Caught::default(),
@@ -566,6 +569,7 @@ impl Core {
             governor_caught: c.governor_caught.get(),
             governor_crowded: c.governor_crowded.get(),
             governor_spun_us: c.governor_spun_ns.get() / 1_000,
+            governor_busy_looks: c.governor_busy_looks.get(),
             governor_window_ns: self.governor_window(),
             wakeup_lead_ns: self.timers.lead(),
             remote_wakes_sent: t.remote_wakes_sent,

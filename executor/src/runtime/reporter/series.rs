@@ -152,7 +152,7 @@ const fn spread(
 
 /// Every core's own series, with a `worker` label: totals since the runtime started
 /// (counters) or levels (gauges).
-pub(super) const PER_WORKER: [(&str, Kind, Read, &str); 18] = [
+pub(super) const PER_WORKER: [(&str, Kind, Read, &str); 19] = [
     (
         "tokio_worker_park_count",
         Kind::Counter,
@@ -242,6 +242,12 @@ pub(super) const PER_WORKER: [(&str, Kind, Read, &str); 18] = [
         Kind::Counter,
         |s| s.governor_crowded,
         "Of those, the spins on a CPU another core of the runtime last woke on",
+    ),
+    (
+        "tickless_worker_governor_busy_looks",
+        Kind::Counter,
+        |s| s.governor_busy_looks,
+        "Of those, the spins cut to one look (the core busy, park_when_busy) that parked",
     ),
     (
         "tickless_worker_remote_wakes_sent",
