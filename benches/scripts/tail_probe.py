@@ -370,6 +370,8 @@ def summary(rows):
     for rt, rs in by.items():
         ratio = (f" p99_vs_tokio={med(rs, 'p99_us') / med(base, 'p99_us'):.2f}"
                  f" p99_ratio_ci90={ratio_ci(rs, base, 'p99_us')}"
+                 f" p999_vs_tokio={med(rs, 'p999_us') / med(base, 'p999_us'):.2f}"
+                 f" p999_ratio_ci90={ratio_ci(rs, base, 'p999_us')}"
                  f" p50_vs_tokio={med(rs, 'p50_us') / med(base, 'p50_us'):.2f}"
                  f" rps_vs_tokio={med(rs, 'achieved_rps') / med(base, 'achieved_rps'):.2f}"
                  if base else "")
