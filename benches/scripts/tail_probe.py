@@ -40,9 +40,9 @@ each percentile as the upper bound of its bucket.
 Bounded: runtimes x runs x (duration + 0.5 s) of load, loopback only.
 """
 import argparse
-import resource
 import os
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -476,7 +476,8 @@ def main():
                 p, addr = servers[rt]
                 cmd = ([] if a.shared else ["taskset", "-c", "1"]) + [
                     LOADGEN, "--url", f"http://{addr}/", "--duration", f"{a.duration}s",
-                    "--warmup", "0.5s", "--spin-us", str(a.gen_spin_us)] + (["--closed"] if a.closed else ["--rate", str(a.rate)])
+                    "--warmup", "0.5s", "--spin-us", str(a.gen_spin_us)] + (
+                    ["--closed"] if a.closed else ["--rate", str(a.rate)])
                 if a.shape.startswith("kv"):
                     cmd.append("--kv")
                 rec = None

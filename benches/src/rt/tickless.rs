@@ -141,7 +141,6 @@ pub fn from_env(b: &mut Builder) {
             Some(("governor", "off")) => {
                 b.idle_governor(false);
             }
-
             Some(("stall", ms)) => {
                 let ms = ms
                     .parse()

@@ -236,9 +236,12 @@ impl Core {
     /// core has one that watches its work, counts it against the core's work (one clock
     /// reading).
     fn idle_since(&self, start: u64) {
-        if let Some(governor) = self.governor.as_ref().filter(|g| g.get().watches_work()) {
+        let Some(governor) = &self.governor else {
+            return;
+        };
+        let mut g = governor.get();
+        if g.watches_work() {
             let now = self.timers.clock().now();
-            let mut g = governor.get();
             g.idle_ended(now, now.saturating_sub(start));
             governor.set(g);
         }
