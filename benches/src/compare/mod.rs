@@ -13,9 +13,10 @@
 //! end, `# ` lines again: what the tables' terms mean, and the headline figures in plain words
 //! (tickless against tokio). Notes are wrapped at 100 characters, continued on `#   ` lines.
 //! Progress goes to stderr, the waits for a quiet machine included.
-
 mod child;
+mod job;
 pub mod latency;
+mod options;
 mod plan;
 mod procstat;
 mod quiet;
@@ -31,112 +32,9 @@ use std::time::{Duration, Instant};
 pub use plan::{Size, Workload};
 pub use report::Results;
 
+use job::{disturbed_note, measure_quietly, Disturbed, Job};
+use options::{parse_options, quiet_budget, Options};
 use runner::{child_command, run_child, Outcome};
-
-/// The command line of the parent.
-#[derive(Debug, Clone)]
-struct Options {
-    /// Run length.
-    size: Size,
-    /// Workloads to run (all if empty).
-    only: Vec<Workload>,
-    /// Contenders to run (all if empty).
-    runtimes: Vec<String>,
-    /// `server_tokio_shape`'s core counts, each measured apart.
-    cores: Vec<usize>,
-    /// Count system calls.
-    syscalls: bool,
-    /// Also run the `http_hello` workload (hyper under wrk, through `scripts/http_load.sh`).
-    http: bool,
-    /// How long to spend on other processes' account (`--patience`); `None`: the size's.
-    patience: Option<Duration>,
-}
-
-const USAGE: &str = "usage: compare [--quick | --smoke] [--only WORKLOAD,...] \
-[--runtimes NAME,...] [--cores N,...] [--no-syscalls] [--http] [--patience SECONDS]
-  --quick      about 1.5 minutes (up to 2 more waiting on a busy machine): smaller counts,
-               fewer repetitions
-  --smoke      a few seconds, tiny counts: checks every path runs, measures nothing
-  --only       workloads: pingpong_same,pingpong_cross,pingpong_timeout,sleep_precision,idle,
-               timer_churn,server_tokio_shape,server_tokio_shape_skew (2 connections carry
-               half the requests),latency (open-loop latency against load: see
-               benches/README.md; charts in benches/results/latency_*.svg)
-  --runtimes   contenders: tickless,tickless_spin50us,tickless_slack1ms,tickless_slack0,
-               tickless_slack10us,tickless_slack100us,tickless_prop4,tickless_prop16,
-               tickless_prop64,tickless_knee8ms,
-               tickless_eager,tickless_onidle,tickless_lazy,tickless_epoll,
-               tickless_epoll_onidle,tickless_nolead,tickless_per_core,tickless_nosteal,
-               tickless_unpinned,tickless_unpinned_nogov,tickless_unpinned_spin50us,tokio,smol,
-               monoio_legacy,monoio_uring,threads,floor
-  --cores      server_tokio_shape's cores (tickless) and workers (tokio), each count measured
-               apart: 1,2,4,8,16 for a scaling curve (default 2)
-  --no-syscalls  skip the strace count
-  --http       also run http_hello: tickless's and tokio's hyper servers under wrk
-               (benches/scripts/http_load.sh; builds the examples, installs wrk if missing)
-  --patience   seconds to spend, in all, waiting for a quiet machine and re-running disturbed
-               measurements (default 120 with --quick, 300 without); 0 measures at once, the
-               disturbed measurements noted as such (to see what other load does)";
-
-fn parse_options(args: &[String]) -> Result<Options, String> {
-    let mut o = Options {
-        size: Size::Full,
-        only: Vec::new(),
-        runtimes: Vec::new(),
-        cores: Vec::new(),
-        syscalls: true,
-        http: false,
-        patience: None,
-    };
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "--quick" => o.size = Size::Quick,
-            "--smoke" => o.size = Size::Smoke,
-            "--no-syscalls" => o.syscalls = false,
-            "--http" => o.http = true,
-            "--only" => {
-                let v = it.next().ok_or("--only needs a list")?;
-                for name in v.split(',') {
-                    o.only
-                        .push(Workload::named(name).ok_or(format!("no workload {name:?}"))?);
-                }
-            }
-            "--runtimes" => {
-                let v = it.next().ok_or("--runtimes needs a list")?;
-                for name in v.split(',') {
-                    crate::rt::Contender::named(name).ok_or(format!("no contender {name:?}"))?;
-                    o.runtimes.push(name.to_string());
-                }
-            }
-            "--cores" => {
-                let v = it.next().ok_or("--cores needs a list")?;
-                for n in v.split(',') {
-                    let cores = n
-                        .parse::<usize>()
-                        .ok()
-                        .filter(|&c| (1..=1024).contains(&c))
-                        .ok_or(format!("--cores: {n:?} is not a core count from 1 to 1024"))?;
-                    if !o.cores.contains(&cores) {
-                        o.cores.push(cores);
-                    }
-                }
-            }
-            "--patience" => {
-                let v = it.next().ok_or("--patience needs seconds")?;
-                let s = v
-                    .parse::<u64>()
-                    .map_err(|e| format!("--patience {v:?}: {e}"))?;
-                o.patience = Some(Duration::from_secs(s));
-            }
-            "-h" | "--help" => return Err(USAGE.into()),
-            other => return Err(format!("unknown argument {other:?}\n{USAGE}")),
-        }
-    }
-    if o.cores.is_empty() {
-        o.cores.push(plan::DEFAULT_CORES);
-    }
-    Ok(o)
-}
 
 /// The `compare` binary's main.
 pub fn main() -> ExitCode {
@@ -158,125 +56,6 @@ pub fn main() -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
-}
-
-/// How long one child may take before it is killed.
-fn child_limit(size: Size) -> Duration {
-    match size {
-        Size::Full => Duration::from_secs(180),
-        Size::Quick => Duration::from_secs(90),
-        Size::Smoke => Duration::from_secs(30),
-    }
-}
-
-/// How long, in all, `compare` may spend on account of other processes: waiting for them to
-/// leave the machine alone, and re-running the measurements they disturbed.
-fn quiet_budget(opts: &Options) -> Duration {
-    if let Some(p) = opts.patience {
-        return p;
-    }
-    match opts.size {
-        Size::Full => Duration::from_secs(300),
-        Size::Quick => Duration::from_secs(120),
-        Size::Smoke => Duration::ZERO,
-    }
-}
-
-/// One measurement to make, as often as its workload's repetitions say.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Job {
-    /// The workload.
-    workload: Workload,
-    /// The contender's name.
-    contender: &'static str,
-    /// The server's cores, for a workload that takes them.
-    cores: Option<usize>,
-}
-
-impl Job {
-    /// The child's arguments.
-    fn args(&self, size: Size) -> Vec<String> {
-        let mut args = vec![
-            child::size_name(size).to_string(),
-            self.workload.name().into(),
-            self.contender.into(),
-        ];
-        if let Some(n) = self.cores {
-            args.push(format!("cores={n}"));
-        }
-        args
-    }
-
-    /// `server_tokio_shape tickless (2 cores)`, for progress and notes.
-    fn title(&self) -> String {
-        let cores = self
-            .cores
-            .map_or(String::new(), |n| format!(" ({})", report::cores_text(n)));
-        format!("{} {}{cores}", self.workload.name(), self.contender)
-    }
-}
-
-/// A measurement kept although other processes used the CPUs meanwhile.
-#[derive(Debug, Clone)]
-struct Disturbed {
-    /// `Job::title`'s workload part (with its cores, if any).
-    workload: String,
-    /// The contender.
-    runtime: String,
-    /// CPUs the others used, on average.
-    others: f64,
-}
-
-/// Runs one measurement on a quiet machine: waits for the machine to be idle, runs the child,
-/// and runs it again (twice at most) if other processes used the CPUs meanwhile, the discarded
-/// run's time charged to `patience`. A measurement kept although disturbed goes in `disturbed`,
-/// and what others used during it is returned with it.
-fn measure_quietly(
-    size: Size,
-    job: &Job,
-    patience: &mut quiet::Patience,
-    disturbed: &mut Vec<Disturbed>,
-) -> (Outcome, Option<f64>) {
-    let args = job.args(size);
-    let run = || match child_command(&[], &args) {
-        Ok(cmd) => run_child(cmd, child_limit(size)),
-        Err(e) => Outcome::Failed(e.to_string()),
-    };
-    if size == Size::Smoke {
-        return (run(), None); // measures nothing: no need to wait
-    }
-    let attempts = 3;
-    let mut last = None;
-    for attempt in 1..=attempts {
-        patience.wait_quiet();
-        let window = quiet::Window::start();
-        let began = Instant::now();
-        let outcome = run();
-        let others = window.and_then(|w| w.others()).unwrap_or(0.0);
-        if others <= quiet::MAX_OTHERS || !matches!(outcome, Outcome::Done(_)) {
-            return (outcome, None);
-        }
-        last = Some((outcome, others));
-        if attempt == attempts || patience.is_spent() {
-            break;
-        }
-        patience.charge(began.elapsed());
-        eprintln!(
-            "  ({}: other processes used {others:.2} CPUs meanwhile: measuring again; {})",
-            job.title(),
-            patience.left_text()
-        );
-    }
-    let (outcome, others) = last.expect("at least one attempt");
-    let cores = job
-        .cores
-        .map_or(String::new(), |n| format!(" ({})", report::cores_text(n)));
-    disturbed.push(Disturbed {
-        workload: format!("{}{cores}", job.workload.name()),
-        runtime: job.contender.into(),
-        others,
-    });
-    (outcome, Some(others))
 }
 
 /// Runs the comparison; returns how many measurements failed.
@@ -504,56 +283,7 @@ fn run(opts: &Options) -> usize {
     failed
 }
 
-/// The note on the measurements kept although disturbed: each named when they are few (the
-/// repetitions of one together), counted by workload when they are many.
-fn disturbed_note(disturbed: &[Disturbed], measured: usize) -> String {
-    let head = format!(
-        "{} of {measured} measurements kept although other processes used more than {:.2} CPUs \
-         during them (after retries, or out of patience)",
-        disturbed.len(),
-        quiet::MAX_OTHERS,
-    );
-    let mut groups: Vec<(&str, &str, Vec<f64>)> = Vec::new();
-    for d in disturbed {
-        match groups
-            .iter_mut()
-            .find(|g| g.0 == d.workload && g.1 == d.runtime)
-        {
-            Some(g) => g.2.push(d.others),
-            None => groups.push((&d.workload, &d.runtime, vec![d.others])),
-        }
-    }
-    if disturbed.len() <= 8 {
-        let each: Vec<String> = groups
-            .iter()
-            .map(|(w, r, o)| {
-                let o: Vec<String> = o.iter().map(|x| format!("{x:.2}")).collect();
-                format!("{w} {r} ({})", o.join(", "))
-            })
-            .collect();
-        return format!("{head}: {}", each.join(", "));
-    }
-    let mut by_workload: Vec<(&str, usize)> = Vec::new();
-    for d in disturbed {
-        match by_workload.iter_mut().find(|g| g.0 == d.workload) {
-            Some(g) => g.1 += 1,
-            None => by_workload.push((&d.workload, 1)),
-        }
-    }
-    let others: Vec<f64> = disturbed.iter().map(|d| d.others).collect();
-    let (median, _, max) = crate::stats::summary(&others).unwrap_or_default();
-    let counts: Vec<String> = by_workload
-        .iter()
-        .map(|(w, n)| format!("{w} {n}"))
-        .collect();
-    format!(
-        "{head}: {}; others used {median:.2} CPUs at the median, {max:.2} at most; treat those \
-         figures as rough",
-        counts.join(", ")
-    )
-}
-
-/// The `latency` workload (`latency.rs`): its notes and lines; returns how many of its
+/// The `latency` workload (`latency/`): its notes and lines; returns how many of its
 /// measurements failed. The charts go to `benches/results/` except in smoke runs.
 fn latency(size: Size) -> usize {
     let plots = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/results"));
@@ -661,85 +391,5 @@ fn print_report(
                 by_name.join(", ")
             );
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn d(workload: &str, runtime: &str, others: f64) -> Disturbed {
-        Disturbed {
-            workload: workload.into(),
-            runtime: runtime.into(),
-            others,
-        }
-    }
-
-    #[test]
-    fn cores_are_parsed_deduplicated_and_checked() {
-        let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        let o = parse_options(&args(&[])).unwrap();
-        assert_eq!(o.cores, [plan::DEFAULT_CORES]);
-        let o = parse_options(&args(&["--cores", "1,2,4,2,16"])).unwrap();
-        assert_eq!(o.cores, [1, 2, 4, 16]);
-        for bad in ["0", "two", "1,,2", "2000"] {
-            let e = parse_options(&args(&["--cores", bad])).unwrap_err();
-            assert!(e.contains("--cores"), "{bad}: {e}");
-        }
-        assert!(parse_options(&args(&["--cores"])).is_err());
-    }
-
-    #[test]
-    fn patience_overrides_the_sizes_budget() {
-        let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        let o = parse_options(&args(&["--quick"])).unwrap();
-        assert_eq!(quiet_budget(&o), Duration::from_secs(120));
-        let o = parse_options(&args(&["--quick", "--patience", "0"])).unwrap();
-        assert_eq!(quiet_budget(&o), Duration::ZERO);
-        assert!(parse_options(&args(&["--patience", "soon"])).is_err());
-        assert!(parse_options(&args(&["--patience"])).is_err());
-    }
-
-    #[test]
-    fn server_jobs_carry_their_cores() {
-        let job = Job {
-            workload: Workload::ServerTokioShape,
-            contender: "tokio",
-            cores: Some(1),
-        };
-        assert_eq!(
-            job.args(Size::Smoke),
-            ["smoke", "server_tokio_shape", "tokio", "cores=1"]
-        );
-        assert_eq!(job.title(), "server_tokio_shape tokio (1 core)");
-        let job = Job {
-            workload: Workload::Idle,
-            contender: "smol",
-            cores: None,
-        };
-        assert_eq!(job.args(Size::Quick), ["quick", "idle", "smol"]);
-        assert_eq!(job.title(), "idle smol");
-    }
-
-    #[test]
-    fn few_disturbed_are_named_many_counted() {
-        let few = [
-            d("pingpong_same", "tokio", 0.5),
-            d("pingpong_same", "tokio", 0.25),
-            d("idle", "smol", 1.0),
-        ];
-        let note = disturbed_note(&few, 20);
-        assert!(note.starts_with("3 of 20 measurements kept"), "{note}");
-        assert!(
-            note.ends_with(": pingpong_same tokio (0.50, 0.25), idle smol (1.00)"),
-            "{note}"
-        );
-        let many: Vec<Disturbed> = (0..100)
-            .map(|i| d(if i < 90 { "pingpong_same" } else { "idle" }, "tokio", 1.0))
-            .collect();
-        let note = disturbed_note(&many, 113);
-        assert!(note.contains(": pingpong_same 90, idle 10; "), "{note}");
-        assert!(note.len() < 300, "{note}");
     }
 }

@@ -28,7 +28,7 @@ pub enum Workload {
     /// The same under a skewed load: [`HOT`] of the connections carry about half the requests.
     ServerTokioShapeSkew,
     /// Open-loop latency at fixed fractions of tokio's maximum load, per server shape
-    /// (`latency.rs`): run by the parent itself, not as jobs.
+    /// (`latency/`): run by the parent itself, not as jobs.
     Latency,
 }
 
@@ -161,7 +161,7 @@ impl Workload {
                 "tickless_per_core",
                 "tickless_nosteal",
             ],
-            // Its servers and loads are `latency.rs`'s, run by the parent.
+            // Its servers and loads are `latency/`'s, run by the parent.
             Workload::Latency => &[],
         }
     }
