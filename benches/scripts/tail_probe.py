@@ -392,7 +392,8 @@ def main():
     ap.add_argument("--duration", type=float, default=2.0)
     ap.add_argument("--runtimes", default="tickless,tokio",
                     help="a list of tokio, tickless and tickless:SETTINGS, SETTINGS joined by + "
-                         "(TICKLESS_BENCH_BUILDER's: governor=off, stall=off, ...)")
+                         "(TICKLESS_BENCH_BUILDER's: governor=off, stall=off, ...; and cores=N, for any "
+                         "runtime: its core or worker count instead of the placement's)")
     ap.add_argument("--shared", action="store_true",
                     help="server (a core or worker per CPU) and generator not pinned")
     ap.add_argument("--closed", action="store_true", help="the closed-loop maximum instead")
@@ -455,8 +456,13 @@ def main():
     servers = {}
     for rt in a.runtimes.split(","):
         runtime, _, settings = rt.partition(":")
+        # `cores=N` is the server's core (or worker) count, not a builder setting.
+        cores = [s for s in settings.split("+") if s.startswith("cores=")]
+        settings = "+".join(s for s in settings.split("+") if not s.startswith("cores="))
         env = dict(os.environ, TICKLESS_BENCH_BUILDER=settings.replace("+", ","))
         place = [f"cores={os.cpu_count()}"] if a.shared else ["cores=1", "cpu=0"]
+        if cores:
+            place[0] = cores[-1]
         p = subprocess.Popen([LOADGEN, "serve", a.shape, runtime] + place, env=env,
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         line = p.stdout.readline().strip()

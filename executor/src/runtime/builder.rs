@@ -141,6 +141,18 @@ impl Builder {
     /// the node would let CFS throttle every core at once), rounded down, and at least 1.
     /// With [`pin`](Self::pin), core `i` runs on the `i`-th CPU of the mask.
     ///
+    /// # Sharing the CPUs with a busy process
+    ///
+    /// A core's connections are read by that core's thread alone: while the scheduler keeps
+    /// it off its CPU, their requests wait, and no other core can take them (a core with
+    /// nothing to do takes only tasks already woken). Where another process needs a CPU of
+    /// the mask most of the time (a database, a load generator), fewer cores than CPUs can
+    /// serve more. On 2 CPUs shared with a closed-loop load generator that used most of one,
+    /// one core served 1.3-1.7x the requests of two, with 0.21-0.28x their p99; tokio's
+    /// multi-thread runtime gained 1.2x from one worker instead of two
+    /// (`benches/scripts/tail_probe.py --shared --closed --runtimes
+    /// tickless,tickless:cores=1,tokio,tokio:cores=1`).
+    ///
     /// # Panics
     ///
     /// If `n` is zero.
