@@ -147,8 +147,8 @@ pub use worker::device::ClockDevice;
 
 /// Pipes, sockets and any other file descriptor, driven by the core's reactor.
 ///
-/// The types implement futures-io's `AsyncRead` and `AsyncWrite`; they belong to the core that
-/// created them (see [`net`] for what `Send` means for them).
+/// The types implement futures-io's `AsyncRead` and `AsyncWrite`; each registers with the core
+/// that polls it and follows its task to another core (see [`net`]'s *Threads*).
 pub mod io {
     pub use tickless_io::{
         pipe, AsyncFd, AsyncFdReadyGuard, Interest, PipeReader, PipeWriter, Ready, TryIoError,
