@@ -5,8 +5,10 @@
 //!
 //! The API is tokio's where the meaning is the same: [`spawn`], [`time::sleep`],
 //! [`time::timeout`], [`net::TcpListener`], [`task::JoinSet`], `#[tickless::main]`. What differs
-//! comes from every core being its own single-threaded runtime: a task stays on the core it was
-//! placed on at spawn, and an I/O object is driven by the core that polls it.
+//! comes from every core being its own single-threaded runtime: a task runs on the core it was
+//! placed on at spawn until that core cannot run it (see
+//! [`Builder::steal_after`](crate::Builder::steal_after)), and an I/O object is driven by the
+//! core that polls it.
 //!
 //! ```
 //! use std::time::Duration;
@@ -57,6 +59,8 @@
 //! - `tokio-io`: tokio's `AsyncRead`/`AsyncWrite` on the stream types.
 //! - `tokio-compat`: a tokio context on every core, for libraries that call tokio inside
 //!   (`Builder::tokio_context`): each core drives a tokio runtime of its own, on its thread.
+//! - `metrics`: `runtime::RuntimeMetricsReporter`, the runtime's metrics published to the
+//!   metrics-rs recorder under tokio-metrics' names.
 //!
 //! HTTP (axum and any tower service on every core, hyper's runtime traits, the timeout layers
 //! on the core's wheel) is the `tickless-http` crate's: this one has no HTTP dependency.

@@ -87,8 +87,10 @@ impl Builder {
     /// affinity mask and the container's CPU quota), not pinned; `Lazy` re-arming,
     /// 1 µs timer resolution, a default slack that grows with a timer's length up to 1,024 µs
     /// (see [`default_slack_growing`](Self::default_slack_growing)), a learned wakeup lead of
-    /// at most 100 µs (see [`wakeup_lead_max`](Self::wakeup_lead_max)), no idle spinning, real
-    /// time.
+    /// at most 100 µs (see [`wakeup_lead_max`](Self::wakeup_lead_max)), the idle governor on
+    /// (a learned spin of 10-50 µs before a park, see [`idle_governor`](Self::idle_governor)),
+    /// work stealing after 250 µs (see [`steal_after`](Self::steal_after)),
+    /// [`Placement::Spread`](crate::runtime::Placement::Spread), real time.
     ///
     /// # Examples
     ///
@@ -205,16 +207,25 @@ impl Builder {
     }
 
     /// How long runnable `Send` tasks may wait on a core that does not run them before an idle
-    /// core takes them (work stealing); `None`: tasks never move that way. Default 250 µs.
+    /// core takes them (work stealing); `None`: tasks never move that way (core 0's still leave
+    /// it when its `block_on` returns, below). Default 250 µs.
     ///
     /// A core keeps its first 16 runnable tasks to itself and queues the rest where the other
     /// cores can reach them. A core with nothing to do takes half of another core's queue,
     /// oldest first, once that queue has been non-empty for this long without draining: the
-    /// core is stuck in a long poll, its thread was preempted, it is overloaded, or it is core
-    /// 0 and no thread is in [`block_on`](crate::Runtime::block_on). A core that keeps up
-    /// is never stolen from. Only tasks from [`tickless::spawn`](crate::spawn) and
-    /// [`Handle::spawn`](crate::Handle::spawn) move, between polls; `spawn_local` tasks never
-    /// do. A moved task's streams and timers move with it, at its next poll on its new core.
+    /// core is stuck in a long poll, its thread was preempted, or it is overloaded. A core that
+    /// keeps up is never stolen from. Only tasks from [`tickless::spawn`](crate::spawn),
+    /// [`Handle::spawn`](crate::Handle::spawn) and [`Handle::spawn_at`](crate::Handle::spawn_at)
+    /// move, between polls; `spawn_local` tasks never do. A moved task's streams and timers
+    /// move with it, at its next poll on its new core.
+    ///
+    /// Core 0's `Send` tasks also leave it when its [`block_on`](crate::Runtime::block_on)
+    /// returns (no thread runs core 0 until the next one): handed to a core that runs,
+    /// whatever this setting.
+    ///
+    /// A core's ready I/O is read by that core alone: a task waiting for its stream is not
+    /// runnable until its core polls its epoll set, so stealing does not reach it (see
+    /// [`cores`](Self::cores), *Sharing the CPUs with a busy process*).
     ///
     /// ```
     /// use std::time::Duration;
@@ -457,7 +468,8 @@ impl Builder {
 
     /// A fixed spin window in place of the idle governor's learned one: on going idle, poll
     /// I/O without blocking for up to `window` before parking; when the core's next timer is
-    /// closer than `window`, spin until it instead of arming the timerfd and parking. Default
+    /// closer than `window`, spin until it instead of parking (the device is armed first, as
+    /// for a park). Default
     /// zero: the governor decides (see [`idle_governor`](Self::idle_governor)). A fixed window
     /// burns CPU whenever nothing comes within it, and on threads that are not pinned it can
     /// delay the wakeup it waits for; prefer the governor unless measurements say otherwise.
@@ -758,9 +770,10 @@ impl Builder {
     ///
     /// A setting is out of range (kind `InvalidInput`, the message says which: a timer
     /// resolution of zero or above [`MAX_TIMER_RESOLUTION`], a default slack above
-    /// [`MAX_SLACK`], a wakeup lead cap above [`MAX_WAKEUP_LEAD`]); creating a core's epoll
-    /// instance, timerfd or eventfd failed (typically `EMFILE`); a thread could not be spawned; or pinning was asked for and is impossible
-    /// (the error names the CPU).
+    /// [`MAX_SLACK`], a wakeup lead cap above [`MAX_WAKEUP_LEAD`], a stall threshold under
+    /// [`MIN_STALL_THRESHOLD`](crate::runtime::MIN_STALL_THRESHOLD)); creating a core's epoll
+    /// instance, timerfd or eventfd failed (typically `EMFILE`); a thread could not be spawned;
+    /// or pinning was asked for and is impossible (the error names the CPU).
     ///
     /// # Examples
     ///

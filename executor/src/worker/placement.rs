@@ -51,7 +51,8 @@ pub enum Placement {
     #[default]
     Spread,
     /// Every task starts on the spawning core (stealing may still move it later, unless
-    /// [`Builder::steal_after`](crate::Builder::steal_after) is `None`).
+    /// [`Builder::steal_after`](crate::Builder::steal_after) is `None`, and core 0's `Send`
+    /// tasks leave it when its `block_on` returns).
     Local,
 }
 
