@@ -3,15 +3,16 @@
 
     python3 benches/scripts/tail_probe.py [--shape http_hello|kv_tokio_shape] [--rate 85000]
         [--runs 8] [--duration 2] [--runtimes tickless,tokio] [--trace [sched]] [--shared]
-        [--closed] [--threads] [--summarize FILE [--pool]]
+        [--closed] [--threads] [--server-cpu 0] [--gen-cpu 1] [--summarize FILE [--pool]]
 
 Starts each runtime's server (`loadgen serve <shape> <runtime> cores=1 cpu=0`: one core or
-worker, pinned to CPU 0) once, then loads them in turn, `--runs` times each, from CPU 1
-(`taskset -c 1 loadgen --rate R`, open loop, Poisson arrivals, 64 connections). For each run it
-prints the generator's percentiles beside what the kernel says about the server's threads over
-the run: `waited_ms` (schedstat run_delay: runnable, not running), `ran_ms` (on a CPU),
-`invol` (involuntary context switches: preempted) and `vol` (voluntary: parked), so a run's
-tail can be told apart as the server's own (ran, not waited) or the machine's (waited).
+worker, pinned to CPU 0; `--server-cpu`) once, then loads them in turn, `--runs` times each,
+from CPU 1 (`taskset -c 1 loadgen --rate R`, open loop, Poisson arrivals, 64 connections;
+`--gen-cpu`). For each run it prints the generator's percentiles beside what the kernel says
+about the server's threads over the run: `waited_ms` (schedstat run_delay: runnable, not
+running), `ran_ms` (on a CPU), `invol` (involuntary context switches: preempted) and `vol`
+(voluntary: parked), so a run's tail can be told apart as the server's own (ran, not waited) or
+the machine's (waited).
 With `--trace`, every run is also recorded by perf (the epoll system calls' tracepoints and
 `sched_switch`, both CPUs) and the script prints, for the server's loop thread: the I/O poll
 spacing (from the return of one `epoll_wait` / `epoll_pwait` / `epoll_pwait2` to the next call:
@@ -99,6 +100,10 @@ def steal():
                 out[int(m.group(1))] = int(m.group(2).split()[7]) * 10
     return out
 
+
+# The dedicated placement's CPUs: the server's one core or worker, and the generator
+# (`--server-cpu`, `--gen-cpu`).
+CPUS = {"server": 0, "generator": 1}
 
 EVENTS = ",".join(f"syscalls:sys_{d}_{c}" for c in ("epoll_wait", "epoll_pwait", "epoll_pwait2")
                   for d in ("enter", "exit")) + ",sched:sched_switch,sched:sched_wakeup"
@@ -259,25 +264,26 @@ def episodes(timeline, off, polls, stolen, softirq, slow_us=1000.0):
             total[k] += inside[k]
         gap = max(((b[0] - a[1]) for a, b in zip(polls, polls[1:]) if a[1] < hi and b[0] > lo),
                   default=0.0) if polls else 0.0
-        took = [0.0, 0.0]
+        took = {cpu: 0.0 for cpu in CPUS.values()}
         for cpu, t0, d, _ in stolen:
-            took[cpu] += max(0.0, min(hi, t0 + d) - max(lo, t0))
+            if cpu in took:
+                took[cpu] += max(0.0, min(hi, t0 + d) - max(lo, t0))
         deferred = sum(max(0.0, min(hi, t0 + d) - max(lo, t0)) for _, t0, d in softirq)
         waiting = sum(max(0.0, min(hi, b) - max(lo, a)) for a, b, _ in polls or ())
         s_off, g_off = inside["server"] > 100e-6, inside["generator"] > 100e-6
         kind = "both" if s_off and g_off else "server" if s_off else "generator" if g_off \
-            else "stolen" if max(took) > 300e-6 else "held" if held > 300 \
+            else "stolen" if max(took.values()) > 300e-6 else "held" if held > 300 \
             else "softirq" if deferred > 300e-6 else "neither"
         slow_ms[kind] += n
         print(f"#   episode at +{ms} ms: {n} ms of requests over {slow_us:.0f} us ({late_n} "
               f"requests), worst "
               f"{w / 1e3:.2f} ms; server off-CPU {inside['server'] * 1e3:.2f} ms, generator "
-              f"{inside['generator'] * 1e3:.2f} ms; CPUs taken {took[0] * 1e3:.2f} / "
-              f"{took[1] * 1e3:.2f} ms; generator held one {held / 1e3:.2f} ms; ksoftirqd "
+              f"{inside['generator'] * 1e3:.2f} ms; CPUs taken {took[CPUS['server']] * 1e3:.2f} / "
+              f"{took[CPUS['generator']] * 1e3:.2f} ms; generator held one {held / 1e3:.2f} ms; ksoftirqd "
               f"kept waiting {deferred * 1e3:.2f} ms" +
               (f"; longest poll spacing {gap * 1e3:.2f} ms, in epoll {waiting * 1e3:.2f} ms"
                if polls else "") +
-              f" ({kind}; ran: {', '.join(sorted(who - {'swapper/0/0', 'swapper/1/0'}))[:160] or '-'})")
+              f" ({kind}; ran: {', '.join(sorted(w for w in who if not w.startswith('swapper/')))[:160] or '-'})")
     print(f"#   episodes: {len(eps)}; slow ms by who was off its CPU: " +
           " ".join(f"{k}={v}" for k, v in slow_ms.items()))
     return slow_ms
@@ -397,6 +403,11 @@ def main():
     ap.add_argument("--shared", action="store_true",
                     help="server (a core or worker per CPU) and generator not pinned")
     ap.add_argument("--closed", action="store_true", help="the closed-loop maximum instead")
+    ap.add_argument("--server-cpu", type=int, default=0,
+                    help="dedicated placement: the server's CPU (on a machine of more CPUs, pick "
+                         "two that share no physical core or cache: `lscpu -e`)")
+    ap.add_argument("--gen-cpu", type=int, default=1,
+                    help="dedicated placement: the generator's CPU")
     ap.add_argument("--trace", nargs="?", const="all", choices=["all", "sched"],
                     help="record with perf: the epoll calls and sched_switch (all), or only "
                          "sched_switch (sched: fewer events, less of perf on the CPUs)")
@@ -460,7 +471,7 @@ def main():
         cores = [s for s in settings.split("+") if s.startswith("cores=")]
         settings = "+".join(s for s in settings.split("+") if not s.startswith("cores="))
         env = dict(os.environ, TICKLESS_BENCH_BUILDER=settings.replace("+", ","))
-        place = [f"cores={os.cpu_count()}"] if a.shared else ["cores=1", "cpu=0"]
+        place = [f"cores={os.cpu_count()}"] if a.shared else ["cores=1", f"cpu={a.server_cpu}"]
         if cores:
             place[0] = cores[-1]
         p = subprocess.Popen([LOADGEN, "serve", a.shape, runtime] + place, env=env,
@@ -470,8 +481,14 @@ def main():
             sys.exit(f"{rt}: server said {line!r}")
         servers[rt] = (p, line.split("=", 1)[1])
     time.sleep(0.5)
+    CPUS.update(server=a.server_cpu, generator=a.gen_cpu)
+    # The steal of the server's and the generator's CPUs (every CPU, shared); the placement
+    # names the CPUs where they are not the first two, so that --pool keeps those batches apart.
+    watched = sorted(steal()) if a.shared else [a.server_cpu, a.gen_cpu]
+    placement = "shared" if a.shared else "dedicated" + (
+        "" if (a.server_cpu, a.gen_cpu) == (0, 1) else f":{a.server_cpu}/{a.gen_cpu}")
     print(f"# tail_probe shape={a.shape} rate={'closed' if a.closed else f'{a.rate:.0f}'} "
-          f"cpus={'shared' if a.shared else 'dedicated'} runs={a.runs} duration={a.duration}s"
+          f"cpus={placement} runs={a.runs} duration={a.duration}s"
           + ("" if a.gen_spin_us == 50 else f" gen_spin_us={a.gen_spin_us}")
           + (f" label={a.label}" if a.label else ""))
     try:
@@ -480,7 +497,7 @@ def main():
             order = order[run % len(order):] + order[:run % len(order)]
             for rt in order:
                 p, addr = servers[rt]
-                cmd = ([] if a.shared else ["taskset", "-c", "1"]) + [
+                cmd = ([] if a.shared else ["taskset", "-c", str(a.gen_cpu)]) + [
                     LOADGEN, "--url", f"http://{addr}/", "--duration", f"{a.duration}s",
                     "--warmup", "0.5s", "--spin-us", str(a.gen_spin_us)] + (
                     ["--closed"] if a.closed else ["--rate", str(a.rate)])
@@ -525,7 +542,7 @@ def main():
                         f"achieved_rps={r['achieved_rps']} ran_ms={ran / 1e6:.0f} "
                         f"waited_ms={waited / 1e6:.2f} invol={invol} vol={vol} "
                         f"minflt={flt[0]} majflt={flt[1]} gen_cpu_ms={gen_ms:.0f} {idle}"
-                        f"steal_ms={'/'.join(str(v) for _, v in sorted(stolen.items()))} "
+                        f"steal_ms={'/'.join(str(stolen[c]) for c in watched)} "
                         f"wall_s={wall:.2f}")
                 print(line, flush=True)
                 rows.append(fields(line))
