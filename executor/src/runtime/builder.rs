@@ -150,10 +150,11 @@ impl Builder {
     /// nothing to do takes only tasks already woken). Where another process needs a CPU of
     /// the mask most of the time (a database, a load generator), fewer cores than CPUs can
     /// serve more. On 2 CPUs shared with a closed-loop load generator that used most of one,
-    /// one core served 1.3-1.7x the requests of two, with 0.21-0.28x their p99; tokio's
-    /// multi-thread runtime gained 1.2x from one worker instead of two
-    /// (`benches/scripts/tail_probe.py --shared --closed --runtimes
-    /// tickless,tickless:cores=1,tokio,tokio:cores=1`).
+    /// one core served 1.3-1.7x the requests of two, with 0.21-0.28x their p99, and at half
+    /// that load (open loop) had 0.50-0.74x their p99; tokio's multi-thread runtime gained
+    /// likewise from one worker instead of two (`benches/scripts/tail_probe.py --shared
+    /// [--closed] --runtimes tickless,tickless:cores=1,tokio,tokio:cores=1`; figures in
+    /// `benches/README.md`, "It is the second core").
     ///
     /// # Panics
     ///
