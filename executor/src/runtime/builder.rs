@@ -154,7 +154,7 @@ impl Builder {
     /// that load (open loop) had 0.50-0.74x their p99; tokio's multi-thread runtime gained
     /// likewise from one worker instead of two (`benches/scripts/tail_probe.py --shared
     /// [--closed] --runtimes tickless,tickless:cores=1,tokio,tokio:cores=1`; figures in
-    /// `benches/README.md`, "It is the second core").
+    /// `benches/TAIL.md`, "It is the second core").
     ///
     /// # Panics
     ///
