@@ -470,8 +470,8 @@ impl Builder {
     /// A fixed spin window in place of the idle governor's learned one: on going idle, poll
     /// I/O without blocking for up to `window` before parking; when the core's next timer is
     /// closer than `window`, spin until it instead of parking (the device is armed first, as
-    /// for a park). Default
-    /// zero: the governor decides (see [`idle_governor`](Self::idle_governor)). A fixed window
+    /// for a park). Default zero: the governor decides (see
+    /// [`idle_governor`](Self::idle_governor)). A fixed window
     /// burns CPU whenever nothing comes within it, and on threads that are not pinned it can
     /// delay the wakeup it waits for; prefer the governor unless measurements say otherwise.
     ///
