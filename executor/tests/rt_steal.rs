@@ -94,6 +94,74 @@ fn an_idle_core_runs_the_tasks_queued_behind_a_core_stuck_in_a_long_poll() -> io
     Ok(())
 }
 
+/// Spawns [`BEHIND`] `Send` tasks on core 1, then blocks core 1's thread for 50 ms with them
+/// queued behind it, while core 0 waits parked in `block_on`; returns how many finished on
+/// core 0.
+fn one_stuck_episode(rt: &Runtime) -> usize {
+    let stuck = rt.handle(1).spawn_pinned(|| async {
+        let tasks: Vec<_> = (0..BEHIND)
+            .map(|_| {
+                tickless::spawn(async {
+                    tickless::task::yield_now().await;
+                    tickless::core_id()
+                })
+            })
+            .collect();
+        tickless::task::yield_now().await;
+        std::thread::sleep(Duration::from_millis(50));
+        tasks
+    });
+    rt.block_on(async move {
+        let mut on_core_0 = 0;
+        for t in stuck.await.expect("the stuck task") {
+            on_core_0 += usize::from(t.await.expect("a task") == 0);
+        }
+        on_core_0
+    })
+}
+
+/// A core that gets stuck again with a new backlog has it taken again: the parked peer is
+/// told of every backlog, not only the first (`tell_idle_peer` compares each backlog's start
+/// with the last one it told of).
+#[test]
+fn a_second_backlog_on_the_same_core_is_taken_too() -> io::Result<()> {
+    let rt = Builder::new().cores(2).build()?;
+    let first = one_stuck_episode(&rt);
+    let steals = stats_when(&rt, |s| s.cores[0].steals > 0).cores[0].steals;
+    let second = one_stuck_episode(&rt);
+    let stats = stats_when(&rt, |s| s.cores[0].steals > steals);
+    assert!(first > 0, "core 0 ran some of the first backlog");
+    assert!(
+        second > 0 && stats.cores[0].steals > steals,
+        "core 0 ran some of the second backlog too: {second} tasks, steals {steals} -> {}",
+        stats.cores[0].steals
+    );
+    assert_eq!(stats.total.task_panics, 0);
+    Ok(())
+}
+
+/// On paused time nothing leaves core 0 when its `block_on` returns (paused time jumps per
+/// core): a task waiting there runs there at the next `block_on`.
+#[test]
+fn on_paused_time_core_zero_s_tasks_stay_for_the_next_block_on() -> io::Result<()> {
+    let rt = Builder::new().cores(2).start_paused(true).build()?;
+    let (tx, rx) = async_channel();
+    let (task,) = rt.block_on(async move {
+        let task = tickless::spawn(async move {
+            rx.recv().await;
+            tickless::core_id()
+        });
+        tickless::task::yield_now().await;
+        (task,)
+    });
+    assert_eq!(rt.stats().cores[0].tasks_placed, 0, "nothing was handed on");
+    tx.send();
+    let core = rt.block_on(task).expect("the task");
+    assert_eq!(core, 0, "it stayed on core 0");
+    assert_eq!(rt.stats().total.steals, 0);
+    Ok(())
+}
+
 #[test]
 fn a_core_that_keeps_up_is_never_stolen_from() -> io::Result<()> {
     let rt = Builder::new().cores(2).build()?;

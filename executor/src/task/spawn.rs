@@ -37,11 +37,13 @@ pub fn schedule(runnable: Runnable) {
 /// core runs nothing now (core 0 while no thread is in `block_on`) or has stopped, and the
 /// task may move: then it moves to the waking core, if that is a core of its runtime that
 /// runs, or to another that does (see `TaskMeta`'s protocol: the waker holds the `Runnable`).
+/// Not from a core whose clock is paused (paused time jumps per core, as `Core::evacuate`
+/// says): its task waits there for the next `block_on`.
 #[inline(never)]
 fn schedule_away(runnable: Runnable) {
     let meta = runnable.metadata();
     let home = meta.home_shared();
-    if home.takes_placed_work() || !meta.movable() {
+    if home.takes_placed_work() || !meta.movable() || home.keeps_work_while_paused() {
         let shared = Arc::clone(home);
         return shared.schedule_remote(runnable);
     }

@@ -104,8 +104,11 @@ impl Device {
 
     /// Lets other threads program the timerfd while the core sleeps, converting deadlines as
     /// the clock does now; or stops them where they cannot (no timerfd; paused time, which
-    /// never arms it). Called again when the clock pauses or resumes.
+    /// never arms it). Called again when the clock pauses or resumes, so it also publishes
+    /// whether the clock is paused (`Shared::keeps_work_while_paused`, for a wake that would
+    /// move a task).
     pub(crate) fn allow_remote(&self) {
+        self.shared.set_paused(self.clock.is_paused());
         let remote = self
             .timer
             .clone()

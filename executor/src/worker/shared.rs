@@ -212,6 +212,11 @@ pub struct Shared<U = Unparker> {
     /// sends work only to a core that is driven (core 0 runs nothing while no thread is in
     /// `block_on`).
     driven: AtomicBool,
+    /// Whether the core's clock is paused (`Builder::start_paused`, `time::pause`): a task of
+    /// the core woken while no thread runs it then stays for the next `block_on` instead of
+    /// moving, since paused time jumps per core. Written by the core's thread whenever its
+    /// clock pauses or resumes; a hint, ordering nothing, as `driven` is.
+    paused: AtomicBool,
     /// Tasks spawned onto the core and not yet finished, for placement.
     pub(crate) load: Load,
     /// The runnable `Send` tasks the core's private queue had no room for: where idle cores
@@ -272,6 +277,7 @@ impl<U: Unpark> Shared<U> {
             unparker: Mutex::new(Some(unparker)),
             stop: AtomicBool::new(false),
             driven: AtomicBool::new(id.index != 0),
+            paused: AtomicBool::new(false),
             load: Load::default(),
             spill: Spill::default(),
             orphans: Mutex::new(Vec::new()),
@@ -405,6 +411,18 @@ impl<U: Unpark> Shared<U> {
     /// one that races the end of core 0's `block_on` runs at the next `block_on`.)
     pub(crate) fn takes_placed_work(&self) -> bool {
         self.driven.load(Ordering::Relaxed) && !self.stop.load(Ordering::Relaxed)
+    }
+
+    /// Whether a task of the core woken while no thread runs it waits here for the next
+    /// `block_on`: the core's clock is paused (a hint: see `paused`), and it is neither
+    /// stopping nor dead (a task of a stopped core moves to one that runs, paused or not).
+    pub(crate) fn keeps_work_while_paused(&self) -> bool {
+        self.paused.load(Ordering::Relaxed) && !self.stop.load(Ordering::Relaxed)
+    }
+
+    /// The core's clock paused or resumed (its own thread).
+    pub(crate) fn set_paused(&self, paused: bool) {
+        self.paused.store(paused, Ordering::Relaxed);
     }
 
     /// Core 0: a thread is in `block_on` (`true`, holding the lease) or has left it.
