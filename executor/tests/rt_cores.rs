@@ -511,3 +511,25 @@ fn a_sleep_polled_on_another_core_moves_its_timer_there() -> io::Result<()> {
     assert_eq!((c1.timer_inserts, c1.timer_fires), (1, 1));
     Ok(())
 }
+
+/// Read on core 0's own thread inside `block_on`, core 0's counters are live, not as of its
+/// last park: ten tasks polled in this turn show at once.
+#[test]
+fn core_zero_s_counters_read_in_its_block_on_are_live() -> io::Result<()> {
+    let rt = Builder::new().cores(1).build()?;
+    rt.block_on(async {
+        let before = rt.stats().cores[0].polls;
+        let tasks: Vec<_> = (0..10).map(|_| tickless::spawn(async {})).collect();
+        // The tasks run before this future is polled again, with no park in between.
+        tickless::task::yield_now().await;
+        let after = rt.stats().cores[0].polls;
+        assert!(
+            after >= before + 10,
+            "core 0's own thread sees its live counters: {before} -> {after} polls"
+        );
+        for t in tasks {
+            t.await.expect("a task");
+        }
+    });
+    Ok(())
+}

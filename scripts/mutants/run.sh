@@ -6,6 +6,7 @@
 #   scripts/mutants/run.sh executor           # tickless, the files in EXECUTOR_FILES below
 #   scripts/mutants/run.sh blocking           # the blocking pool and shutdown by ownership
 #   scripts/mutants/run.sh registration       # tickless-io's registration: binding, home, reactor gone
+#   scripts/mutants/run.sh movement           # work that moves: stealing, spill queues, placement
 #   scripts/mutants/run.sh -p CRATE           # any package
 #   scripts/mutants/run.sh timer/src/wheel.rs 'io/src/**'   # some files (globs quoted)
 #   scripts/mutants/run.sh timer -- --re queue # anything after `--` goes to cargo mutants
@@ -57,6 +58,14 @@ BLOCKING_TESTS=(--lib task_blocking rt_drop rt_dead_core rt_panics time_paused f
 # the reactor-gone state, against every test of tickless-io (none named: all of them).
 REGISTRATION_FILES=('io/src/home.rs' 'io/src/registration/*.rs' 'io/src/context.rs')
 REGISTRATION_TESTS=()
+# --- movement: an idle core taking another's backlog (steal.rs), the queues it takes from
+# (spill.rs), where a spawn after an accept goes (placement.rs) and core 0 handing its tasks on
+# as its block_on returns (core_zero.rs, with its tokio stand-in and its leak on a drop inside
+# the runtime), against the tests that move work, the tokio context's and the drops'.
+MOVEMENT_FILES=('executor/src/worker/steal.rs' 'executor/src/worker/spill.rs'
+    'executor/src/worker/placement.rs' 'executor/src/runtime/core_zero.rs')
+MOVEMENT_TESTS=(--lib rt_steal net_follow rt_placement net_serve rt_cores rt_send tokio_compat
+    rt_drop)
 # -----------------------------------------------------------------------------------------------
 
 # Proptest cases per property under mutation: a tenth of the default runs, enough to catch the
@@ -89,13 +98,15 @@ set -- "${ours[@]+"${ours[@]}"}"
 if (($# == 0)) || [[ "$1" == "timer" ]]; then
     name=timer
     target_args=(--package tickless-timer)
-elif [[ "$1" == "executor" || "$1" == "blocking" || "$1" == "registration" ]]; then
+elif [[ "$1" == "executor" || "$1" == "blocking" || "$1" == "registration" \
+        || "$1" == "movement" ]]; then
     name="$1"
     case "$1" in
         executor) package=tickless; files=("${EXECUTOR_FILES[@]}"); tests=("${EXECUTOR_TESTS[@]}") ;;
         blocking) package=tickless; files=("${BLOCKING_FILES[@]}"); tests=("${BLOCKING_TESTS[@]}") ;;
         registration)
             package=tickless-io; files=("${REGISTRATION_FILES[@]}"); tests=("${REGISTRATION_TESTS[@]}") ;;
+        movement) package=tickless; files=("${MOVEMENT_FILES[@]}"); tests=("${MOVEMENT_TESTS[@]}") ;;
     esac
     target_args=(--package "$package")
     for f in "${files[@]}"; do
