@@ -506,6 +506,18 @@ fn a_runtime_kept_in_a_thread_local_is_shut_down_at_the_thread_s_exit() {
 fn a_runtime_dropped_inside_its_own_task_panics_at_once_saying_what_to_do() -> io::Result<()> {
     for shutdown in [false, true] {
         let rt = Arc::new(tickless::Builder::new().cores(2).build()?);
+        // A `!Send` future alive on core 0: whatever happens to it, it must not be dropped on
+        // core 1's thread (core 0's state is left alone there, leaked, not dropped).
+        let dropped_on = Arc::new(std::sync::Mutex::new(None));
+        let on = dropped_on.clone();
+        rt.block_on(async move {
+            let guard = DropThread(on, std::rc::Rc::new(()));
+            drop(tickless::task::spawn_local(async move {
+                let _guard = guard;
+                std::future::pending::<()>().await;
+            }));
+            tickless::task::yield_now().await;
+        });
         let (go, wait) = std::sync::mpsc::channel::<()>();
         let inner = rt.clone();
         let task = rt.handle(1).spawn(async move {
@@ -532,6 +544,23 @@ fn a_runtime_dropped_inside_its_own_task_panics_at_once_saying_what_to_do() -> i
             message.contains("inside one of its own tasks") && message.contains("thread::spawn"),
             "{message}"
         );
+        let on = *dropped_on.lock().unwrap();
+        assert!(
+            on.is_none_or(|t| t == std::thread::current().id()),
+            "core 0's `spawn_local` future was dropped on another thread: {on:?}"
+        );
     }
     Ok(())
+}
+
+/// Records the thread that drops it; `!Send` (its `Rc`), as a `spawn_local` future may be.
+struct DropThread(
+    Arc<std::sync::Mutex<Option<std::thread::ThreadId>>>,
+    #[allow(dead_code)] std::rc::Rc<()>,
+);
+
+impl Drop for DropThread {
+    fn drop(&mut self) {
+        *self.0.lock().unwrap() = Some(std::thread::current().id());
+    }
 }

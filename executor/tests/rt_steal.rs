@@ -94,11 +94,17 @@ fn an_idle_core_runs_the_tasks_queued_behind_a_core_stuck_in_a_long_poll() -> io
     Ok(())
 }
 
-/// Spawns [`BEHIND`] `Send` tasks on core 1, then blocks core 1's thread for 50 ms with them
-/// queued behind it, while core 0 waits parked in `block_on`; returns how many finished on
-/// core 0.
+/// Once core 0 sleeps in `block_on`, spawns [`BEHIND`] `Send` tasks on core 1, then blocks
+/// core 1's thread for 50 ms with them queued behind it; returns how many finished on core 0.
+/// Core 0 parked first: only the backlog's tell wakes it (an awake core 0 would find the
+/// backlog by itself as it goes idle).
 fn one_stuck_episode(rt: &Runtime) -> usize {
-    let stuck = rt.handle(1).spawn_pinned(|| async {
+    let core_0 = rt.handle(0);
+    let stuck = rt.handle(1).spawn_pinned(move || async move {
+        let start = Instant::now();
+        while !core_0.is_parked() && start.elapsed() < HANG_GUARD {
+            std::thread::sleep(Duration::from_micros(50));
+        }
         let tasks: Vec<_> = (0..BEHIND)
             .map(|_| {
                 tickless::spawn(async {
