@@ -79,9 +79,10 @@ fn busy_then_waiting() -> io::Result<()> {
     // only; after it, each stops at its first look, which finds nothing (the answer is tens
     // of µs away), and the core parks: 0-8 catches of about 28 spins in 30 round trips on a
     // quiet machine, 1-16 (and once over 20) with two busy loops on the CPUs, where wakeups
-    // took milliseconds and made periods idle; hence 60 round trips and a bound of 3 in 4. Without the rule, 26 or 27 of 28 spins catch,
-    // as they do by default. (When the two wakeups of a round trip take over the governor's
-    // 50 µs cap, no spin starts: the bound still holds.)
+    // took milliseconds and made periods idle; hence 60 round trips and a bound of 3 in 4.
+    // Without the rule, 26 or 27 of 28 spins catch, as they do by default. (When the two
+    // wakeups of a round trip take over the governor's 50 µs cap, no spin starts: the bound
+    // still holds.)
     let s = round_trips_to_a_thread(60, Duration::from_millis(10), true)?;
     assert!(
         4 * s.governor_caught <= 3 * s.governor_spins,

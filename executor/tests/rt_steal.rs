@@ -168,6 +168,55 @@ fn on_paused_time_core_zero_s_tasks_stay_for_the_next_block_on() -> io::Result<(
     Ok(())
 }
 
+/// A core whose clock is paused keeps its backlog, stuck or not: paused time jumps per core,
+/// so where a task runs must not depend on another core's idle turns. Core 1 goes idle every
+/// 200 µs meanwhile (a sleep loop), and each time looks for a backlog to take.
+#[test]
+fn a_paused_core_s_backlog_is_not_stolen() -> io::Result<()> {
+    let rt = Builder::new().cores(2).build()?;
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stop2 = stop.clone();
+    let idler = rt.handle(1).spawn(async move {
+        let mut turns = 0u32;
+        while !stop2.load(Ordering::SeqCst) {
+            tickless::time::sleep(Duration::from_micros(200)).await;
+            turns += 1;
+        }
+        turns
+    });
+    let cores = rt.block_on(async {
+        tickless::time::pause();
+        let tasks: Vec<_> = (0..BEHIND)
+            .map(|_| {
+                tickless::spawn(async {
+                    tickless::task::yield_now().await;
+                    tickless::core_id()
+                })
+            })
+            .collect();
+        tickless::task::yield_now().await;
+        // Stuck, with the backlog queued where core 1 could reach it.
+        std::thread::sleep(Duration::from_millis(50));
+        let mut cores = Vec::new();
+        for t in tasks {
+            cores.push(t.await.expect("a task"));
+        }
+        tickless::time::resume();
+        cores
+    });
+    stop.store(true, Ordering::SeqCst);
+    let turns = idler.join().expect("the idler");
+    assert_eq!(cores, vec![0; BEHIND], "every task stayed on core 0");
+    let stats = rt.stats();
+    assert!(
+        stats.cores[0].tasks_spilled > 0,
+        "core 0 had a backlog to take"
+    );
+    assert!(turns > 0);
+    assert_eq!(stats.total.steals, 0);
+    Ok(())
+}
+
 #[test]
 fn a_core_that_keeps_up_is_never_stolen_from() -> io::Result<()> {
     let rt = Builder::new().cores(2).build()?;

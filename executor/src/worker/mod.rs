@@ -403,6 +403,10 @@ impl Core {
         let Some(age) = self.steal_after else {
             return;
         };
+        if self.timers.clock().is_paused() {
+            // Nobody may take it (`Shared::steal_into`): no peer to wake.
+            return;
+        }
         let since = self.shared.spill.since();
         if since.saturating_sub(self.told_backlog.get()) < age && self.told_backlog.get() != 0 {
             return;

@@ -462,7 +462,8 @@ impl<U: Unpark> Shared<U> {
     /// Thief side (`thief`, an idle core): takes half of this core's backlog if it started
     /// `age` ns or more before `now`, into `into`, each task re-homed to the thief before it is
     /// handed on (so that a wake after its first run there goes to the thief's inbox: see
-    /// [`TaskMeta`]'s protocol). As [`Spill::steal_older_than`].
+    /// [`TaskMeta`]'s protocol). As [`Spill::steal_older_than`]; nothing (`Ok(0)`) from a core
+    /// whose clock is paused.
     pub fn steal_into(
         &self,
         thief: &Shared,
@@ -471,6 +472,11 @@ impl<U: Unpark> Shared<U> {
         age: u64,
         into: &mut Vec<Runnable>,
     ) -> Result<usize, u64> {
+        // Paused time jumps per core: a paused core's tasks stay on it (as a wake and
+        // `evacuate` leave them), whatever its backlog.
+        if self.keeps_work_while_paused() {
+            return Ok(0);
+        }
         let before = into.len();
         let taken = self
             .spill
