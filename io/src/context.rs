@@ -9,7 +9,7 @@ use std::io;
 use std::marker::PhantomData;
 use std::rc::Rc;
 
-use crate::home::Home;
+use crate::home;
 use crate::reactor::Reactor;
 
 #[cfg(not(loom))]
@@ -19,9 +19,6 @@ thread_local! {
     static ENTERED: RefCell<Vec<(u64, Rc<Reactor>)>> = const { RefCell::new(Vec::new()) };
     /// The number of the next entry into `ENTERED`, so that a guard knows its own.
     static NEXT_ENTRY: Cell<u64> = const { Cell::new(0) };
-    /// The address of the current reactor's [`Home`] (0: none), what a registration compares
-    /// its own with on every use: one plain thread-local read.
-    static CURRENT_HOME: Cell<usize> = const { Cell::new(0) };
 }
 
 #[cfg(loom)]
@@ -31,24 +28,6 @@ loom::thread_local! {
     static ENTERED: RefCell<Vec<(u64, Rc<Reactor>)>> = RefCell::new(Vec::new());
     /// The number of the next entry into `ENTERED`.
     static NEXT_ENTRY: Cell<u64> = Cell::new(0);
-    /// The address of the current reactor's [`Home`] (0: none).
-    static CURRENT_HOME: Cell<usize> = Cell::new(0);
-}
-
-/// The address `home` has in [`CURRENT_HOME`].
-#[inline]
-fn address(home: &Home) -> usize {
-    std::ptr::from_ref(home) as usize
-}
-
-/// Whether `home`'s reactor is the one entered on this thread. A registration's `Arc<Home>`
-/// keeps the address from being reused while the registration lives.
-#[inline]
-pub(crate) fn is_current(home: &Home) -> bool {
-    // During the thread's exit, once its thread-locals are gone, nothing is current.
-    CURRENT_HOME
-        .try_with(|h| h.get() == address(home))
-        .unwrap_or(false)
 }
 
 /// The message of the error returned when no reactor is current.
@@ -82,7 +61,6 @@ impl std::fmt::Debug for EnterGuard {
 impl Reactor {
     /// Makes this reactor the thread's current one until the guard drops.
     pub fn enter(self: &Rc<Self>) -> EnterGuard {
-        let home = address(self.home());
         let entry = NEXT_ENTRY
             .try_with(|n| {
                 n.set(n.get() + 1);
@@ -98,7 +76,7 @@ impl Reactor {
             // The thread is exiting: nothing can be entered any more.
             .unwrap_or(usize::MAX);
         if depth != usize::MAX {
-            let _gone = CURRENT_HOME.try_with(|h| h.set(home));
+            home::set_current(Some(self.home()));
         }
         EnterGuard {
             depth,
@@ -138,8 +116,7 @@ impl Drop for EnterGuard {
                     return None;
                 }
                 let left = e.split_off(self.depth);
-                let home = e.last().map_or(0, |(_, r)| address(r.home()));
-                let _gone = CURRENT_HOME.try_with(|h| h.set(home));
+                home::set_current(e.last().map(|(_, r)| &**r.home()));
                 Some(left)
             })
             .ok()

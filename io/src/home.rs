@@ -44,6 +44,33 @@ use std::sync::atomic::{AtomicBool, Ordering};
 #[cfg(not(loom))]
 use std::sync::{Mutex, MutexGuard};
 
+use std::cell::Cell;
+
+#[cfg(not(loom))]
+thread_local! {
+    /// The address of the [`Home`] of the reactor entered on this thread (0: none), what a
+    /// registration compares its own with on every use: one plain thread-local read. Set by
+    /// `context`'s enter guards alone ([`set_current`]).
+    static CURRENT_HOME: Cell<usize> = const { Cell::new(0) };
+}
+
+#[cfg(loom)]
+loom::thread_local! {
+    /// The address of the current reactor's [`Home`] (0: none); loom's threads share one OS
+    /// thread, so the models need loom's thread-locals.
+    static CURRENT_HOME: Cell<usize> = Cell::new(0);
+}
+
+/// Makes `home` the one [`Home::is_current`] finds on this thread (`None`: no reactor is
+/// entered). Called by `context`'s enter guards, which keep it in step with the reactor they
+/// enter and restore.
+#[inline]
+pub(crate) fn set_current(home: Option<&Home>) {
+    let address = home.map_or(0, Home::address);
+    // During the thread's exit, once its thread-locals are gone, nothing is current.
+    let _gone = CURRENT_HOME.try_with(|h| h.set(address));
+}
+
 /// A reactor's cross-thread part, shared by the reactor and each of its registrations.
 pub(crate) struct Home {
     /// A duplicate of the epoll descriptor, to deregister from any thread.
@@ -85,7 +112,17 @@ impl Home {
     /// Whether this home's reactor is the one entered on this thread.
     #[inline]
     pub(crate) fn is_current(&self) -> bool {
-        crate::context::is_current(self)
+        // A registration's `Arc<Home>` keeps the address from being reused while it lives.
+        // During the thread's exit, once its thread-locals are gone, nothing is current.
+        CURRENT_HOME
+            .try_with(|h| h.get() == self.address())
+            .unwrap_or(false)
+    }
+
+    /// The address this home has in [`CURRENT_HOME`].
+    #[inline]
+    fn address(&self) -> usize {
+        std::ptr::from_ref(self) as usize
     }
 
     /// The reactor is being dropped: from now on its registrations fail instead of waiting.
