@@ -119,6 +119,11 @@ counters! {
     /// instead of spinning. Only with
     /// [`Builder::park_when_busy`](crate::Builder::park_when_busy); zero otherwise.
     governor_busy_looks,
+    /// Idle transitions that parked instead of spinning toward a timer due within the spin
+    /// window (the governor's or `Builder::spin_before_park`'s) whose slack covers a park's
+    /// wakeup: the device, armed for the end of the timer's window, wakes the core in time,
+    /// so the spin would have bought nothing (see `Builder::idle_governor`).
+    slack_parks,
     /// The governor's spin window at the core's last idle transition, in nanoseconds (zero:
     /// it parks at once). A gauge, not a count (read it per core).
     governor_window_ns,

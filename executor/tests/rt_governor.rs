@@ -174,3 +174,71 @@ fn pinned_cores_never_ask_where_they_ran() -> io::Result<()> {
     }
     Ok(())
 }
+
+/// `n` sleeps of `d` with `slack`, one after another, on core 0. Returns the core's counters.
+fn sleeps(rt: &Runtime, n: u32, d: Duration, slack: Duration) -> CoreStats {
+    let before = rt.stats().total;
+    rt.block_on(async move {
+        for _ in 0..n {
+            tickless::time::sleep(d).slack(slack).await;
+        }
+    });
+    rt.stats().total - before
+}
+
+const SLEEPS: u32 = 300;
+
+#[test]
+fn no_spin_goes_toward_a_timer_whose_slack_covers_a_park() -> io::Result<()> {
+    // A spin window far longer than each sleep: every idle transition's next timer ends inside
+    // it. Its slack (40 µs) covers a park's wakeup, so the core parks, armed for the window's
+    // end, instead of spinning toward it.
+    let rt = Builder::new()
+        .cores(1)
+        .spin_before_park(Duration::from_millis(10))
+        .build()?;
+    let s = sleeps(
+        &rt,
+        SLEEPS,
+        Duration::from_micros(10),
+        Duration::from_micros(40),
+    );
+    // All but a few (a wakeup that came ahead of its timer by the lead is waited out awake).
+    let most = u64::from(SLEEPS) * 9 / 10;
+    assert!(s.slack_parks >= most, "{s:?}");
+    assert!(s.parks >= most, "{s:?}");
+    assert!(s.timer_fires >= u64::from(SLEEPS), "{s:?}");
+    Ok(())
+}
+
+#[test]
+fn a_timer_without_slack_is_still_spun_to() -> io::Result<()> {
+    let rt = Builder::new()
+        .cores(1)
+        .spin_before_park(Duration::from_millis(10))
+        .build()?;
+    let s = sleeps(&rt, SLEEPS, Duration::from_micros(30), Duration::ZERO);
+    assert_eq!(s.slack_parks, 0, "{s:?}");
+    // Each sleep is spun to: a park could come only from the spin's end, 10 ms later than any.
+    assert!(s.parks < u64::from(SLEEPS) / 10, "{s:?}");
+    Ok(())
+}
+
+#[test]
+fn the_governor_parks_instead_of_spinning_toward_a_timer_with_slack() -> io::Result<()> {
+    // Short idles teach the governor to spin, its window doubling while its spins expire;
+    // once the window reaches past a sleep's (1 µs and 30 µs of slack), the core parks for
+    // it instead of spinning to it: no spin ever catches the timer.
+    let rt = Builder::new().cores(1).build()?;
+    let s = sleeps(
+        &rt,
+        SLEEPS,
+        Duration::from_micros(1),
+        Duration::from_micros(30),
+    );
+    assert_eq!(s.governor_caught, 0, "{s:?}");
+    if s.governor_spins > 0 && s.governor_window_ns > 31_000 {
+        assert!(s.slack_parks > 0, "{s:?}");
+    }
+    Ok(())
+}

@@ -307,6 +307,12 @@ impl RuntimeMetrics {
         self.worker_stats(worker).governor_busy_looks
     }
 
+    /// Core `worker`'s idle transitions that parked instead of spinning toward a timer due
+    /// within the spin window whose slack covers a park's wakeup (`CoreStats::slack_parks`).
+    pub fn worker_slack_parks(&self, worker: usize) -> u64 {
+        self.worker_stats(worker).slack_parks
+    }
+
     /// Hand-overs from other threads that had to wake core `worker`. Live.
     pub fn worker_remote_wakes_sent(&self, worker: usize) -> u64 {
         self.worker_stats(worker).remote_wakes_sent

@@ -41,6 +41,18 @@
 //! wakeup lead's spin does. `Builder::spin_before_park(d)` replaces the governor with a fixed
 //! window; `Builder::idle_governor(false)` turns it off (park at once, always).
 //!
+//! # Timers with slack
+//!
+//! A spin toward a timer pays only when the timer may not fire later than a park would wake
+//! the core. When the earliest timer's window ends inside the spin window and its slack (the
+//! end of that window less the earliest deadline) is at least a park's wakeup ([`PARK_WAKE`],
+//! or the wakeup lead the core learned, whichever is larger), the core parks at once instead,
+//! its device armed for the window's end, and counts it in `CoreStats::slack_parks`; the
+//! transition teaches the window nothing. A timer with less slack (a zero-slack `Sleep`) is
+//! still spun to. On `timer_churn` (1,000 tasks on 1-100 ms sleeps, the default slack) the
+//! spins toward timers cost CPU and bought no lateness: the rule is what keeps the governor's
+//! CPU per fire at the governor off's (`benches/README.md`).
+//!
 //! # Threads not pinned
 //!
 //! A pipe's or socket's write wakes its reader as a *sync* wakeup: the kernel puts the woken
@@ -138,6 +150,12 @@ pub(crate) const BUSY_BELOW: u64 = 60;
 
 /// The largest spin window, in nanoseconds.
 pub(crate) const MAX: u64 = 50_000;
+
+/// What a park costs in lateness, at least, in nanoseconds: from the device's expiry to the
+/// parked thread running again (about 20 µs on the VMs of the figures; the learned wakeup lead
+/// replaces it where that is larger). A timer whose slack is at least this long fires in time
+/// from a park, so no spin goes toward it (see *Timers with slack* above).
+pub(crate) const PARK_WAKE: u64 = 20_000;
 
 /// The first window after a short idle transition, in nanoseconds.
 pub(crate) const START: u64 = 10_000;

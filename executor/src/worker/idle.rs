@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::task::{Wake, Waker};
 use std::time::Duration;
 
-use super::governor::{Governor, Outcome};
+use super::governor::{Governor, Outcome, PARK_WAKE};
 use super::run::Driver;
 use super::shared::Shared;
 use super::{bump, Core};
@@ -75,7 +75,8 @@ impl Core {
             // Arm the device first, as a park would: timers registered while it spins see it
             // armed (a request timeout then waits detached, and its cancel costs nothing).
             self.timers.on_idle();
-            if self.spin(self.timers.clock().now(), self.spin_ns) {
+            let now = self.timers.clock().now();
+            if !self.slack_covers_park(now, self.spin_ns) && self.spin(now, self.spin_ns) {
                 return;
             }
         }
@@ -120,11 +121,14 @@ impl Core {
                 // A spin all the same (`spin_until` counts the others).
                 bump(&self.counters.spins);
             }
+            // A look that finds nothing parks at once if the core is busy, or if the spin would
+            // end at a timer whose slack covers the park (see `governor.rs`).
+            let mut slack_park = false;
             let caught = at_once || {
                 let now = clock.now();
                 start = Some(now);
-                // A busy core stops at the first look (see `governor.rs`): it parks.
-                !g.busy() && self.spin(now, window) && {
+                slack_park = !g.busy() && self.slack_covers_park(now, window);
+                !g.busy() && !slack_park && self.spin(now, window) && {
                     if g.watches_work() {
                         let end = clock.now();
                         g.idle_ended(end, end.saturating_sub(now));
@@ -143,8 +147,10 @@ impl Core {
                 g.learn(Outcome::Caught { crowded });
                 return governor.set(g);
             }
-            if g.busy() {
-                bump(&self.counters.governor_busy_looks);
+            if g.busy() || slack_park {
+                if g.busy() {
+                    bump(&self.counters.governor_busy_looks);
+                }
                 looked = true;
             } else {
                 let spun = &self.counters.governor_spun_ns;
@@ -245,6 +251,22 @@ impl Core {
             g.idle_ended(now, now.saturating_sub(start));
             governor.set(g);
         }
+    }
+
+    /// Whether a spin of `window` ns from `now` (a clock reading) would end at a timer whose
+    /// slack covers a park's wakeup (see *Timers with slack* in `governor.rs`): the earliest
+    /// window ends inside the spin, at least [`PARK_WAKE`] (or the learned wakeup lead) after
+    /// the earliest deadline. Then the core parks at once, counted in `slack_parks`.
+    fn slack_covers_park(&self, now: u64, window: u64) -> bool {
+        let Some(end) = self.timers.next_expiration() else {
+            return false;
+        };
+        let covers = end.saturating_sub(now) < window
+            && end.saturating_sub(self.first_deadline(end)) >= PARK_WAKE.max(self.timers.lead());
+        if covers {
+            bump(&self.counters.slack_parks);
+        }
+        covers
     }
 
     /// The earliest deadline, for a spin that must end by `end` (the end of the earliest

@@ -89,6 +89,8 @@ struct Counters {
     /// Of the governor's spins, those cut to their first look (the core busy) that found
     /// nothing: each parked at once.
     governor_busy_looks: Cell<u64>,
+    /// Parks instead of a spin toward a timer whose slack covers the park's wakeup.
+    slack_parks: Cell<u64>,
     /// Idle transitions.
     idles: Cell<u64>,
     /// Task polls that panicked.
@@ -574,6 +576,7 @@ impl Core {
             governor_crowded: c.governor_crowded.get(),
             governor_spun_us: c.governor_spun_ns.get() / 1_000,
             governor_busy_looks: c.governor_busy_looks.get(),
+            slack_parks: c.slack_parks.get(),
             governor_window_ns: self.governor_window(),
             wakeup_lead_ns: self.timers.lead(),
             remote_wakes_sent: t.remote_wakes_sent,

@@ -152,7 +152,7 @@ const fn spread(
 
 /// Every core's own series, with a `worker` label: totals since the runtime started
 /// (counters) or levels (gauges).
-pub(super) const PER_WORKER: [(&str, Kind, Read, &str); 19] = [
+pub(super) const PER_WORKER: [(&str, Kind, Read, &str); 20] = [
     (
         "tokio_worker_park_count",
         Kind::Counter,
@@ -248,6 +248,12 @@ pub(super) const PER_WORKER: [(&str, Kind, Read, &str); 19] = [
         Kind::Counter,
         |s| s.governor_busy_looks,
         "Of those, the spins cut to one look (the core busy, park_when_busy) that parked",
+    ),
+    (
+        "tickless_worker_slack_parks",
+        Kind::Counter,
+        |s| s.slack_parks,
+        "Parks instead of a spin toward a timer whose slack covers a park's wakeup",
     ),
     (
         "tickless_worker_remote_wakes_sent",
