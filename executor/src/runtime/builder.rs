@@ -500,7 +500,11 @@ impl Builder {
     /// on pinned threads. An idle core never spins; a core whose spins catch nothing, or whose
     /// wakeups come late, stops; so, for a growing while, does a core whose thread is not
     /// pinned and that finds another core of the runtime on its CPU (a spin there holds off
-    /// the other core). The rules, and the measurements behind their constants, are in the
+    /// the other core). No spin goes toward a timer whose slack covers a park's wakeup (20 µs,
+    /// or the learned wakeup lead): the core parks with its device armed for the end of the
+    /// timer's window instead (`CoreStats::slack_parks`; a fixed
+    /// [`spin_before_park`](Self::spin_before_park) window does the same). The rules, and the
+    /// measurements behind their constants, are in the
     /// `worker/governor.rs` module's documentation; `CoreStats::governor_spins`,
     /// `governor_caught`, `governor_crowded`, `governor_spun_us` and `governor_window_ns`
     /// count what it decided.
