@@ -527,3 +527,30 @@ fn a_spinning_core_sees_a_tokio_socket_s_readiness_without_parking() -> io::Resu
         Ok(())
     })
 }
+
+#[test]
+fn a_blocking_closure_has_its_core_s_tokio_context() -> io::Result<()> {
+    guarded(|| {
+        let rt = Builder::new().cores(2).tokio_context(true).build()?;
+        let core_thread = on_core(&rt, 1, async { std::thread::current().id() });
+        let (present, ran_on) = on_core(&rt, 1, async {
+            tickless::task::spawn_blocking(|| {
+                let present = tokio::runtime::Handle::try_current().is_ok();
+                // The common shape: a blocking closure that waits for async work. The task
+                // runs on core 1's tokio runtime, so on core 1's thread.
+                let ran_on = tokio::runtime::Handle::current().block_on(async {
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                    tokio::spawn(async { std::thread::current().id() })
+                        .await
+                        .unwrap()
+                });
+                (present, ran_on)
+            })
+            .await
+            .unwrap()
+        });
+        assert!(present, "tokio's handle is entered on the blocking thread");
+        assert_eq!(ran_on, core_thread, "spawned onto the core's tokio runtime");
+        Ok(())
+    })
+}
