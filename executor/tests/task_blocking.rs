@@ -481,3 +481,29 @@ fn outside_a_runtime_try_current_is_an_error_and_current_panics() {
     // `TryCurrentError` is at tokio's path, and an `Error`.
     let _: &dyn std::error::Error = &err as &tickless::runtime::TryCurrentError;
 }
+
+#[test]
+fn try_current_from_a_thread_local_s_destructor_says_the_thread_local_is_destroyed() {
+    /// Sends what `try_current` says when the thread exits.
+    struct AtExit(mpsc::Sender<Result<(), tickless::runtime::TryCurrentError>>);
+    impl Drop for AtExit {
+        fn drop(&mut self) {
+            let _ = self.0.send(tickless::Handle::try_current().map(drop));
+        }
+    }
+    thread_local! {
+        static AT_EXIT: std::cell::RefCell<Option<AtExit>> = const { std::cell::RefCell::new(None) };
+    }
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        // Registered first, so destroyed last (the thread-locals' destructors run in the
+        // reverse order of their first use): after the runtime's, which `try_current` uses.
+        AT_EXIT.with(|a| *a.borrow_mut() = Some(AtExit(tx)));
+        assert!(tickless::Handle::try_current().is_err());
+    })
+    .join()
+    .unwrap();
+    let err = rx.recv().unwrap().unwrap_err();
+    assert!(err.is_thread_local_destroyed(), "{err:?}");
+    assert!(!err.is_missing_context());
+}
