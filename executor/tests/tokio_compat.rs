@@ -360,7 +360,7 @@ fn a_tokio_socket_made_on_core_0_serves_core_1_outside_block_on() -> io::Result<
 #[test]
 fn without_the_switch_tokio_calls_fail_as_on_any_non_tokio_thread() -> io::Result<()> {
     guarded(move || {
-        let rt = Builder::new().cores(1).build()?;
+        let rt = Builder::new().cores(1).tokio_context(false).build()?;
         let err = rt.block_on(async {
             tickless::spawn(async { tokio::time::sleep(Duration::from_millis(1)).await })
                 .await
@@ -551,6 +551,58 @@ fn a_blocking_closure_has_its_core_s_tokio_context() -> io::Result<()> {
         });
         assert!(present, "tokio's handle is entered on the blocking thread");
         assert_eq!(ran_on, core_thread, "spawned onto the core's tokio runtime");
+        Ok(())
+    })
+}
+
+/// The context switches so far (voluntary + involuntary) of this process's threads named
+/// `name`: a thread asleep in `epoll_wait` makes none.
+fn switches_of(name: &str) -> u64 {
+    let mut total = 0;
+    for task in std::fs::read_dir("/proc/self/task").unwrap() {
+        let dir = task.unwrap().path();
+        let Ok(comm) = std::fs::read_to_string(dir.join("comm")) else {
+            continue; // exited meanwhile
+        };
+        if comm.trim_end() != name {
+            continue;
+        }
+        let status = std::fs::read_to_string(dir.join("status")).unwrap_or_default();
+        total += status
+            .lines()
+            .filter(|l| l.contains("ctxt_switches:"))
+            .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+            .sum::<u64>();
+    }
+    total
+}
+
+/// The stand-in thread's name (`tickless-core-0-tokio`) as the kernel keeps it: 15 bytes.
+const STAND_IN: &str = "tickless-core-0";
+
+#[test]
+fn an_idle_runtime_with_the_default_tokio_context_never_wakes() -> io::Result<()> {
+    guarded(|| {
+        // The default with the feature: a tokio runtime per core, and, once `block_on` has
+        // returned, the thread that drives core 0's.
+        let rt = Builder::new().cores(2).build()?;
+        rt.block_on(async {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+            tokio::spawn(async {}).await.unwrap();
+        });
+        while !rt.handle(1).is_parked() {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // Let the stand-in thread start and settle in its wait (a wait, not a measurement).
+        std::thread::sleep(Duration::from_millis(50));
+        let before = (switches_of("tickless-core-1"), switches_of(STAND_IN));
+        assert!(before.1 > 0, "the stand-in thread runs");
+        std::thread::sleep(Duration::from_millis(300));
+        let after = (switches_of("tickless-core-1"), switches_of(STAND_IN));
+        assert_eq!(
+            after, before,
+            "an idle core and the stand-in sleep without a wakeup"
+        );
         Ok(())
     })
 }
