@@ -196,6 +196,7 @@ fn the_timerfd_is_disarmed_when_its_last_timer_is_cancelled() {
     let rt = Builder::new()
         .cores(1)
         .timer_policy(tickless::RearmPolicy::Eager)
+        .tokio_context(false)
         .build()
         .expect("a one-core runtime");
     let before = rt.stats().total;

@@ -691,8 +691,12 @@ impl Builder {
     /// that runtime. Nothing crosses threads that the library did not send across itself.
     ///
     /// Core 0 runs only inside [`Runtime::block_on`]; while no thread is in it, a thread of the
-    /// runtime's drives core 0's tokio runtime instead, so that what was started there (a
-    /// pooled connection's task, a sqlx pool's maintenance) keeps going.
+    /// runtime's runs core 0 instead, its tokio runtime with it, so that what was started
+    /// there (a pooled connection's task, a sqlx pool's maintenance, axum's `on_upgrade`
+    /// task over a tickless stream, with its tickless timers) keeps going; the next
+    /// `block_on` takes core 0 back. (While a `spawn_local` task of core 0 lives, or its clock
+    /// is paused, that thread drives core 0's tokio runtime alone: tickless streams and
+    /// timers used by core 0's tokio tasks then wait for the next `block_on`.)
     ///
     /// # Costs and differences from tokio
     ///
@@ -710,8 +714,13 @@ impl Builder {
     ///   `tokio::spawn`ed task (a tickless task may call it), and a tickless runtime with a
     ///   tokio context cannot run inside a tokio runtime's `block_on`.
     /// - Each core holds a tokio runtime (its epoll instance, eventfd, timer wheel), and once
-    ///   `block_on` has returned, one thread more drives core 0's. An idle core still sleeps
+    ///   `block_on` has returned, one thread more runs core 0. An idle core still sleeps
     ///   with no wakeup (tokio's wait has no timeout while it has no timer).
+    /// - A `spawn_local` task started on core 0 while that thread runs it (by a task there,
+    ///   `Handle::spawn_pinned` onto core 0, `tickless_http::on_core` for a request core 0
+    ///   serves) belongs to that thread: while it lives, `block_on` panics as on any thread
+    ///   other than the one a `spawn_local` task of core 0 belongs to. Keep a `block_on`
+    ///   running (`#[tickless::main]` does), or turn the context off.
     ///
     /// # Examples
     ///
