@@ -264,7 +264,7 @@ impl Builder {
     /// [`ClockDevice::TimerFd`]. With [`ClockDevice::Epoll`] a core re-programs nothing: its
     /// `epoll_pwait2` times out at the deadline, which saves the `timerfd_settime` of each
     /// timer wakeup (`compare`'s `tickless_epoll` contender measures it). A runtime with a
-    /// tokio context ([`tokio_context`](Self::tokio_context), the default with the feature
+    /// tokio context (`tokio_context`, the default with the feature
     /// `tokio-compat`) uses the timerfd whatever this says: its cores wait in tokio's reactor,
     /// whose timeout is tokio's. Turn the context off for this device there.
     ///

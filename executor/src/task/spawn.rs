@@ -318,7 +318,7 @@ where
 ///
 /// `f` runs in the runtime's context, as on tokio: [`Handle::current`](crate::Handle::current)
 /// is the handle of the core that spawned it, [`spawn`] spawns onto that core, and with a
-/// tokio context ([`Builder::tokio_context`](crate::Builder::tokio_context)) that core's tokio
+/// tokio context (`Builder::tokio_context`, feature `tokio-compat`) that core's tokio
 /// runtime is entered, so `tokio::runtime::Handle::current().block_on(..)` works inside. No
 /// core runs on the pool's thread, so what needs one (a tickless timer polled there,
 /// [`core_id`](crate::core_id), [`spawn_local`]) still panics there: spawn it instead.
