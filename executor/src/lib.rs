@@ -132,6 +132,15 @@ pub mod __macro_support {
             crate::Builder::tokio_context(self, enabled)
         }
     }
+
+    /// The `tokio_context = false` setting: the context off where the `tokio-compat` feature
+    /// makes it the default, nothing to do without the feature.
+    pub fn no_tokio_context(builder: &mut crate::Builder) {
+        #[cfg(feature = "tokio-compat")]
+        builder.tokio_context(false);
+        #[cfg(not(feature = "tokio-compat"))]
+        let _ = builder;
+    }
 }
 
 /// Glue for the `tickless-http` crate, which serves HTTP on the accept loops of

@@ -414,7 +414,11 @@ fn each_idle_transition_without_a_spin_window_is_one_park_and_one_epoll_wait() -
     // slack, 16 µs for 200 µs) are narrower than a lead learned on a busy machine: the timerfd
     // may then expire ahead of a window with nothing due, and that transition waits out the
     // rest awake instead (a lead spin, no I/O poll). Each transition is one or the other.
-    let rt = tickless::Builder::new().cores(1).build()?;
+    // No tokio context: a core parked in tokio polls its epoll after the park too.
+    let rt = tickless::Builder::new()
+        .cores(1)
+        .tokio_context(false)
+        .build()?;
     let before = rt.stats().total;
     rt.block_on(async {
         for _ in 0..10 {

@@ -45,6 +45,7 @@ fn round_trips_to_a_thread(n: u32, work: Duration, park_when_busy: bool) -> io::
         .cores(1)
         .pin(true)
         .park_when_busy(park_when_busy)
+        .tokio_context(false)
         .build()?;
     rt.block_on(async move {
         let mut ours = tickless::net::UnixStream::from_std(ours)?;

@@ -122,7 +122,7 @@ impl Builder {
                 placement: Placement::Spread,
                 steal_after: Some(DEFAULT_STEAL_AFTER),
                 resolver: crate::dns::resolve_on_pool,
-                tokio: None,
+                tokio: DEFAULT_TOKIO_CONTEXT,
                 poll_times_on: false,
                 poll_times: DEFAULT_POLL_TIME_HISTOGRAM,
                 loop_histograms: false,
@@ -264,8 +264,9 @@ impl Builder {
     /// [`ClockDevice::TimerFd`]. With [`ClockDevice::Epoll`] a core re-programs nothing: its
     /// `epoll_pwait2` times out at the deadline, which saves the `timerfd_settime` of each
     /// timer wakeup (`compare`'s `tickless_epoll` contender measures it). A runtime with a
-    /// tokio context (`tokio_context`, feature `tokio-compat`) uses the timerfd whatever this
-    /// says: its cores wait in tokio's reactor, whose timeout is tokio's.
+    /// tokio context (`tokio_context`, the default with the feature
+    /// `tokio-compat`) uses the timerfd whatever this says: its cores wait in tokio's reactor,
+    /// whose timeout is tokio's. Turn the context off for this device there.
     ///
     /// ```
     /// use tickless::{Builder, ClockDevice};
@@ -673,11 +674,15 @@ impl Builder {
         self
     }
 
-    /// Gives every core a tokio context (feature `tokio-compat`; default `false`): a tokio
-    /// current-thread runtime of the core's own, driven by the core's thread, so that
-    /// libraries written for tokio, which call `tokio::spawn`, `tokio::time` or `tokio::net`
-    /// inside (sqlx, reqwest, tonic, redis), work from tickless tasks, and run on the core that
-    /// called them.
+    /// Gives every core a tokio context (feature `tokio-compat`; default `true` where the
+    /// feature is on, so that `Runtime::new`, `#[tickless::main]` and `#[tickless::test]` have
+    /// it): a tokio current-thread runtime of the core's own, driven by the core's thread, so
+    /// that libraries written for tokio, which call `tokio::spawn`, `tokio::time` or
+    /// `tokio::net` inside (sqlx, reqwest, tonic, redis), work from tickless tasks, and run on
+    /// the core that called them. `tokio_context(false)` (`#[tickless::test(tokio_context =
+    /// false)]`) turns it off: a runtime that needs no tokio library then has no tokio runtime
+    /// per core, no stand-in thread for core 0, and its cores wait in their own `epoll_wait`
+    /// (with the clock device [`clock_device`](Self::clock_device) chooses).
     ///
     /// # How it runs
     ///
@@ -690,8 +695,12 @@ impl Builder {
     /// that runtime. Nothing crosses threads that the library did not send across itself.
     ///
     /// Core 0 runs only inside [`Runtime::block_on`]; while no thread is in it, a thread of the
-    /// runtime's drives core 0's tokio runtime instead, so that what was started there (a
-    /// pooled connection's task, a sqlx pool's maintenance) keeps going.
+    /// runtime's runs core 0 instead, its tokio runtime with it, so that what was started
+    /// there (a pooled connection's task, a sqlx pool's maintenance, axum's `on_upgrade`
+    /// task over a tickless stream, with its tickless timers) keeps going; the next
+    /// `block_on` takes core 0 back. (While a `spawn_local` task of core 0 lives, or its clock
+    /// is paused, that thread drives core 0's tokio runtime alone: tickless streams and
+    /// timers used by core 0's tokio tasks then wait for the next `block_on`.)
     ///
     /// # Costs and differences from tokio
     ///
@@ -708,11 +717,20 @@ impl Builder {
     /// - As on tokio's current-thread runtime, `tokio::task::block_in_place` panics inside a
     ///   `tokio::spawn`ed task (a tickless task may call it), and a tickless runtime with a
     ///   tokio context cannot run inside a tokio runtime's `block_on`.
+    /// - Each core holds a tokio runtime (its epoll instance, eventfd, timer wheel), and once
+    ///   `block_on` has returned, one thread more runs core 0. An idle core still sleeps
+    ///   with no wakeup (tokio's wait has no timeout while it has no timer).
+    /// - A `spawn_local` task started on core 0 while that thread runs it (by a task there,
+    ///   `Handle::spawn_pinned` onto core 0, `tickless_http::on_core` for a request core 0
+    ///   serves) belongs to that thread: while it lives, `block_on` panics as on any thread
+    ///   other than the one a `spawn_local` task of core 0 belongs to. Keep a `block_on`
+    ///   running (`#[tickless::main]` does), or turn the context off.
     ///
     /// # Examples
     ///
     /// ```
-    /// let rt = tickless::Builder::new().cores(1).tokio_context(true).build()?;
+    /// // The default with the `tokio-compat` feature: `.tokio_context(true)` says it.
+    /// let rt = tickless::Builder::new().cores(1).build()?;
     /// let n = rt.block_on(async {
     ///     tokio::time::sleep(std::time::Duration::from_millis(1)).await; // tokio's timer
     ///     let on = std::thread::current().id();
@@ -902,3 +920,12 @@ impl Runtime {
         Builder::new().build()
     }
 }
+
+/// The tokio context is on by default where the `tokio-compat` feature is (see
+/// [`Builder::tokio_context`]): a renamed `#[tokio::test]` runs code that needs one.
+#[cfg(feature = "tokio-compat")]
+const DEFAULT_TOKIO_CONTEXT: Option<crate::worker::tokio_context::BeforePark> =
+    Some(crate::worker::idle::tokio_before_park);
+/// Without the `tokio-compat` feature there is no tokio context.
+#[cfg(not(feature = "tokio-compat"))]
+const DEFAULT_TOKIO_CONTEXT: Option<crate::worker::tokio_context::BeforePark> = None;

@@ -30,7 +30,7 @@ pub use builder::{
     Builder, DEFAULT_SLACK_KNEE, DEFAULT_SLACK_MAX, DEFAULT_WAKEUP_LEAD_MAX, MAX_SLACK,
     MAX_TIMER_RESOLUTION, MAX_WAKEUP_LEAD,
 };
-pub use handle::Handle;
+pub use handle::{Handle, TryCurrentError};
 pub use metrics::RuntimeMetrics;
 #[cfg(feature = "metrics")]
 pub use reporter::{RuntimeMetricsReporter, RuntimeMetricsReporterBuilder};

@@ -9,7 +9,7 @@ use tickless_timer::internal::Op;
 use tickless_timer::Slack;
 
 use crate::blocking::BlockingTask;
-use crate::context::{with_current, NO_RUNTIME};
+use crate::context::{with_current, Lent, NO_RUNTIME};
 use crate::task::bound::Bound;
 use crate::task::deferred::DeferredStart;
 use crate::task::harness::{ResultSlot, TaskFuture};
@@ -251,9 +251,13 @@ where
 /// and an eventfd write only if that core sleeps. `Builder::placement(Placement::Local)` keeps
 /// every task on its spawning core; [`spawn_local`] always does.
 ///
+/// Inside a [`spawn_blocking`] closure (no core runs on its thread) the task goes to the core
+/// that spawned the blocking job, as [`Handle::current().spawn`](crate::Handle::spawn) would:
+/// tokio's `spawn` from a blocking thread spawns onto its runtime the same way.
+///
 /// # Panics
 ///
-/// Outside a tickless runtime.
+/// Outside a tickless runtime (and outside a `spawn_blocking` closure of one).
 ///
 /// # Examples
 ///
@@ -273,11 +277,27 @@ where
     F::Output: Send + 'static,
 {
     let at = Location::caller();
+    if with_current(|_| ()).is_none() {
+        // No core here: a `spawn_blocking` thread spawns onto the core that lent it its
+        // context (`context::Lent`), as `Handle::current().spawn` would.
+        return spawn_lent(future, at);
+    }
     with_current(|core| match core.placement_target() {
         Some(target) => spawn_remote_at(core.peers(), &target, future, None, true, at),
         None => spawn_on(core, future, at),
     })
     .expect(NO_RUNTIME)
+}
+
+/// [`spawn`] where no core runs: onto the core lent to this `spawn_blocking` thread.
+#[cold]
+fn spawn_lent<F>(future: F, at: &'static Location<'static>) -> JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let (shared, peers, _pool) = crate::context::lent().ok().flatten().expect(NO_RUNTIME);
+    spawn_remote_at(&peers, &shared, future, None, true, at)
 }
 
 /// Runs `f` on the runtime's blocking pool, so that work that blocks (a password hash, a file
@@ -295,6 +315,13 @@ where
 /// the shutdown's timeout. Jobs submitted together each get a thread while the cap allows, so
 /// one job may wait for another. While the pool has work queued or running, a paused clock does
 /// not jump (see [`time::pause`](crate::time::pause)).
+///
+/// `f` runs in the runtime's context, as on tokio: [`Handle::current`](crate::Handle::current)
+/// is the handle of the core that spawned it, [`spawn`] spawns onto that core, and with a
+/// tokio context (`Builder::tokio_context`, feature `tokio-compat`) that core's tokio
+/// runtime is entered, so `tokio::runtime::Handle::current().block_on(..)` works inside. No
+/// core runs on the pool's thread, so what needs one (a tickless timer polled there,
+/// [`core_id`](crate::core_id), [`spawn_local`]) still panics there: spawn it instead.
 ///
 /// If the system refuses to start a pool thread while none is alive (`EAGAIN`: out of threads
 /// or memory), the queued jobs cannot run: each one's handle gives a [`JoinError`] whose
@@ -325,6 +352,15 @@ where
     R: Send + 'static,
 {
     let at = Location::caller();
-    with_current(|core| spawn_on(core, BlockingTask::new(core.blocking().clone(), f), at))
-        .expect(NO_RUNTIME)
+    with_current(|core| {
+        // The closure runs in its core's context: `Handle::current`, `spawn` (and the tokio
+        // context's `tokio::runtime::Handle::current`) work there, as on tokio.
+        let lent = Lent::of(core);
+        spawn_on(
+            core,
+            BlockingTask::new(core.blocking().clone(), move || lent.run(f)),
+            at,
+        )
+    })
+    .expect(NO_RUNTIME)
 }
