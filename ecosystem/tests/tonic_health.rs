@@ -126,7 +126,10 @@ fn tonic_routes_on_tickless_hyper_serving_without_any_tokio_context() -> io::Res
         .build()?
         .block_on(health());
     let routes = tonic::service::Routes::new(service).prepare();
-    let server = tickless_http::serve(&rt, localhost(), routes)?;
+    // gRPC is HTTP/2 (prior knowledge): asked for (the crate's `http2` feature is on here).
+    let server = tickless_http::Http::new()
+        .http2(true)
+        .serve(&rt, localhost(), routes)?;
     let addr = server.local_addr();
     let panics_before = rt.stats().total.task_panics;
     rt.block_on(async move {
@@ -168,7 +171,7 @@ mod send_streams {
         // timer, and need the context.)
         let rt = Builder::new().cores(2).tokio_context(false).build()?;
         let (reporter, service) = rt.block_on(health());
-        let server = tickless_http::serve(
+        let server = tickless_http::Http::new().http2(true).serve(
             &rt,
             localhost(),
             tonic::service::Routes::new(service).prepare(),

@@ -148,6 +148,10 @@ pub mod __macro_support {
 #[doc(hidden)]
 pub mod __private {
     pub use crate::serve::Bound;
+    /// What a [`net::ToSocketAddrs`](crate::net::ToSocketAddrs) stands for: addresses, or a
+    /// name to look up (`tickless-http`'s `run` binds the first at once, and looks the second
+    /// up on the blocking pool).
+    pub use tickless_io::internal::Addrs;
 }
 
 pub use context::core_id;

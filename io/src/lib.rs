@@ -47,7 +47,7 @@ pub mod internal {
         pub use crate::cpu::*;
     }
     pub use crate::context::EnterGuard;
-    pub use crate::net::addr::{Resolve, Resolving};
+    pub use crate::net::addr::{Addrs, Resolve, Resolving};
     pub use crate::reactor::{Polled, Reactor};
     pub use crate::ready::{Direction, ReadyEvent};
     pub use crate::registration::Registration;
