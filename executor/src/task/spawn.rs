@@ -14,6 +14,7 @@ use crate::task::bound::Bound;
 use crate::task::deferred::DeferredStart;
 use crate::task::harness::{ResultSlot, TaskFuture};
 use crate::task::join_handle::JoinHandle;
+use crate::worker::load::move_tasks;
 use crate::worker::shared::{Due, Peers, Runnable, Shared, TaskMeta};
 use crate::worker::Core;
 
@@ -52,6 +53,14 @@ fn schedule_away(runnable: Runnable) {
     with_current(|core| {
         let meta = runnable.as_ref().expect("not taken yet").metadata();
         if Arc::ptr_eq(core.peers(), meta.peers()) && core.shared().takes_placed_work() {
+            // Its count comes here with it (this thread runs the new home, not the old).
+            move_tasks(
+                &meta.home_shared().load,
+                false,
+                &core.shared().load,
+                true,
+                1,
+            );
             meta.set_home(core.key());
             core.schedule_local(runnable.take().expect("taken once"));
         }
@@ -60,6 +69,9 @@ fn schedule_away(runnable: Runnable) {
     let meta = runnable.metadata();
     let home = meta.home_shared();
     let target = Arc::clone(meta.peers().driven_other(home.id.index).unwrap_or(home));
+    // This thread runs neither (the old home is not the current core, and the current core,
+    // if any, does not take work, so it is not the target).
+    move_tasks(&home.load, false, &target.load, false, 1);
     meta.set_home(target.id.key());
     target.schedule_remote(runnable);
 }
@@ -81,7 +93,7 @@ where
     let (wrapped, slot) = TaskFuture::new(future, at, core.shared());
     let (runnable, task) = async_task::Builder::new()
         .metadata(TaskMeta::new(core.key(), core.peers().clone(), true))
-        .spawn(move |_| wrapped, schedule);
+        .spawn(move |meta| wrapped.in_task(meta), schedule);
     queue_own(core, runnable, task, slot)
 }
 
@@ -104,7 +116,7 @@ where
         async_task::Builder::new().metadata(TaskMeta::new(core.key(), core.peers().clone(), false));
     if core.id().index != 0 {
         let (wrapped, slot) = TaskFuture::new(future, at, core.shared());
-        let (runnable, task) = builder.spawn_local(move |_| wrapped, schedule);
+        let (runnable, task) = builder.spawn_local(move |meta| wrapped.in_task(meta), schedule);
         return queue_own(core, runnable, task, slot);
     }
     let bound = Bound::new(future, core.shared().clone());
@@ -118,9 +130,11 @@ where
     // rest of the wrapper is thread-safe: the join slot is an `Arc` of a locked slot, to which
     // a drop elsewhere writes only a cancellation (the output is written on the spawning
     // thread, when the future completes, and the future is dropped right then), and the
-    // live-task key is given back through the core the dropping thread runs. The schedule
+    // live-task key is given back through the core the dropping thread runs (and its count
+    // through its home's load, whose words are atomic). The schedule
     // function is a plain `fn` (`Send`, `Sync`, `'static`) and the future is `'static`.
-    let (runnable, task) = unsafe { builder.spawn_unchecked(move |_| wrapped, schedule) };
+    let (runnable, task) =
+        unsafe { builder.spawn_unchecked(move |meta| wrapped.in_task(meta), schedule) };
     queue_own(core, runnable, task, slot)
 }
 
@@ -175,7 +189,7 @@ where
     let (wrapped, slot) = TaskFuture::new(future, at, shared);
     let (runnable, task) = async_task::Builder::new()
         .metadata(TaskMeta::new(shared.id.key(), peers.clone(), movable))
-        .spawn(move |_| wrapped, schedule);
+        .spawn(move |meta| wrapped.in_task(meta), schedule);
     task.detach();
     shared.load.add_remote();
     let waker = runnable.waker();
@@ -327,4 +341,75 @@ where
     let at = Location::caller();
     with_current(|core| spawn_on(core, BlockingTask::new(core.blocking().clone(), f), at))
         .expect(NO_RUNTIME)
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use std::sync::{Arc, Mutex};
+    use std::task::{Poll, Waker};
+
+    /// A one-shot signal another thread sets: what a channel's receiver does with its waker.
+    #[derive(Clone, Default)]
+    struct Signal(Arc<Mutex<(bool, Option<Waker>)>>);
+
+    impl Signal {
+        fn send(&self) {
+            let waker = {
+                let mut s = self.0.lock().unwrap();
+                s.0 = true;
+                s.1.take()
+            };
+            if let Some(w) = waker {
+                w.wake();
+            }
+        }
+
+        async fn recv(&self) {
+            std::future::poll_fn(|cx| {
+                let mut s = self.0.lock().unwrap();
+                if s.0 {
+                    return Poll::Ready(());
+                }
+                s.1 = Some(cx.waker().clone());
+                Poll::Pending
+            })
+            .await
+        }
+    }
+
+    /// A task of core 0 woken by a thread of no core while core 0 runs nothing (as between
+    /// `block_on`'s end and its evacuation) moves to core 1, and its count moves with it at the
+    /// wake, not at its next poll there; once it finished, both loads are 0.
+    #[test]
+    fn a_wake_that_re_homes_a_task_moves_its_count_at_the_wake() {
+        let rt = crate::Builder::new().cores(2).build().unwrap();
+        let (zero, one) = (rt.handle(0).shared().clone(), rt.handle(1).shared().clone());
+        let (first, second) = (Signal::default(), Signal::default());
+        let (a, b) = (first.clone(), second.clone());
+        let ran_on = rt.block_on(async move {
+            let task = crate::spawn(async move {
+                a.recv().await;
+                b.recv().await;
+                crate::core_id()
+            });
+            // Polled once on core 0, idle there.
+            crate::task::yield_now().await;
+            assert_eq!((zero.load(), one.load()), (1, 0));
+            // Core 0 runs nothing now (without evacuating): the wake re-homes the task.
+            zero.set_driven(false);
+            std::thread::spawn(move || first.send()).join().unwrap();
+            assert_eq!((zero.load(), one.load()), (0, 1), "moved at the wake");
+            zero.set_driven(true);
+            second.send();
+            task.await.unwrap()
+        });
+        assert_eq!(ran_on, 1);
+        let (zero, one) = (rt.handle(0).shared().clone(), rt.handle(1).shared().clone());
+        let start = std::time::Instant::now();
+        while one.load() != 0 && start.elapsed() < std::time::Duration::from_secs(60) {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        assert_eq!((zero.load(), one.load()), (0, 0));
+        assert_eq!(rt.metrics().num_alive_tasks(), 0);
+    }
 }

@@ -18,7 +18,7 @@ use crate::worker::id::CoreId;
 use crate::worker::id::CoreKey;
 #[cfg(loom)]
 use crate::worker::kennel::Kennel;
-use crate::worker::load::Load;
+use crate::worker::load::{move_tasks, Load};
 use crate::worker::loop_watch::LoopHistograms;
 use crate::worker::spill::Spill;
 use crate::worker::watch::Watch;
@@ -83,6 +83,10 @@ impl Peers {
 /// before the hand-over; see `task::spawn::schedule`). The release of the hand-over that
 /// passes the `Runnable` on (the inbox, a spill queue's lock) orders the store before the new
 /// home's loads. Relaxed loads and stores therefore suffice.
+///
+/// Whoever changes `home` moves the task's count from the old home's load to the new one's
+/// in the same step (`worker::load::move_tasks`); the task's future, when dropped, takes it off
+/// the home it names then (`task::harness`).
 pub struct TaskMeta {
     /// The [`CoreKey`] of the core the task belongs to now.
     home: AtomicU64,
@@ -130,16 +134,20 @@ impl TaskMeta {
     /// The shared half of the core the task belongs to now.
     #[inline]
     pub fn home_shared(&self) -> &Arc<Shared> {
+        self.try_home_shared()
+            .expect("a task is woken only once its runtime's cores are set")
+    }
+
+    /// [`home_shared`](Self::home_shared), or `None` while the runtime's cores are not set yet
+    /// (a task dropped while its runtime is being built).
+    #[inline]
+    pub(crate) fn try_home_shared(&self) -> Option<&Arc<Shared>> {
         let key = self.home();
-        let cores =
-            (self.peers.all()).expect("a task exists only once its runtime's cores are set");
+        let cores = self.peers.all()?;
         match cores.get(key.id().index) {
-            Some(core) if core.id.key() == key => core,
+            Some(core) if core.id.key() == key => Some(core),
             // The loom models' runtimes are not indexed from 0.
-            _ => cores
-                .iter()
-                .find(|c| c.id.key() == key)
-                .expect("its core is a peer"),
+            _ => cores.iter().find(|c| c.id.key() == key),
         }
     }
 
@@ -217,7 +225,8 @@ pub struct Shared<U = Unparker> {
     /// moving, since paused time jumps per core. Written by the core's thread whenever its
     /// clock pauses or resumes; a hint, ordering nothing, as `driven` is.
     paused: AtomicBool,
-    /// Tasks spawned onto the core and not yet finished, for placement.
+    /// Tasks that belong to the core now and are not yet finished, for placement and
+    /// `num_alive_tasks` (`worker::load`'s books).
     pub(crate) load: Load,
     /// The runnable `Send` tasks the core's private queue had no room for: where idle cores
     /// steal from (`worker::spill`).
@@ -332,6 +341,19 @@ impl<U: Unpark> Shared<U> {
     #[cfg(loom)]
     pub fn spill(&self) -> &Spill<Runnable> {
         &self.spill
+    }
+
+    /// For the loom models: a task of the core is counted on its load (as a spawn onto it
+    /// does).
+    #[cfg(loom)]
+    pub fn count_task_for_model(&self) {
+        self.load.add_remote();
+    }
+
+    /// For the loom models: the core's load.
+    #[cfg(loom)]
+    pub fn load_for_model(&self) -> usize {
+        self.load.get()
     }
 
     /// For the loom models: the inbox and its sleep word (its wake counters, the published
@@ -459,11 +481,11 @@ impl<U: Unpark> Shared<U> {
         driven
     }
 
-    /// Thief side (`thief`, an idle core): takes half of this core's backlog if it started
-    /// `age` ns or more before `now`, into `into`, each task re-homed to the thief before it is
-    /// handed on (so that a wake after its first run there goes to the thief's inbox: see
-    /// [`TaskMeta`]'s protocol). As [`Spill::steal_older_than`]; nothing (`Ok(0)`) from a core
-    /// whose clock is paused.
+    /// Thief side (`thief`, an idle core, on its thread): takes half of this core's backlog if
+    /// it started `age` ns or more before `now`, into `into`, each task re-homed to the thief
+    /// before it is handed on (so that a wake after its first run there goes to the thief's
+    /// inbox: see [`TaskMeta`]'s protocol), and its count moved to the thief's load. As
+    /// [`Spill::steal_older_than`]; nothing (`Ok(0)`) from a core whose clock is paused.
     pub fn steal_into(
         &self,
         thief: &Shared,
@@ -484,6 +506,7 @@ impl<U: Unpark> Shared<U> {
         for runnable in &into[before..] {
             runnable.metadata().set_home(thief.id.key());
         }
+        move_tasks(&self.load, false, &thief.load, true, into.len() - before);
         Ok(taken)
     }
 

@@ -4,8 +4,9 @@
 //!
 //! A task moves only between polls, as a `Runnable`: taken out of a queue under the queue's
 //! lock (a spill queue, `worker::spill`) or on the core that owns it (`evacuate`), re-homed
-//! (`TaskMeta::set_home`, see its protocol), and queued on its new core. Its next poll there
-//! moves its live-task entry (`task::harness`), and its streams and timers follow it when it
+//! (`TaskMeta::set_home`, see its protocol) with its count on the cores' loads
+//! (`worker::load`'s books), and queued on its new core. Its next poll there moves its
+//! live-task entry (`task::harness`), and its streams and timers follow it when it
 //! polls them (the I/O and timer rules of `registration/` and `time/`). `spawn_local` tasks
 //! never move: they are not movable, never spill, and `evacuate` leaves them.
 
@@ -107,6 +108,8 @@ impl Core {
                 continue;
             }
             let target = Arc::clone(targets[moved % targets.len()]);
+            // Its count goes with it, before it can run (and finish) there.
+            super::load::move_tasks(&self.shared.load, true, &target.load, false, 1);
             task.metadata().set_home(target.id.key());
             target.schedule_remote(task);
             moved += 1;
