@@ -1,12 +1,13 @@
 //! Work that moves keeps its books: a task stolen or evacuated before its first poll takes its
 //! count on the cores' loads with it, so that `num_alive_tasks` reads the tasks alive, and
-//! placement, which compares the loads, spreads new connections evenly again after the burst.
+//! placement, which compares the loads, spreads new connections evenly again after the burst;
+//! and a wake racing the end of `block_on` is never left in core 0's inbox.
 //! Counted (first-poll cores, steals, tasks alive, connections per core), never timed: every
 //! wait is bounded by counts, with a generous hang guard only.
 
 use std::io::{self, Read};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{mpsc, Arc, Mutex};
 use std::task::{Poll, Waker};
 use std::time::{Duration, Instant};
 
@@ -267,4 +268,52 @@ fn a_burst_evacuated_after_its_first_poll_takes_its_count_along() -> io::Result<
     assert_eq!(rt.metrics().num_alive_tasks(), 0);
     assert_eq!(rt.stats().cores[1].tasks_started, 0, "not started again");
     assert_placement_even(&rt)
+}
+
+/// `block_on` exits racing wakes from another thread: each exit leaves [`RACERS`] tasks idle on
+/// core 0 whose wakes a thread sends as `block_on` returns. Each wake either reaches core 0
+/// before its evacuation takes the inbox, or moves its task to core 1 itself: every task
+/// completes before the next `block_on` (a wake pushed into core 0's inbox just after the
+/// evacuation took it waited there for the next `block_on`, about one exit in 2,500).
+#[test]
+fn no_wake_racing_block_on_s_end_is_left_on_core_0() -> io::Result<()> {
+    const EXITS: usize = 3_000;
+    const RACERS: usize = 8;
+    let rt = Builder::new().cores(2).build()?;
+    let done = Arc::new(AtomicUsize::new(0));
+    let (tx, rx) = mpsc::channel::<Vec<Gate>>();
+    let waking = std::thread::spawn(move || {
+        for gates in rx {
+            gates.iter().for_each(Gate::open);
+        }
+    });
+    for exit in 0..EXITS {
+        let gates: Vec<Gate> = (0..RACERS).map(|_| Gate::default()).collect();
+        let (tx, done2, gates2) = (tx.clone(), done.clone(), gates.clone());
+        rt.block_on(async move {
+            for gate in gates2 {
+                let done = done2.clone();
+                tickless::spawn(async move {
+                    gate.wait().await;
+                    done.fetch_add(1, Ordering::SeqCst);
+                });
+            }
+            // Each polled once here, idle at its gate; the gates open as this returns.
+            tickless::task::yield_now().await;
+            tx.send(gates).expect("the waking thread");
+        });
+        let want = (exit + 1) * RACERS;
+        let start = Instant::now();
+        while done.load(Ordering::SeqCst) < want && start.elapsed() < HANG_GUARD {
+            std::thread::yield_now();
+        }
+        assert_eq!(
+            done.load(Ordering::SeqCst),
+            want,
+            "exit {exit}: a woken task waits in core 0's inbox for the next block_on"
+        );
+    }
+    drop(tx);
+    waking.join().expect("the waking thread");
+    Ok(())
 }

@@ -182,9 +182,9 @@ struct Leave<'a>(&'a Rc<Core>);
 
 impl Drop for Leave<'_> {
     fn drop(&mut self) {
-        // Not driven first: a wake from another thread from now on moves its task itself, and
-        // the core that serves core 0's listeners meanwhile starts.
-        self.0.shared().leave();
+        // Not driven first (`evacuate` says so before it takes the inbox): a wake from another
+        // thread from now on moves its task itself, and the core that serves core 0's
+        // listeners meanwhile starts.
         self.0.evacuate();
     }
 }

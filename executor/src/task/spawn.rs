@@ -43,11 +43,16 @@ pub fn schedule(runnable: Runnable) {
 #[inline(never)]
 fn schedule_away(runnable: Runnable) {
     let meta = runnable.metadata();
-    let home = meta.home_shared();
-    if home.takes_placed_work() || !meta.movable() || home.keeps_work_while_paused() {
-        let shared = Arc::clone(home);
-        return shared.schedule_remote(runnable);
+    // Cloned before the hand-over: the task may run and be freed on its core before it returns.
+    let home = Arc::clone(meta.home_shared());
+    if !meta.movable() || home.keeps_work_while_paused() {
+        return home.schedule_remote(runnable);
     }
+    // To its core if a thread runs it, decided under the inbox's lock against core 0's
+    // evacuation (see `Shared::schedule_if_driven`); else it moves.
+    let Err(runnable) = home.schedule_if_driven(runnable) else {
+        return;
+    };
     // The waking core, if it is one of the task's runtime and runs.
     let mut runnable = Some(runnable);
     with_current(|core| {

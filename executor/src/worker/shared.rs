@@ -316,6 +316,20 @@ impl<U: Unpark> Shared<U> {
         Self::with_unparker(id, unparker, false)
     }
 
+    /// For the loom models: the shared halves of the cores of one runtime, indexed from 0, each
+    /// driven (core 0 as while a thread is in `block_on`).
+    #[cfg(loom)]
+    pub fn for_model_runtime(unparkers: Vec<U>) -> Vec<Self> {
+        let runtime = CoreId::new_runtime();
+        (unparkers.into_iter().enumerate())
+            .map(|(index, unparker)| {
+                let shared = Self::with_unparker(CoreId { runtime, index }, unparker, false);
+                shared.driven.store(true, Ordering::Relaxed);
+                shared
+            })
+            .collect()
+    }
+
     /// For the loom models: the shared half of a core of its own runtime, watched by the
     /// stall detector whose watchdog sleeps in `kennel`.
     #[cfg(loom)]
@@ -369,6 +383,31 @@ impl<U: Unpark> Shared<U> {
     /// `worker::shutdown`), so what is dropped here is a task without its future.
     pub(crate) fn schedule_remote(&self, runnable: Runnable) {
         self.push_now(Due::Schedule(runnable));
+    }
+
+    /// Schedules a task woken on another thread here if a thread runs the core now and it
+    /// takes work ([`takes_placed_work`](Self::takes_placed_work)), asked under the inbox's
+    /// lock; the task back otherwise (and if the core is closed), for the caller to move it.
+    ///
+    /// # Protocol
+    ///
+    /// Core 0's evacuation ([`leave_and_take`](Self::leave_and_take)) stops being driven,
+    /// then takes its inbox under the same lock, whatever its `DIRTY` bit says. So a wake that
+    /// pushed here was taken by that evacuation (its lock came first), or saw core 0 not
+    /// driven and moved its task (its lock came after, and the mutex orders the store before
+    /// its look): none is left in the inbox until the next `block_on`. Checking before the
+    /// push, outside the lock, stranded one exit in about 2,500 (the evacuation had drained
+    /// already). `loom-tests/tests/core_zero_leave.rs` checks it on this code.
+    pub(crate) fn schedule_if_driven(&self, runnable: Runnable) -> Result<(), Runnable> {
+        let op = Op::Now(Due::Schedule(runnable));
+        match self.inbox.push_if(op, || self.takes_placed_work()) {
+            Ok(decision) => {
+                self.kick(decision);
+                Ok(())
+            }
+            Err(Op::Now(Due::Schedule(runnable))) => Err(runnable),
+            Err(_) => unreachable!("the operation comes back as it went"),
+        }
     }
 
     /// Hands the core something it must act on now (a task to run, a waker to wake), as a
@@ -455,8 +494,16 @@ impl<U: Unpark> Shared<U> {
     }
 
     /// Core 0 is left (its `block_on` returns): not driven any more, and the task that serves
-    /// its listener meanwhile, if one waits, is woken.
-    pub(crate) fn leave(&self) {
+    /// its listener meanwhile, if one waits, is woken; then every operation handed over while
+    /// it was driven, into `out` (see [`schedule_if_driven`](Self::schedule_if_driven)'s
+    /// protocol: after this, a wake moves its task itself).
+    pub fn leave_and_take(&self, out: &mut Vec<Op<Due>>) {
+        self.leave();
+        self.inbox.drain_locked(out);
+    }
+
+    /// Not driven any more, and the adopter woken.
+    fn leave(&self) {
         let adopter = {
             let mut adopter = lock(&self.adopter);
             self.driven.store(false, Ordering::Relaxed);
