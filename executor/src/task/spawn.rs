@@ -220,6 +220,36 @@ where
     JoinHandle::new(slot, waker, shared.id, movable, deferred)
 }
 
+/// Spawns a `Send` future that placement sent from `core` (this thread's) to `target`: queued
+/// there if a thread still runs it, decided under its inbox's lock (core 0's `block_on` may have
+/// returned since placement looked: see `Shared::schedule_if_driven`), else here, its count
+/// moved back with it.
+fn spawn_placed<F, T>(
+    core: &Core,
+    target: &Arc<Shared>,
+    future: F,
+    at: &'static Location<'static>,
+) -> JoinHandle<T>
+where
+    F: Future<Output = T> + Send + 'static,
+    T: Send + 'static,
+{
+    let (wrapped, slot) = TaskFuture::new(future, at, target);
+    let (runnable, task) = async_task::Builder::new()
+        .metadata(TaskMeta::new(target.id.key(), core.peers().clone(), true))
+        .spawn(move |meta| wrapped.in_task(meta), schedule);
+    task.detach();
+    target.load.add_remote();
+    let waker = runnable.waker();
+    let Err(runnable) = target.schedule_if_driven(runnable) else {
+        return JoinHandle::new(slot, waker, target.id, true, None);
+    };
+    move_tasks(&target.load, false, &core.shared().load, true, 1);
+    runnable.metadata().set_home(core.key());
+    core.schedule_local(runnable);
+    JoinHandle::new(slot, waker, core.id(), true, None)
+}
+
 /// Spawns a `!Send` future on the current core.
 ///
 /// The task runs on this core only; its output is reached through the [`JoinHandle`].
@@ -293,7 +323,7 @@ where
 {
     let at = Location::caller();
     with_current(|core| match core.placement_target() {
-        Some(target) => spawn_remote_at(core.peers(), &target, future, None, true, at),
+        Some(target) => spawn_placed(core, &target, future, at),
         None => spawn_on(core, future, at),
     })
     .expect(NO_RUNTIME)
@@ -380,6 +410,36 @@ mod tests {
             })
             .await
         }
+    }
+
+    /// A spawn placement sent to core 0 while core 0's `block_on` was returning (core 0 runs
+    /// nothing by the time of the push) runs on the spawning core, not at the next `block_on`.
+    #[test]
+    fn a_placed_spawn_onto_a_core_that_stopped_running_stays_on_the_spawning_core() {
+        let rt = crate::Builder::new().cores(2).build().unwrap();
+        let zero = rt.handle(0).shared().clone();
+        // No thread is in `block_on`: core 0 runs nothing, though placement found it running.
+        let placed = rt.handle(1).spawn_pinned(move || async move {
+            let at = std::panic::Location::caller();
+            let task = crate::context::with_current(|core| {
+                super::spawn_placed(core, &zero, async { crate::core_id() }, at)
+            });
+            // (In a tuple: a task whose output is a future reads as a mistake.)
+            (task.unwrap(),)
+        });
+        let (placed,) = placed.join().unwrap();
+        let start = std::time::Instant::now();
+        while !placed.is_finished() && start.elapsed() < std::time::Duration::from_secs(60) {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        assert!(placed.is_finished(), "it waits in core 0's inbox");
+        assert_eq!(placed.join().unwrap(), 1);
+        let (zero, one) = (rt.handle(0).shared().clone(), rt.handle(1).shared().clone());
+        let start = std::time::Instant::now();
+        while one.load() != 0 && start.elapsed() < std::time::Duration::from_secs(60) {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        assert_eq!((zero.load(), one.load()), (0, 0));
     }
 
     /// A task of core 0 woken by a thread of no core while core 0 runs nothing (as between

@@ -467,9 +467,9 @@ impl<U: Unpark> Shared<U> {
     }
 
     /// Whether a task may be placed here: a thread runs the core now (for core 0, one is in
-    /// `block_on`), and it is neither stopping nor dead. (A hint: a placed spawn that races
-    /// the stop is refused and its handle says cancelled, as any spawn onto a stopped core;
-    /// one that races the end of core 0's `block_on` runs at the next `block_on`.)
+    /// `block_on`), and it is neither stopping nor dead. (A hint, read again under the inbox's
+    /// lock by a wake or a placed spawn, which then stay off a core that stopped running:
+    /// [`schedule_if_driven`](Self::schedule_if_driven).)
     pub(crate) fn takes_placed_work(&self) -> bool {
         self.driven.load(Ordering::Relaxed) && !self.stop.load(Ordering::Relaxed)
     }
