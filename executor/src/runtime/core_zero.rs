@@ -131,7 +131,12 @@ impl CoreZero {
             return self.core.stats();
         }
         match self.lease.try_take() {
-            Some(_held) => self.core.stats(),
+            Some(_held) => {
+                // Outside `block_on`, core 0 takes no turn that would drop the live-task
+                // entries of its tasks that moved on: they count no more.
+                self.core.take_orphans();
+                self.core.stats()
+            }
             None => self.core.shared().stats(),
         }
     }

@@ -543,11 +543,8 @@ impl Core {
         self.shared.publish(&self.stats());
     }
 
-    /// This core's counters, exact (on its own thread, or holding core 0's lease).
+    /// This core's counters, exact (on its own thread).
     pub(crate) fn stats(&self) -> CoreStats {
-        // The entries of tasks that moved away count no more (core 0, read outside `block_on`,
-        // takes no turn that would drop them).
-        self.take_orphans();
         let t = self.timers.stats() + self.shared.inbox.stats();
         let io = self.reactor.stats();
         let c = &self.counters;
