@@ -442,6 +442,34 @@ mod tests {
         assert_eq!((zero.load(), one.load()), (0, 0));
     }
 
+    /// A task of core 0 woken while core 0 runs nothing, by a task of another runtime's core,
+    /// moves to a core of its own runtime, not to the waker's.
+    #[test]
+    fn a_wake_from_another_runtime_re_homes_the_task_in_its_own() {
+        let rt = crate::Builder::new().cores(2).build().unwrap();
+        let other = crate::Builder::new().cores(2).build().unwrap();
+        let (zero, one) = (rt.handle(0).shared().clone(), rt.handle(1).shared().clone());
+        let foreign = other.handle(1);
+        let (first, second) = (Signal::default(), Signal::default());
+        let (a, b) = (first.clone(), second.clone());
+        let ran_on = rt.block_on(async move {
+            let task = crate::spawn(async move {
+                a.recv().await;
+                b.recv().await;
+                crate::core_id()
+            });
+            crate::task::yield_now().await;
+            zero.set_driven(false);
+            foreign.spawn(async move { first.send() }).join().unwrap();
+            assert_eq!((zero.load(), one.load()), (0, 1), "moved to its own core 1");
+            zero.set_driven(true);
+            second.send();
+            task.await.unwrap()
+        });
+        assert_eq!(ran_on, 1);
+        assert_eq!(other.metrics().num_alive_tasks(), 0);
+    }
+
     /// A task of core 0 woken by a thread of no core while core 0 runs nothing (as between
     /// `block_on`'s end and its evacuation) moves to core 1, and its count moves with it at the
     /// wake, not at its next poll there; once it finished, both loads are 0.
