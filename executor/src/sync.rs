@@ -3,9 +3,9 @@
 //! Code in this crate never names `std::sync`'s atomics or locks directly: under `--cfg loom`
 //! the same code runs against loom's model-checked types. `loom-tests/` checks the join slot,
 //! the loop's idle sequence with the `block_on` waker, the stop request, a remote hand-over,
-//! the unparker's hand-off at shutdown, the server stop, the blocking pool's accounting,
-//! core 0's lease, the stall detector's kennel (its watchdog's park) and the hand-over of
-//! core 0's tokio runtime with its stand-in thread; the rest (the registry of cores, a
+//! the unparker's hand-off at shutdown, the server stop, the blocking pool's accounting, a wake
+//! racing core 0's evacuation, core 0's lease, the stall detector's kennel (its watchdog's
+//! park) and the hand-over of core 0's tokio runtime with its stand-in thread; the rest (the registry of cores, a
 //! `spawn_at` abort, `JoinSet`) compiles under loom but has no model yet.
 //!
 //! Four things stay `std`'s, on purpose: `Arc` (`Waker::from` needs std's, and a reference

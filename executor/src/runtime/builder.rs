@@ -214,8 +214,10 @@ impl Builder {
     /// A core keeps its first 16 runnable tasks to itself and queues the rest where the other
     /// cores can reach them. A core with nothing to do takes half of another core's queue,
     /// oldest first, once that queue has been non-empty for this long without draining: the
-    /// core is stuck in a long poll, its thread was preempted, or it is overloaded. A core that
-    /// keeps up is never stolen from. Only tasks from [`tickless::spawn`](crate::spawn),
+    /// core is stuck in a long poll, its thread was preempted, or it is overloaded. Only that
+    /// queue is taken from: the first 16 wait for their own core, however long it is stuck
+    /// (a core stuck with 16 runnable tasks or fewer keeps them all). A core that keeps up is
+    /// never stolen from. Only tasks from [`tickless::spawn`](crate::spawn),
     /// [`Handle::spawn`](crate::Handle::spawn) and [`Handle::spawn_at`](crate::Handle::spawn_at)
     /// move, between polls; `spawn_local` tasks never do. A moved task's streams and timers
     /// move with it, at its next poll on its new core.

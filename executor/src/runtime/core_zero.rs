@@ -115,7 +115,12 @@ impl CoreZero {
             return parts.core.stats();
         }
         match parts.lease.try_take() {
-            Some(_held) => parts.core.stats(),
+            Some(_held) => {
+                // Outside `block_on`, core 0 may take no turn that would drop the live-task
+                // entries of its tasks that moved on: they count no more.
+                parts.core.take_orphans();
+                parts.core.stats()
+            }
             None => parts.core.shared().stats(),
         }
     }
@@ -237,9 +242,9 @@ struct Leave<'a>(&'a Rc<Core>);
 
 impl Drop for Leave<'_> {
     fn drop(&mut self) {
-        // Not driven first: a wake from another thread from now on moves its task itself, and
-        // the core that serves core 0's listeners meanwhile starts.
-        self.0.shared().leave();
+        // Not driven first (`evacuate` says so before it takes the inbox): a wake from another
+        // thread from now on moves its task itself, and the core that serves core 0's
+        // listeners meanwhile starts.
         self.0.evacuate();
     }
 }

@@ -440,12 +440,10 @@ impl Core {
     }
 
     /// Adds a task, at its first poll here, to the live-task set that shutdown reaches;
-    /// returns its key there. A task that moved here from another core adds to this core's
-    /// load (its old core's goes down when that core removes its old key).
+    /// returns its key there. A task polled on another core before (`moved`) is not counted
+    /// as started again. (Its load came here when it moved: `worker::load`'s books.)
     pub(crate) fn track_task(&self, waker: &Waker, moved: bool) -> usize {
-        if moved {
-            self.shared.load.add_own();
-        } else {
+        if !moved {
             bump(&self.counters.started);
         }
         self.tasks.borrow_mut().insert(waker.clone())
@@ -456,7 +454,6 @@ impl Core {
     /// wakers out before waking them.)
     pub(crate) fn untrack_task(&self, key: usize) {
         self.tasks.borrow_mut().try_remove(key);
-        self.shared.load.remove();
     }
 
     /// Removes the keys of tasks that moved away, or were dropped elsewhere, from the live-task
@@ -534,8 +531,7 @@ impl Core {
                 // future's drop reports the cancel to its handle). If it already fired, it is
                 // queued, and its next poll sees the abort.
                 if let Some(value) = deferred.take().and_then(|h| self.timers.cancel(h)) {
-                    // Never polled, so never counted off the load by its drop.
-                    self.shared.load.remove();
+                    // Its future's drop takes it off this core's load.
                     drop_caught(value);
                 }
             }

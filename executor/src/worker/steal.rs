@@ -4,8 +4,9 @@
 //!
 //! A task moves only between polls, as a `Runnable`: taken out of a queue under the queue's
 //! lock (a spill queue, `worker::spill`) or on the core that owns it (`evacuate`), re-homed
-//! (`TaskMeta::set_home`, see its protocol), and queued on its new core. Its next poll there
-//! moves its live-task entry (`task::harness`), and its streams and timers follow it when it
+//! (`TaskMeta::set_home`, see its protocol) with its count on the cores' loads
+//! (`worker::load`'s books), and queued on its new core. Its next poll there moves its
+//! live-task entry (`task::harness`), and its streams and timers follow it when it
 //! polls them (the I/O and timer rules of `registration/` and `time/`). `spawn_local` tasks
 //! never move: they are not movable, never spill, and `evacuate` leaves them.
 
@@ -78,20 +79,30 @@ impl Core {
         self.timers.insert(at, Slack::None, Due::StealCheck);
     }
 
-    /// Core 0, as its `block_on` returns: no thread will run it until the next `block_on`. If
-    /// another core runs, its `Send` tasks go there: the runnable ones now, and the idle ones
+    /// Core 0, as its `block_on` returns: no thread will run it until the next `block_on` (it
+    /// says so first, and takes what was handed to it until then). If another core runs, its `Send` tasks go there: the runnable ones now, and the idle ones
     /// are woken so that they go too (a wake of a task whose core runs nothing re-homes it, see
     /// `task::spawn::schedule`), with their streams and timers following at their next poll.
     /// `spawn_local` tasks stay, to run at the next `block_on`. Not with paused time, whose
     /// jumps are each core's own (tasks stay for the next `block_on`, as on tokio's
     /// current-thread runtime, the only one tokio pauses). Returns how many moved.
     pub(crate) fn evacuate(&self) -> usize {
+        // Not driven first, then the inbox taken whole: a wake from another thread from now
+        // on moves its task itself, and every one before is taken here (see
+        // `Shared::schedule_if_driven`); the core that serves core 0's listeners meanwhile
+        // starts.
+        {
+            let mut ops = self.ops_buf.borrow_mut();
+            self.shared.leave_and_take(&mut ops);
+            for op in ops.drain(..) {
+                super::run::Driver::apply(self, op);
+            }
+        }
         if self.timers.clock().is_paused() || self.peers.driven_other(self.id().index).is_none() {
             return 0;
         }
         // Every live task, queued here (a second wake of a queued task does nothing).
         super::shutdown::Owner::wake_live(self);
-        super::run::take_handed_over(self);
         let mut runnable: Vec<Runnable> = self.queue.borrow_mut().drain(..).collect();
         runnable.extend(self.shared.spill.take_all(self.peers.backlogs()));
         self.spilled.set(0);
@@ -107,6 +118,8 @@ impl Core {
                 continue;
             }
             let target = Arc::clone(targets[moved % targets.len()]);
+            // Its count goes with it, before it can run (and finish) there.
+            super::load::move_tasks(&self.shared.load, true, &target.load, false, 1);
             task.metadata().set_home(target.id.key());
             target.schedule_remote(task);
             moved += 1;
