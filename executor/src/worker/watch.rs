@@ -9,7 +9,8 @@
 //! end (a plain load and store each, folded into one `inc` on x86: no read-modify-write, no
 //! fence, no clock read), and these are the core's poll count too (`CoreStats::polls` is half
 //! the word), so that nothing else counts polls. A task's poll adds two relaxed stores, by
-//! the task's wrapper in the current-core look-up it makes anyway: its id and spawn location;
+//! the task's wrapper in the current-core look-up it makes anyway: its id and spawn location
+//! (and a named task's, two more: its name and, to say whose name it is, its id again);
 //! the `block_on` future's poll adds one, clearing the id. Nothing clears the id when a task's
 //! poll ends: a reader looks at it only while the poll word says a poll runs. All of it is on
 //! a line no other thread writes. The watchdog reads the words once per check (see
