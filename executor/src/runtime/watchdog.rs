@@ -13,13 +13,14 @@
 //! # Stall or preemption
 //!
 //! The threshold is wall time, and a thread the host kept off its CPU that long (a crowded
-//! machine) looks the same from here. So the second check that sees a poll reads its thread's
-//! scheduler statistics (`stall::sched`: one small file read, for polls that already ran half a
-//! threshold, which a healthy core has few of), and the check that would report it reads them
-//! again: a poll whose thread mostly waited for a CPU over that window, and ran or was blocked
-//! less than a threshold, is a preemption (`ThreadTimes::is_preempted`): counted once
-//! (`CoreStats::preemptions`), not reported, and still watched. A window shorter than a
-//! quarter threshold (the watchdog itself was late) tells nothing: the next check decides.
+//! machine) looks the same from here. So from the second check that sees a poll on, each check
+//! looks at its thread (`stall::sched::Window`: its CPU clock and its state, a clock read and a
+//! small file read, only for polls that already ran half a threshold, which a healthy core has
+//! few of), and the check that would report it decides: a poll whose thread mostly waited for
+//! a CPU over that window, and ran or was blocked less than a threshold, is a preemption
+//! (`ThreadTimes::is_preempted`): counted once (`CoreStats::preemptions`), not reported, and
+//! still watched. A window shorter than a quarter threshold (the watchdog itself was late)
+//! tells nothing: the next check decides.
 //!
 //! # Sleeping with the cores
 //!
@@ -36,7 +37,7 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use crate::catch::call_caught;
-use crate::stall::sched::Sample;
+use crate::stall::sched::Window;
 use crate::stall::{trace, StallBacktrace, StallReport};
 use crate::sync;
 use crate::task::hooks::StallHook;
@@ -62,10 +63,10 @@ struct Seen {
     reported: u64,
     /// The last poll it counted as preempted.
     preempted: u64,
-    /// Whether it has read the poll's thread's scheduler statistics (at its second look).
-    sampled: bool,
-    /// What they said, if the kernel said.
-    sched: Option<Sample>,
+    /// Whether it has started looking at the poll's thread (at its second look at the poll).
+    looking: bool,
+    /// What the thread did since, if the kernel says.
+    window: Option<Window>,
 }
 
 impl Watchdog {
@@ -146,17 +147,26 @@ fn watch(cores: &[Arc<Shared>], kennel: &Kennel, threshold: Duration, hook: &Sta
                 };
                 continue;
             }
-            if !seen.sampled {
-                seen.sampled = true;
-                seen.sched = Sample::read(tid);
-            }
-            let elapsed = seen.since.map_or(Duration::ZERO, |t| now - t);
-            if elapsed < threshold || seen.reported == poll {
+            if seen.reported == poll {
                 continue;
             }
-            let times = seen
-                .sched
-                .and_then(|first| Sample::read(tid).map(|now| first.until(&now)));
+            let times = match (seen.looking, seen.window.as_mut()) {
+                (false, _) => {
+                    seen.looking = true;
+                    seen.window = Window::start(tid);
+                    if seen.window.is_some() {
+                        // No window yet to decide by: the next check does.
+                        continue;
+                    }
+                    None
+                }
+                (true, Some(window)) => window.look(),
+                (true, None) => None,
+            };
+            let elapsed = seen.since.map_or(Duration::ZERO, |t| now - t);
+            if elapsed < threshold {
+                continue;
+            }
             if let Some(times) = times {
                 if times.window() < threshold / 4 {
                     continue;

@@ -154,7 +154,7 @@ impl StallReport {
 
     /// What the stalled thread did over the window the watchdog watched the poll: how long it
     /// ran on a CPU, waited for one, or was blocked. `None` where the kernel does not say
-    /// (no `/proc/<pid>/task/<tid>/schedstat`). A reported poll is a stall, not a preemption
+    /// (no `/proc/self/task/<tid>/stat`). A reported poll is a stall, not a preemption
     /// (see [`ThreadTimes`]'s `# Stall or preemption`): its thread ran or was blocked.
     pub fn thread_times(&self) -> Option<ThreadTimes> {
         self.times

@@ -1,15 +1,26 @@
-//! A stall or a preemption: what the stalled thread did over the watchdog's window, from the
-//! kernel's scheduler statistics (`/proc/self/task/<tid>/schedstat`: the nanoseconds the thread
-//! has run on a CPU, and the nanoseconds it has waited in a run queue for one), and the rule
-//! that tells a poll that held its core from a thread the kernel did not run ([`ThreadTimes`]).
+//! A stall or a preemption: what the stalled thread did over the watchdog's window, and the
+//! rule that tells a poll that held its core from a thread the kernel did not run
+//! ([`ThreadTimes`]).
+//!
+//! # How the times are taken
+//!
+//! At each of its checks of a poll, from its second on, the watchdog looks at the poll's
+//! thread ([`Window::look`]): its CPU-time clock (read from the watchdog, as
+//! `pthread_getcpuclockid` gives it) says how long it ran since the last look, exactly; the
+//! rest of that span it was off its CPU, and its state now (`/proc/self/task/<tid>/stat`)
+//! says which way: runnable (`R`), waiting for a CPU; otherwise (`S`, `D`: a system call, a
+//! sleep, a lock, a page fault) blocked. The kernel's own `schedstat` is no help there: it
+//! adds a wait to the thread's total only once the wait ends, so a thread kept off its CPU
+//! all along would look blocked. The split is as fine as the checks (half a threshold): a
+//! thread that blocked and is runnable again at the look counts as having waited.
 
 use std::io::Read;
 use std::time::{Duration, Instant};
 
 /// What a core's thread did over a window of wall time while one poll ran: how long it ran on
 /// a CPU, how long it waited for one (runnable, preempted or not yet scheduled), and the rest
-/// (blocked: sleeping in a system call, `std::thread::sleep`, a lock, a page fault), from the
-/// kernel's scheduler statistics (Linux's `/proc/<pid>/task/<tid>/schedstat`).
+/// (blocked: sleeping in a system call, `std::thread::sleep`, a lock, a page fault), from its
+/// CPU-time clock and its state at each of the watchdog's checks.
 ///
 /// # Stall or preemption
 ///
@@ -96,49 +107,119 @@ impl ThreadTimes {
     }
 }
 
-/// One reading of a thread's scheduler statistics.
+/// One look at a thread: its CPU time, and whether it is runnable.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Sample {
-    /// When it was read.
+struct Look {
+    /// When it was taken.
     at: Instant,
-    /// Nanoseconds on a CPU so far.
-    run: u64,
-    /// Nanoseconds waiting in a run queue so far.
-    wait: u64,
+    /// The thread's CPU time so far.
+    cpu: Duration,
+    /// Whether the thread was runnable (running, or waiting for a CPU: state `R`), rather
+    /// than blocked (`S`, `D`, or anything else).
+    runnable: bool,
 }
 
-impl Sample {
-    /// Reads thread `tid`'s (of this process); `None` where the kernel does not say (no
-    /// `/proc`, a kernel without schedstat) or the thread is gone.
-    pub(crate) fn read(tid: i32) -> Option<Sample> {
-        let mut file = std::fs::File::open(format!("/proc/self/task/{tid}/schedstat")).ok()?;
-        let mut buf = [0u8; 96];
-        let n = file.read(&mut buf).ok()?;
-        let at = Instant::now();
-        let (run, wait) = parse(&buf[..n])?;
-        Some(Sample { at, run, wait })
-    }
-
-    /// What the thread did from this reading to `later`.
-    pub(crate) fn until(&self, later: &Sample) -> ThreadTimes {
-        ThreadTimes::new(
-            later.at.saturating_duration_since(self.at),
-            Duration::from_nanos(later.run.saturating_sub(self.run)),
-            Duration::from_nanos(later.wait.saturating_sub(self.wait)),
-        )
+impl Look {
+    /// Looks at thread `tid` (of this process); `None` where the kernel does not say (no
+    /// `/proc`) or the thread is gone.
+    fn take(tid: i32) -> Option<Look> {
+        let runnable = runnable(tid)?;
+        let cpu = cpu_time(tid)?;
+        Some(Look {
+            at: Instant::now(),
+            cpu,
+            runnable,
+        })
     }
 }
 
-/// The first two fields of a `schedstat` line: run and wait nanoseconds.
-fn parse(line: &[u8]) -> Option<(u64, u64)> {
-    let line = std::str::from_utf8(line).ok()?;
-    let mut fields = line.split_ascii_whitespace().map(str::parse::<u64>);
-    Some((fields.next()?.ok()?, fields.next()?.ok()?))
+/// What a thread did over the watchdog's window, look by look.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Window {
+    /// The thread.
+    tid: i32,
+    /// The window's first look.
+    first: Instant,
+    /// Its last look.
+    last: Look,
+    /// Its time on a CPU so far.
+    running: Duration,
+    /// Its time off its CPU while it was runnable at the look that ended it.
+    waiting: Duration,
+}
+
+impl Window {
+    /// A window that starts now on thread `tid`; `None` where the kernel does not say.
+    pub(crate) fn start(tid: i32) -> Option<Window> {
+        let first = Look::take(tid)?;
+        Some(Window {
+            tid,
+            first: first.at,
+            last: first,
+            running: Duration::ZERO,
+            waiting: Duration::ZERO,
+        })
+    }
+
+    /// Looks again (at a later check): the time since the last look is running time as the
+    /// thread's CPU clock says, and the rest waiting if the thread is runnable now, blocked
+    /// otherwise. `None` where the thread cannot be looked at any more.
+    pub(crate) fn look(&mut self) -> Option<ThreadTimes> {
+        let now = Look::take(self.tid)?;
+        let span = now.at.saturating_duration_since(self.last.at);
+        let ran = now.cpu.saturating_sub(self.last.cpu).min(span);
+        self.running += ran;
+        if now.runnable {
+            self.waiting += span - ran;
+        }
+        self.last = now;
+        Some(ThreadTimes::new(
+            now.at.saturating_duration_since(self.first),
+            self.running,
+            self.waiting,
+        ))
+    }
+}
+
+/// Thread `tid`'s CPU time: its CPU-time clock, the one `pthread_getcpuclockid` gives (the
+/// kernel's clock id for a thread is made from its id: `CPUCLOCK_SCHED` of a thread, as glibc
+/// makes it), read from another thread.
+fn cpu_time(tid: i32) -> Option<Duration> {
+    let clock: libc::clockid_t = (!tid << 3) | 6;
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `clock_gettime` writes one `timespec`, which `ts` is; an id of a thread that is
+    // gone makes it fail with EINVAL.
+    if unsafe { libc::clock_gettime(clock, &mut ts) } != 0 {
+        return None;
+    }
+    Some(Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32))
+}
+
+/// Whether thread `tid` is runnable now (state `R` in `/proc/self/task/<tid>/stat`).
+fn runnable(tid: i32) -> Option<bool> {
+    let mut file = std::fs::File::open(format!("/proc/self/task/{tid}/stat")).ok()?;
+    // `pid (comm) S ...`: a command name is at most 15 bytes, so the state is in the first 64.
+    let mut buf = [0u8; 64];
+    let n = file.read(&mut buf).ok()?;
+    state(&buf[..n]).map(|s| s == b'R')
+}
+
+/// The state letter of a `stat` line: the first field after the command name's `)` (the
+/// last one: a command name may hold one).
+fn state(line: &[u8]) -> Option<u8> {
+    let close = line.iter().rposition(|&b| b == b')')?;
+    line[close + 1..]
+        .iter()
+        .copied()
+        .find(|b| !b.is_ascii_whitespace())
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{parse, Sample, ThreadTimes};
+    use super::{cpu_time, runnable, state, ThreadTimes, Window};
     use std::time::Duration;
 
     const MS: Duration = Duration::from_millis(1);
@@ -184,15 +265,26 @@ mod tests {
     }
 
     #[test]
-    fn a_schedstat_line_parses_and_this_thread_s_reads() {
-        assert_eq!(parse(b"123 456 7\n"), Some((123, 456)));
-        assert_eq!(parse(b"garbage"), None);
-        assert_eq!(parse(b""), None);
+    fn a_stat_line_s_state_is_read_past_the_command_name() {
+        assert_eq!(state(b"12 (tickless-1) R 1 12 12 0"), Some(b'R'));
+        assert_eq!(state(b"12 (a) b) c) S 1 12"), Some(b'S'));
+        assert_eq!(state(b"12 (no close"), None);
+    }
+
+    #[test]
+    fn this_thread_is_runnable_and_its_window_adds_up() {
         // SAFETY: `gettid` has no preconditions.
         let me = unsafe { libc::gettid() };
-        if let (Some(a), Some(b)) = (Sample::read(me), Sample::read(me)) {
-            let t = a.until(&b);
-            assert!(t.running() + t.waiting() + t.blocked() == t.window());
-        }
+        // Looking at itself, a thread is running: `R`.
+        assert_eq!(runnable(me), Some(true));
+        assert!(cpu_time(me).is_some_and(|t| t > Duration::ZERO));
+        let mut window = Window::start(me).unwrap();
+        let t = window.look().unwrap();
+        assert_eq!(t.running() + t.waiting() + t.blocked(), t.window());
+        assert_eq!(
+            t.blocked(),
+            Duration::ZERO,
+            "runnable at the look: nothing blocked"
+        );
     }
 }
