@@ -11,20 +11,22 @@
 //! - in one of the crates that run the user's code rather than being it: `std`, `core`,
 //!   `alloc`, `tickless` (and its `tickless_io`, `tickless_timer`, `tickless_http`), `tokio`,
 //!   `async_task`, `backtrace`, `libc`, and libtest's `test`; or the frameworks that call a
-//!   request handler (`hyper`, `hyper_util`, `h2`, `axum`, `axum_core`, `tower`, `tower_http`,
+//!   request handler (`hyper`, `hyper_util`, `h2`, `axum`, `axum_core`, `tower` and its
+//!   `tower_http`, `tower_service`, `tower_layer`, `http_body`, `http_body_util`, `futures_core`,
 //!   `futures_util`, `futures_lite`);
-//! - a trait method whose type is one of those crates' (`<core::pin::Pin<P> as
-//!   core::future::future::Future>::poll`), or a generic type's method of one of those crates'
-//!   traits (`<F as core::future::future::Future>::poll`).
+//! - a trait method whose type and trait are both those crates' (`<core::pin::Pin<P> as
+//!   core::future::future::Future>::poll`), or a generic type's (or a primitive's) method of
+//!   one of those crates' traits (`<F as core::future::future::Future>::poll`).
 //!
 //! So the user's own trait methods count, std's traits included (`<app::Hasher as
-//! core::fmt::Debug>::fmt`, `<app::Job as app::Run>::run`), and so do the libraries the user
+//! core::fmt::Debug>::fmt`, `<app::Job as app::Run>::run`), and the user's traits on std's
+//! types (`<alloc::vec::Vec<T> as app::Run>::run`), and so do the libraries the user
 //! calls (`argon2::...`): the innermost of those is where the core's thread is held, and the
 //! outermost is the task's own code (a request handler's future, under the framework's
 //! frames), which the report names too when it is another.
 
 /// The crates whose frames are never the user's.
-const RUNTIME_CRATES: [&str; 22] = [
+const RUNTIME_CRATES: [&str; 27] = [
     "std",
     "core",
     "alloc",
@@ -47,6 +49,11 @@ const RUNTIME_CRATES: [&str; 22] = [
     "axum_core",
     "tower",
     "tower_http",
+    "tower_service",
+    "tower_layer",
+    "http_body",
+    "http_body_util",
+    "futures_core",
     "futures_util",
     "futures_lite",
 ];
@@ -58,26 +65,24 @@ pub(crate) fn is_user_frame(name: &str) -> bool {
     if let Some(qualified) = name.strip_prefix('<') {
         // `<Type as Trait>::method`, or `<Type>::method` (an inherent method of a type the
         // demangler writes in brackets: a slice, a pointer, a generic instance).
-        let Some((inside, _)) = split_qualified(qualified) else {
+        let Some(inside) = split_qualified(qualified) else {
             return false;
         };
         let (ty, tr) = match inside.split_once(" as ") {
             Some((ty, tr)) => (ty, Some(tr)),
             None => (inside, None),
         };
-        return match path_crate(ty) {
-            Some(krate) => !is_runtime(krate),
-            // A generic parameter or a primitive: the trait tells (std's `FnOnce` on a
-            // closure is the runtime calling, the user's `Run` on a `T` is the user).
-            None => tr
-                .and_then(path_crate)
-                .is_some_and(|krate| !is_runtime(krate)),
-        };
+        // The user's type, or the user's trait (on any type: a generic parameter, a
+        // primitive, std's `Vec`): the impl is the user's code. std's `FnOnce` on a closure,
+        // or core's `Future` on tokio's type, is the runtime calling.
+        return is_users(ty) || tr.is_some_and(is_users);
     }
-    match path_crate(name) {
-        Some(krate) => !is_runtime(krate),
-        None => false,
-    }
+    is_users(name)
+}
+
+/// Whether a path starts with a crate that is not a runtime's.
+fn is_users(path: &str) -> bool {
+    path_crate(path).is_some_and(|krate| !is_runtime(krate))
 }
 
 /// Whether a frame is the executor's own (tickless's loop and task cells, not its HTTP
@@ -90,9 +95,8 @@ pub(crate) fn is_executor_frame(name: &str) -> bool {
         .any(|p| name.starts_with(p))
 }
 
-/// `Type as Trait>::method...` split at the `>` that closes the opening `<`: the inside, and
-/// what follows.
-fn split_qualified(s: &str) -> Option<(&str, &str)> {
+/// `Type as Trait>::method...` up to the `>` that closes the opening `<`: the inside.
+fn split_qualified(s: &str) -> Option<&str> {
     let mut depth = 1usize;
     for (i, c) in s.char_indices() {
         match c {
@@ -100,7 +104,7 @@ fn split_qualified(s: &str) -> Option<(&str, &str)> {
             '>' => {
                 depth -= 1;
                 if depth == 0 {
-                    return Some((&s[..i], &s[i + 1..]));
+                    return Some(&s[..i]);
                 }
             }
             _ => {}
@@ -157,6 +161,8 @@ mod tests {
             "__nanosleep",
             "epoll_wait",
             "0x7f3a12345678",
+            "(anonymous namespace)::helper",
+            "operator new(unsigned long)",
             "",
         ] {
             assert!(!is_user_frame(name), "{name}");
@@ -187,6 +193,9 @@ mod tests {
             "<[T] as core::fmt::Debug>::fmt",
             "hyper::proto::h1::dispatch::Dispatcher<D,Bs,I,T>::poll_catch",
             "<axum::routing::Router as tower_service::Service<Request<B>>>::call",
+            // A runtime's trait on a runtime's type whose parameter is the user's: the
+            // runtime's code (the `>` of the inner `<...>` does not end the type).
+            "<core::pin::Pin<alloc::boxed::Box<app::Job>> as core::future::future::Future>::poll",
             "<tower::util::map_response::MapResponseFuture<F,N> as core::future::future::Future>::poll",
         ] {
             assert!(!is_user_frame(name), "{name}");
@@ -205,6 +214,9 @@ mod tests {
             "<&mut app::Conn as std::io::Read>::read",
             "<app::Wrapper<tokio::net::TcpStream> as core::future::future::Future>::poll",
             "<[app::Row]>::sort_rows",
+            // The user's trait on std's type; nested brackets do not end the type early.
+            "<alloc::vec::Vec<app::Row> as app::Store>::save",
+            "<alloc::vec::Vec<core::option::Option<u8>> as app::Store>::save",
         ] {
             assert!(is_user_frame(name), "{name}");
         }
