@@ -151,6 +151,13 @@ counters! {
     /// reported once (see [`Builder::stall_threshold`](crate::Builder::stall_threshold)).
     /// Counted by the watchdog thread; published with the other counters.
     stalls,
+    /// Polls that ran past the stall threshold in wall time while their thread was kept off
+    /// its CPU (it waited for one longer than it ran and was blocked together, and ran and was
+    /// blocked less than a threshold: see [`ThreadTimes`](crate::runtime::ThreadTimes)): the
+    /// host's preemption, not a stall, so not reported. Each counted once; one that goes on to
+    /// run or block a threshold of its own is reported as a stall too. Counted by the watchdog
+    /// thread; published with the other counters.
+    preemptions,
     /// Task futures (or their outputs) whose destructor panicked when the core dropped them
     /// (abort, shutdown, a detached task's end); where a handle waits, it gets the panic.
     drop_panics,

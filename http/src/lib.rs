@@ -593,7 +593,10 @@ impl Http {
         let http = self.builder();
         let request_timeout = self.request_timeout;
         let head_limit = self.header_read_timeout;
-        bound.start(&self.serve, handles, move |mut stream, conn| {
+        // Each connection's task is named after the service, for the stall detector's reports.
+        let mut serve = self.serve.clone();
+        serve.task_name(std::any::type_name::<S>());
+        bound.start(&serve, handles, move |mut stream, conn| {
             let http = http.clone();
             let make = service.clone();
             async move {

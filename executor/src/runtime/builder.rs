@@ -744,7 +744,7 @@ impl Builder {
     /// ```
     #[cfg(feature = "tokio-compat")]
     pub fn tokio_context(&mut self, enabled: bool) -> &mut Self {
-        self.core.tokio = enabled.then_some(crate::worker::idle::tokio_before_park as fn());
+        self.core.tokio = enabled.then_some(crate::worker::idle::TOKIO_PARK_HOOKS);
         self
     }
 

@@ -24,7 +24,7 @@ use std::thread::JoinHandle as ThreadHandle;
 use std::time::{Duration, Instant};
 
 pub use crate::histogram::HistogramConfiguration;
-pub use crate::stall::{StallBacktrace, StallReport};
+pub use crate::stall::{StallBacktrace, StallReport, ThreadTimes};
 pub use crate::task::hooks::{TaskMeta, DEFAULT_STALL_THRESHOLD, MIN_STALL_THRESHOLD};
 pub use builder::{
     Builder, DEFAULT_SLACK_KNEE, DEFAULT_SLACK_MAX, DEFAULT_WAKEUP_LEAD_MAX, MAX_SLACK,

@@ -10,6 +10,18 @@
 //! reported between one and one and a half thresholds after it started, and one shorter than
 //! one and a half thresholds may go unreported.
 //!
+//! # Stall or preemption
+//!
+//! The threshold is wall time, and a thread the host kept off its CPU that long (a crowded
+//! machine) looks the same from here. So from the second check that sees a poll on, each check
+//! looks at its thread (`stall::sched::Window`: its CPU clock and its state, a clock read and a
+//! small file read, only for polls that already ran half a threshold, which a healthy core has
+//! few of), and the check that would report it decides: a poll whose thread mostly waited for
+//! a CPU over that window, and ran or was blocked less than a threshold, is a preemption
+//! (`ThreadTimes::is_preempted`): counted once (`CoreStats::preemptions`), not reported, and
+//! still watched. A window shorter than a quarter threshold (the watchdog itself was late)
+//! tells nothing: the next check decides.
+//!
 //! # Sleeping with the cores
 //!
 //! While some core runs, the watchdog wakes every half threshold: 80 wakeups a second at the
@@ -25,6 +37,7 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use crate::catch::call_caught;
+use crate::stall::sched::Window;
 use crate::stall::{trace, StallBacktrace, StallReport};
 use crate::sync;
 use crate::task::hooks::StallHook;
@@ -48,6 +61,12 @@ struct Seen {
     since: Option<Instant>,
     /// The last poll it reported.
     reported: u64,
+    /// The last poll it counted as preempted.
+    preempted: u64,
+    /// Whether it has started looking at the poll's thread (at its second look at the poll).
+    looking: bool,
+    /// What the thread did since, if the kernel says.
+    window: Option<Window>,
 }
 
 impl Watchdog {
@@ -108,32 +127,66 @@ fn watch(cores: &[Arc<Shared>], kennel: &Kennel, threshold: Duration, hook: &Sta
         let mut idle = true;
         for (index, (shared, seen)) in cores.iter().zip(seen.iter_mut()).enumerate() {
             idle &= is_idle(shared);
-            let (poll, task) = shared.watch.sample();
+            let (poll, polled) = shared.watch.sample();
             if poll == 0 || !shared.watch.is_active() {
                 *seen = Seen {
                     reported: seen.reported,
+                    preempted: seen.preempted,
                     ..Seen::default()
                 };
                 continue;
             }
+            let tid = shared.watch.tid();
             if poll != seen.poll {
-                seen.poll = poll;
-                seen.since = Some(now);
+                *seen = Seen {
+                    poll,
+                    since: Some(now),
+                    reported: seen.reported,
+                    preempted: seen.preempted,
+                    ..Seen::default()
+                };
                 continue;
             }
-            let elapsed = seen.since.map_or(Duration::ZERO, |t| now - t);
-            if elapsed < threshold || seen.reported == poll {
+            if seen.reported == poll {
                 continue;
+            }
+            let times = match (seen.looking, seen.window.as_mut()) {
+                (false, _) => {
+                    seen.looking = true;
+                    seen.window = Window::start(tid);
+                    if seen.window.is_some() {
+                        // No window yet to decide by: the next check does.
+                        continue;
+                    }
+                    None
+                }
+                (true, Some(window)) => window.look(),
+                (true, None) => None,
+            };
+            let elapsed = seen.since.map_or(Duration::ZERO, |t| now - t);
+            if elapsed < threshold {
+                continue;
+            }
+            if let Some(times) = times {
+                if times.window() < threshold / 4 {
+                    continue;
+                }
+                if times.is_preempted(threshold) {
+                    if seen.preempted != poll {
+                        seen.preempted = poll;
+                        shared.watch.count_preemption();
+                    }
+                    continue;
+                }
             }
             seen.reported = poll;
             shared.watch.count_stall();
             let backtrace = signal.and_then(|signal| {
-                let tid = shared.watch.tid();
                 trace::capture(signal, tid, shared.watch.poll_word(), poll)
                     .map(StallBacktrace::from_handler)
                     .ok_or("the poll ended before its thread's backtrace was taken")
             });
-            let report = StallReport::new(index, task, elapsed, threshold, backtrace);
+            let report = StallReport::new(index, polled, elapsed, threshold, times, backtrace);
             call_caught(|| hook(&report));
         }
         if idle {

@@ -28,6 +28,8 @@ pub(super) struct Config {
     pub(super) nodelay: bool,
     /// Called with the core and the error at the first failure of each run.
     pub(super) on_error: ErrorHook,
+    /// How connections' tasks are spawned (their name).
+    pub(super) task: crate::task::Builder,
 }
 
 /// What one core's loop reports when it ends.
@@ -294,8 +296,9 @@ fn spawn_connection<H, F>(
         conns.track(|info| handler(stream, info), peer, core)
     }));
     if let Ok(task) = made {
-        // Detached: the connection set is what shutdown uses to reach it.
-        drop(crate::spawn_local(task));
+        // Detached: the connection set is what shutdown uses to reach it. (A spawn on the
+        // current core's thread, inside the accept loop's poll: it cannot fail.)
+        drop(config.task.spawn_local(task));
     }
 }
 

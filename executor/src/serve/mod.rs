@@ -81,6 +81,8 @@ pub struct Serve {
     reuse_port: bool,
     /// The accept-error hook; `None`: print to stderr.
     on_error: Option<ErrorHook>,
+    /// How connections' tasks are spawned: with a name, or none.
+    task: crate::task::Builder,
 }
 
 impl Serve {
@@ -108,7 +110,31 @@ impl Serve {
             nodelay: true,
             reuse_port: false,
             on_error: None,
+            task: crate::task::Builder::new(),
         }
+    }
+
+    /// Names each connection's task `name` ([`task::Builder::name`](crate::task::Builder::name)),
+    /// which the stall detector's reports give next to the task's spawn location (the accept
+    /// loop's, the same for every connection). Default: no name; `tickless_http` names them
+    /// after the service it serves.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tickless::net::Serve;
+    ///
+    /// let rt = tickless::Builder::new().cores(2).build()?;
+    /// let server = Serve::new("127.0.0.1:0".parse().unwrap())
+    ///     .task_name("echo")
+    ///     .start(&rt, |_stream, _conn| async {})?;
+    /// rt.block_on(server.shutdown(Duration::from_secs(5)))?;
+    /// # std::io::Result::Ok(())
+    /// ```
+    pub fn task_name(&mut self, name: &'static str) -> &mut Self {
+        self.task = crate::task::Builder::new().name(name);
+        self
     }
 
     /// How long an accept loop sleeps after an `accept` failed for want of descriptors or
@@ -324,6 +350,7 @@ impl Serve {
             backoff: self.backoff,
             max_backoff: self.max_backoff,
             nodelay: self.nodelay,
+            task: self.task,
             on_error: self.on_error.clone().unwrap_or_else(|| {
                 let max = self.max_backoff;
                 Arc::new(move |core, e| {
@@ -420,6 +447,7 @@ impl fmt::Debug for Serve {
             .field("nodelay", &self.nodelay)
             .field("reuse_port", &self.reuse_port)
             .field("on_error", &self.on_error.as_ref().map(|_| ".."))
+            .field("task", &self.task)
             .finish()
     }
 }

@@ -8,7 +8,7 @@ use tickless_timer::{Config, Slack};
 use crate::histogram::HistogramConfiguration;
 use crate::worker::device::ClockDevice;
 use crate::worker::placement::Placement;
-use crate::worker::tokio_context::BeforePark;
+use crate::worker::tokio_context::ParkHooks;
 
 /// Everything a core needs to know, from the runtime, to start.
 #[derive(Debug, Clone, Copy)]
@@ -40,10 +40,11 @@ pub(crate) struct CoreConfig {
     /// How `TcpStream::connect` looks up host names on the core (the runtime's lookup on its
     /// blocking pool, `dns::resolve_on_pool`: given from above, since it spawns a task).
     pub(crate) resolver: Resolve,
-    /// A tokio runtime of the core's own (`Builder::tokio_context`): what tokio calls before
-    /// it parks on the core's thread (the core's check for work tokio's tasks handed it, given
-    /// from above, since it looks the core up); `None`: no tokio context.
-    pub(crate) tokio: Option<BeforePark>,
+    /// A tokio runtime of the core's own (`Builder::tokio_context`): what tokio calls around
+    /// its parks on the core's thread (the core's check for work tokio's tasks handed it, and
+    /// the stall detector's marks, given from above, since they look the core up); `None`: no
+    /// tokio context.
+    pub(crate) tokio: Option<ParkHooks>,
     /// Whether task polls are timed (`Builder::enable_metrics_poll_time_histogram`).
     pub(crate) poll_times_on: bool,
     /// The poll-time histogram's layout.

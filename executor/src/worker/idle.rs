@@ -329,7 +329,7 @@ impl Core {
     /// finds next).
     fn tokio_turn(&self) {
         if let Some(tokio) = self.tokio() {
-            tokio.turn();
+            tokio.turn(&self.shared.watch);
         }
     }
 
@@ -345,6 +345,10 @@ impl Core {
     #[cfg(feature = "tokio-compat")]
     fn tokio_before_park(&self) {
         let Some(tokio) = self.tokio() else { return };
+        if tokio.is_inside() {
+            // tokio's poll ends: parked in tokio, the core is idle to the stall detector.
+            self.shared.watch.tokio_rests();
+        }
         let Some(until) = tokio.parked_until() else {
             return;
         };
@@ -388,8 +392,28 @@ impl Core {
 /// the core's check for work tokio's tasks handed it while it is parked in tokio. Nothing on a
 /// thread without a core (core 0's tokio runtime driven outside `block_on`).
 #[cfg(feature = "tokio-compat")]
-pub(crate) fn tokio_before_park() {
+fn tokio_before_park() {
     crate::context::with_current(Core::tokio_before_park);
+}
+
+/// What tokio calls around its parks on a core's thread (`Builder::tokio_context`).
+#[cfg(feature = "tokio-compat")]
+pub(crate) const TOKIO_PARK_HOOKS: super::tokio_context::ParkHooks =
+    super::tokio_context::ParkHooks {
+        before_park: tokio_before_park,
+        after_unpark: tokio_after_unpark,
+    };
+
+/// What tokio calls when its runtime wakes from its park on a core's thread: a poll of
+/// tokio's starts, that the stall detector watches (see `worker/tokio_context.rs`). Nothing
+/// on a thread without a core (core 0's tokio runtime driven outside `block_on`).
+#[cfg(feature = "tokio-compat")]
+fn tokio_after_unpark() {
+    crate::context::with_current(|core| {
+        if core.tokio().is_some_and(|tokio| tokio.is_inside()) {
+            core.shared.watch.tokio_runs();
+        }
+    });
 }
 
 /// Wakes a core whose paused clock waits for the blocking pool: a deadline of "now" through

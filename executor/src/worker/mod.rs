@@ -241,7 +241,7 @@ impl Core {
         // Host names given to `TcpStream::connect` are looked up on the blocking pool.
         reactor.set_resolver(config.resolver);
         let tokio = match config.tokio {
-            Some(before_park) => Some(CoreTokio::new(&reactor, before_park)?),
+            Some(hooks) => Some(CoreTokio::new(&reactor, hooks)?),
             None => None,
         };
         let clock = Clock::new(config.paused, config.timer.resolution);
@@ -583,6 +583,7 @@ impl Core {
             io_events: io.events,
             task_panics: c.task_panics.get(),
             stalls: self.shared.watch.stalls(),
+            preemptions: self.shared.watch.preemptions(),
             drop_panics: self.caught.drops(),
             wake_panics: self.caught.wakes() + io.waker_panics,
             alive_tasks: self.tasks.borrow().len() as u64,

@@ -375,7 +375,7 @@ impl Driver for Core {
         // The core's tokio runtime (`Builder::tokio_context`) gets its turn too: its tasks,
         // timers and sockets would otherwise wait for the core to go idle.
         if let Some(tokio) = self.tokio() {
-            tokio.turn();
+            tokio.turn(&self.shared.watch);
         }
     }
 
@@ -405,7 +405,7 @@ impl Driver for Core {
             }
             bump(&self.counters.parks);
             let woken = self.parks_before(programmed);
-            if self.look(|| tokio.park(programmed)) {
+            if self.look(|| tokio.park(programmed, &self.shared.watch)) {
                 let polled = self.look(|| self.reactor.poll(Some(Duration::ZERO)));
                 self.polled(polled, woken);
             }
