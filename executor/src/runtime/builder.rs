@@ -926,8 +926,8 @@ impl Runtime {
 /// The tokio context is on by default where the `tokio-compat` feature is (see
 /// [`Builder::tokio_context`]): a renamed `#[tokio::test]` runs code that needs one.
 #[cfg(feature = "tokio-compat")]
-const DEFAULT_TOKIO_CONTEXT: Option<crate::worker::tokio_context::BeforePark> =
-    Some(crate::worker::idle::tokio_before_park);
+const DEFAULT_TOKIO_CONTEXT: Option<crate::worker::tokio_context::ParkHooks> =
+    Some(crate::worker::idle::TOKIO_PARK_HOOKS);
 /// Without the `tokio-compat` feature there is no tokio context.
 #[cfg(not(feature = "tokio-compat"))]
-const DEFAULT_TOKIO_CONTEXT: Option<crate::worker::tokio_context::BeforePark> = None;
+const DEFAULT_TOKIO_CONTEXT: Option<crate::worker::tokio_context::ParkHooks> = None;
