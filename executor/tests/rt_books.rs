@@ -202,7 +202,9 @@ fn a_burst_stolen_before_its_first_poll_leaves_no_load_behind() -> io::Result<()
 /// unpolled, to core 1, whose first polls must find the count there (core 0 kept it for ever).
 #[test]
 fn a_burst_evacuated_before_its_first_poll_takes_its_count_along() -> io::Result<()> {
-    let rt = Builder::new().cores(2).build()?;
+    // Core 0 runs nothing outside `block_on` (no tokio stand-in runs it): its tasks
+    // are evacuated, the path under test.
+    let rt = Builder::new().cores(2).tokio_context(false).build()?;
     let firsts: Arc<[AtomicUsize; 2]> = Arc::default();
     let gate = Gate::default();
     let (f, g) = (firsts.clone(), gate.clone());
@@ -240,7 +242,9 @@ fn a_burst_evacuated_before_its_first_poll_takes_its_count_along() -> io::Result
 /// count too, once.
 #[test]
 fn a_burst_evacuated_after_its_first_poll_takes_its_count_along() -> io::Result<()> {
-    let rt = Builder::new().cores(2).build()?;
+    // Core 0 runs nothing outside `block_on` (no tokio stand-in runs it): its tasks
+    // are evacuated, the path under test.
+    let rt = Builder::new().cores(2).tokio_context(false).build()?;
     let firsts: Arc<[AtomicUsize; 2]> = Arc::default();
     let gate = Gate::default();
     let (f, g) = (firsts.clone(), gate.clone());
@@ -279,7 +283,9 @@ fn a_burst_evacuated_after_its_first_poll_takes_its_count_along() -> io::Result<
 fn no_wake_racing_block_on_s_end_is_left_on_core_0() -> io::Result<()> {
     const EXITS: usize = 3_000;
     const RACERS: usize = 8;
-    let rt = Builder::new().cores(2).build()?;
+    // Core 0 runs nothing outside `block_on` (no tokio stand-in runs it): its tasks
+    // are evacuated, the path under test.
+    let rt = Builder::new().cores(2).tokio_context(false).build()?;
     let done = Arc::new(AtomicUsize::new(0));
     let (tx, rx) = mpsc::channel::<Vec<Gate>>();
     let waking = std::thread::spawn(move || {
