@@ -175,6 +175,16 @@ counters! {
     /// unrun for longer than [`Builder::steal_after`](crate::Builder::steal_after) (tokio's
     /// `worker_steal_count`).
     steals,
+    /// Looks this core took at another core's epoll set because that core had not come back
+    /// to its loop for [`Builder::harvest_after`](crate::Builder::harvest_after) (a long poll,
+    /// a thread kept off its CPU, or a core that sleeps), each one `epoll_wait` that does not
+    /// block.
+    harvest_looks,
+    /// Of those, the looks that took ready events: harvests. The `Send` tasks they woke moved
+    /// here. Zero on a runtime whose cores keep up.
+    harvests,
+    /// Events of other cores' registrations this core's harvests dispatched.
+    harvested_events,
     /// Runnable `Send` tasks this core queued where other cores may take them, its private
     /// queue being full.
     tasks_spilled,

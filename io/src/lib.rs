@@ -48,7 +48,7 @@ pub mod internal {
     }
     pub use crate::context::EnterGuard;
     pub use crate::net::addr::{Addrs, Resolve, Resolving};
-    pub use crate::reactor::{Polled, Reactor};
+    pub use crate::reactor::{Harvester, Polled, Reactor};
     pub use crate::ready::{Direction, ReadyEvent};
     pub use crate::registration::Registration;
     pub use crate::stats::IoStats;

@@ -44,6 +44,10 @@ pub const MAX_WAKEUP_LEAD: Duration = Duration::from_millis(10);
 /// takes them, by default (see [`Builder::steal_after`]).
 pub const DEFAULT_STEAL_AFTER: Duration = Duration::from_micros(250);
 
+/// How long a core goes without coming back to its loop before a core that runs takes its
+/// ready I/O, by default (see [`Builder::harvest_after`]).
+pub const DEFAULT_HARVEST_AFTER: Duration = Duration::from_micros(500);
+
 /// Configures a [`Runtime`].
 ///
 /// # Examples
@@ -121,6 +125,7 @@ impl Builder {
                 device: ClockDevice::TimerFd,
                 placement: Placement::Spread,
                 steal_after: Some(DEFAULT_STEAL_AFTER),
+                harvest_after: Some(DEFAULT_HARVEST_AFTER),
                 resolver: crate::dns::resolve_on_pool,
                 tokio: DEFAULT_TOKIO_CONTEXT,
                 poll_times_on: false,
@@ -226,9 +231,8 @@ impl Builder {
     /// returns (no thread runs core 0 until the next one): handed to a core that runs,
     /// whatever this setting.
     ///
-    /// A core's ready I/O is read by that core alone: a task waiting for its stream is not
-    /// runnable until its core polls its epoll set, so stealing does not reach it (see
-    /// [`cores`](Self::cores), *Sharing the CPUs with a busy process*).
+    /// A task waiting for its stream on a core that does not run is reached by harvesting
+    /// instead (see [`harvest_after`](Self::harvest_after)).
     ///
     /// ```
     /// use std::time::Duration;
@@ -242,6 +246,36 @@ impl Builder {
     /// ```
     pub fn steal_after(&mut self, age: Option<Duration>) -> &mut Self {
         self.core.steal_after = age;
+        self
+    }
+
+    /// How long a core may go without coming back to its loop (a task's poll that blocks its
+    /// thread, or a thread the kernel keeps off its CPU for another process) before a core
+    /// that runs takes its ready I/O: the events waiting in its epoll set are dispatched by
+    /// the core that runs, and the `Send` tasks they wake move there, with their streams and
+    /// timers (see `docs/thread-per-core.md`, *When a core cannot run*). `spawn_local` and
+    /// `spawn_pinned` tasks stay on their core. `None`: never; each core's I/O then waits for
+    /// its own thread. Default [`DEFAULT_HARVEST_AFTER`] (500 µs).
+    ///
+    /// A core looks at its peers where it parks and at its fairness polls; a core that parks
+    /// is told of a peer stuck in a long poll by the stall detector's watchdog (see
+    /// [`stall_threshold`](Self::stall_threshold)): with the detector off, only cores that run
+    /// harvest. Counted in [`CoreStats::harvests`](crate::CoreStats::harvests) and
+    /// [`CoreStats::harvested_events`](crate::CoreStats::harvested_events); a runtime whose
+    /// cores keep up harvests nothing.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let rt = tickless::Builder::new()
+    ///     .cores(2)
+    ///     .harvest_after(Some(Duration::from_millis(2)))
+    ///     .build()?;
+    /// # drop(rt);
+    /// # std::io::Result::Ok(())
+    /// ```
+    pub fn harvest_after(&mut self, after: Option<Duration>) -> &mut Self {
+        self.core.harvest_after = after;
         self
     }
 
@@ -887,7 +921,10 @@ impl Builder {
         if let (Some(threshold), Some(kennel)) = (threshold, siblings.kennel) {
             let hook = self.observers.stall_hook();
             let cores = rt.shared.clone();
-            rt.watchdog = Some(Watchdog::start(cores, kennel, threshold, hook, allowed)?);
+            let harvest = self.core.harvest_after.is_some();
+            rt.watchdog = Some(Watchdog::start(
+                cores, kennel, threshold, hook, allowed, harvest,
+            )?);
         }
         Ok(rt)
     }

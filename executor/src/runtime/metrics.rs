@@ -210,6 +210,19 @@ impl RuntimeMetrics {
         self.total(|s| s.tasks_started)
     }
 
+    /// Times core `worker` took another core's ready I/O because that core had not come back
+    /// to its loop for [`Builder::harvest_after`](crate::Builder::harvest_after)
+    /// (`CoreStats::harvests`; tickless only).
+    pub fn worker_harvests(&self, worker: usize) -> u64 {
+        self.worker_stats(worker).harvests
+    }
+
+    /// Events of other cores' registrations core `worker`'s harvests dispatched
+    /// (`CoreStats::harvested_events`; tickless only).
+    pub fn worker_harvested_events(&self, worker: usize) -> u64 {
+        self.worker_stats(worker).harvested_events
+    }
+
     /// Tasks core `worker` took from other cores (work stealing).
     pub fn worker_steal_count(&self, worker: usize) -> u64 {
         self.worker_stats(worker).steals

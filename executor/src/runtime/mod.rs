@@ -27,8 +27,8 @@ pub use crate::histogram::HistogramConfiguration;
 pub use crate::stall::{StallBacktrace, StallReport, ThreadTimes};
 pub use crate::task::hooks::{TaskMeta, DEFAULT_STALL_THRESHOLD, MIN_STALL_THRESHOLD};
 pub use builder::{
-    Builder, DEFAULT_SLACK_KNEE, DEFAULT_SLACK_MAX, DEFAULT_WAKEUP_LEAD_MAX, MAX_SLACK,
-    MAX_TIMER_RESOLUTION, MAX_WAKEUP_LEAD,
+    Builder, DEFAULT_HARVEST_AFTER, DEFAULT_SLACK_KNEE, DEFAULT_SLACK_MAX, DEFAULT_WAKEUP_LEAD_MAX,
+    MAX_SLACK, MAX_TIMER_RESOLUTION, MAX_WAKEUP_LEAD,
 };
 pub use handle::{Handle, TryCurrentError};
 pub use metrics::RuntimeMetrics;

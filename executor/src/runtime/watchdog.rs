@@ -67,6 +67,8 @@ struct Seen {
     looking: bool,
     /// What the thread did since, if the kernel says.
     window: Option<Window>,
+    /// Whether it woke a sleeping core to harvest this poll's core (`worker::harvest`).
+    nudged: bool,
 }
 
 impl Watchdog {
@@ -83,6 +85,7 @@ impl Watchdog {
         threshold: Duration,
         hook: StallHook,
         cpus: Vec<usize>,
+        harvest: bool,
     ) -> io::Result<Watchdog> {
         let thread = {
             let kennel = kennel.clone();
@@ -93,7 +96,7 @@ impl Watchdog {
                     kennel.attach();
                     // Best effort: where it cannot, it shares the building thread's CPUs.
                     let _ = tickless_io::internal::cpu::set_current_affinity(&cpus);
-                    watch(&cores, &kennel, threshold, &hook);
+                    watch(&cores, &kennel, threshold, &hook, harvest);
                 })?
         };
         Ok(Watchdog {
@@ -114,7 +117,13 @@ impl Drop for Watchdog {
 }
 
 /// The watchdog's loop.
-fn watch(cores: &[Arc<Shared>], kennel: &Kennel, threshold: Duration, hook: &StallHook) {
+fn watch(
+    cores: &[Arc<Shared>],
+    kennel: &Kennel,
+    threshold: Duration,
+    hook: &StallHook,
+    harvest: bool,
+) {
     let signal = trace::install();
     let period = (threshold / 2).max(Duration::from_micros(100));
     let mut seen = vec![Seen::default(); cores.len()];
@@ -146,6 +155,12 @@ fn watch(cores: &[Arc<Shared>], kennel: &Kennel, threshold: Duration, hook: &Sta
                     ..Seen::default()
                 };
                 continue;
+            }
+            if harvest && !seen.nudged {
+                // The same poll at two checks: a core that sleeps may take this core's ready
+                // I/O (it looks at its peers before it parks again).
+                seen.nudged = true;
+                nudge_a_sleeper(cores, index);
             }
             if seen.reported == poll {
                 continue;
@@ -192,6 +207,18 @@ fn watch(cores: &[Arc<Shared>], kennel: &Kennel, threshold: Duration, hook: &Sta
         if idle {
             sleep_while_idle(cores, kennel);
         }
+    }
+}
+
+/// Wakes the first core after `stuck` that sleeps, if one does, so that it harvests `stuck`'s
+/// ready I/O.
+fn nudge_a_sleeper(cores: &[Arc<Shared>], stuck: usize) {
+    let n = cores.len();
+    let sleeper = (1..n)
+        .map(|k| &cores[(stuck + k) % n])
+        .find(|s| s.takes_placed_work() && s.inbox.sleeping_until().is_some());
+    if let Some(sleeper) = sleeper {
+        sleeper.notify_now();
     }
 }
 

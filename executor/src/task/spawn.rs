@@ -14,6 +14,7 @@ use crate::task::bound::Bound;
 use crate::task::deferred::DeferredStart;
 use crate::task::harness::{ResultSlot, TaskFuture};
 use crate::task::join_handle::JoinHandle;
+use crate::worker::harvest::Harvesting;
 use crate::worker::load::move_tasks;
 use crate::worker::shared::{Due, Peers, Runnable, Shared, TaskMeta};
 use crate::worker::Core;
@@ -48,10 +49,17 @@ fn schedule_away(runnable: Runnable) {
     if !meta.movable() || home.keeps_work_while_paused() {
         return home.schedule_remote(runnable);
     }
-    // To its core if a thread runs it, decided under the inbox's lock against core 0's
-    // evacuation (see `Shared::schedule_if_driven`); else it moves.
-    let Err(runnable) = home.schedule_if_driven(runnable) else {
-        return;
+    // Woken by a harvest of its core's I/O (that core did not come back to its loop for a
+    // while: `worker::harvest`), it moves to the harvesting core, as below. Otherwise to its
+    // core if a thread runs it, decided under the inbox's lock against core 0's evacuation
+    // (see `Shared::schedule_if_driven`); else it moves.
+    let runnable = if Harvesting::is_from(home.id.index) {
+        runnable
+    } else {
+        let Err(runnable) = home.schedule_if_driven(runnable) else {
+            return;
+        };
+        runnable
     };
     // The waking core, if it is one of the task's runtime and runs.
     let mut runnable = Some(runnable);

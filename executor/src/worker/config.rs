@@ -37,6 +37,9 @@ pub(crate) struct CoreConfig {
     /// How long a backlog of runnable `Send` tasks waits on a core before an idle core takes
     /// half of it (`Builder::steal_after`); `None`: never.
     pub(crate) steal_after: Option<Duration>,
+    /// How long a peer goes without coming back to its loop before the core takes its ready
+    /// I/O (`Builder::harvest_after`); `None`: never.
+    pub(crate) harvest_after: Option<Duration>,
     /// How `TcpStream::connect` looks up host names on the core (the runtime's lookup on its
     /// blocking pool, `dns::resolve_on_pool`: given from above, since it spawns a task).
     pub(crate) resolver: Resolve,

@@ -81,7 +81,12 @@ impl Core {
             }
         }
         // Two clock readings a park, for the busy time (the governor's path has them anyway).
-        self.busy_until(self.timers.clock().now());
+        let now = self.timers.clock().now();
+        // Before the park, a look at the peers that have not come back to their loop.
+        if self.harvest_peers(Some(now)) {
+            return;
+        }
+        self.busy_until(now);
         if sleep(self) == Slept::Woke {
             self.woke_at(self.timers.clock().now());
         }
@@ -162,6 +167,11 @@ impl Core {
         }
         // From the spin's start, if it spun: the spin counts in the idle time.
         let start = start.unwrap_or_else(|| clock.now());
+        // Before the park, a look at the peers that have not come back to their loop (the
+        // spin's reading is older than now: never early).
+        if self.harvest_peers(Some(start)) {
+            return governor.set(g);
+        }
         self.busy_until(start);
         if sleep(self) == Slept::Woke {
             let now = clock.now();

@@ -23,6 +23,7 @@ pub(crate) mod clock;
 pub(crate) mod config;
 pub mod device;
 pub(crate) mod governor;
+pub(crate) mod harvest;
 pub(crate) mod id;
 pub(crate) mod idle;
 pub(crate) mod kennel;
@@ -146,6 +147,9 @@ pub(crate) struct Core {
     told_backlog: Cell<u64>,
     /// Tasks taken from another core, kept to reuse the allocation.
     stolen_buf: RefCell<Vec<Runnable>>,
+    /// Taking the ready I/O of peers that do not come back to their loop
+    /// (`Builder::harvest_after`); `None`: never.
+    harvest: Option<harvest::Harvest>,
     /// The timers, the clock and the timerfd.
     timers: Timers,
     /// The core's own tokio runtime (`Builder::tokio_context`), which the core parks in.
@@ -247,6 +251,7 @@ impl Core {
         let clock = Clock::new(config.paused, config.timer.resolution);
         let mut shared = Shared::with_unparker(id, reactor.unparker(), config.always_wake);
         shared.watch = Watch::new(hooks, kennel);
+        shared.harvester = Some(reactor.harvester());
         shared.poll_times = config
             .poll_times_on
             .then(|| Histogram::new(config.poll_times));
@@ -272,6 +277,9 @@ impl Core {
             spilled: Cell::new(0),
             steal_after: config.steal_after.map(nanos),
             steal_check: Cell::new(None),
+            harvest: config
+                .harvest_after
+                .map(|d| harvest::Harvest::new(nanos(d))),
             told_backlog: Cell::new(0),
             stolen_buf: RefCell::new(Vec::new()),
             orphan_buf: RefCell::new(Vec::new()),
@@ -590,6 +598,9 @@ impl Core {
             accepts: io.accepts,
             tasks_placed: c.placed.get(),
             steals: c.steals.get(),
+            harvest_looks: self.harvest.as_ref().map_or(0, |h| h.looks.get()),
+            harvests: self.harvest.as_ref().map_or(0, |h| h.harvests.get()),
+            harvested_events: self.harvest.as_ref().map_or(0, |h| h.events.get()),
             tasks_spilled: c.spilled.get(),
             io_rebinds: io.rebinds,
             io_registrations: io.registrations,

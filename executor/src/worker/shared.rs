@@ -6,7 +6,7 @@
 use std::sync::{Arc, OnceLock};
 use std::task::Waker;
 
-use tickless_io::internal::Unparker;
+use tickless_io::internal::{Harvester, Unparker};
 use tickless_timer::internal::{Inbox, Op, Wake as WakeDecision};
 
 use crate::histogram::{Histogram, DEFAULT_LATENESS_HISTOGRAM};
@@ -262,6 +262,9 @@ pub struct Shared<U = Unparker> {
     adopter: Mutex<Option<Waker>>,
     /// The poll in progress, for `task::id` and the stall detector; the task hooks.
     pub(crate) watch: Watch,
+    /// Another core's way into this core's ready I/O (`worker::harvest`); `None` in the loom
+    /// models' cores.
+    pub(crate) harvester: Option<Harvester>,
     /// How long the core's task polls took (`Builder::enable_metrics_poll_time_histogram`);
     /// `None` unless asked for.
     pub(crate) poll_times: Option<Histogram>,
@@ -300,6 +303,7 @@ impl<U: Unpark> Shared<U> {
             listeners: Mutex::new(Vec::new()),
             adopter: Mutex::new(None),
             watch: Watch::default(),
+            harvester: None,
             poll_times: None,
             loop_histograms: None,
             lateness: Histogram::new(DEFAULT_LATENESS_HISTOGRAM),

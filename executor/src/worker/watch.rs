@@ -225,6 +225,15 @@ impl Watch {
 
     /// The poll running now (its number, 0 between polls), and what it polls: what the
     /// watchdog samples.
+    /// The poll word: it moves at every poll's start and end, so a reading that has not moved
+    /// over a while means the core has not been through its loop since (a long poll, or a
+    /// thread kept off its CPU; or a core that sleeps). One relaxed load, for harvesting
+    /// (`worker::harvest`).
+    #[inline]
+    pub(crate) fn progress(&self) -> u64 {
+        self.poll.load(Ordering::Relaxed)
+    }
+
     pub(crate) fn sample(&self) -> (u64, Polled) {
         let poll = self.poll.load(Ordering::Relaxed);
         if poll & 1 == 0 {

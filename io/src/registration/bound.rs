@@ -315,7 +315,9 @@ impl Registration {
             // A binding the other direction still uses stays in the set: its waiters need its
             // events, and the extra armed direction is disarmed at its first idle event.
             if !bounds.iter().any(|(x, live)| *live && ptr::eq(&**x, b)) {
-                b.io.leave_epoll_set(&b.home);
+                let key = b.home.key();
+                b.io.leave_epoll_set(b.home.epoll_set());
+                drop(key);
             }
             drop(bounds);
             cx.waker().wake_by_ref();

@@ -32,8 +32,9 @@ use loom::sync::atomic::AtomicBool;
 use std::sync::atomic::AtomicBool;
 
 use bound::{Bindings, Bound};
-pub(crate) use level::Level;
+pub(crate) use level::{EpollSet, Level};
 pub(crate) use scheduled::ScheduledIo;
+use scheduled::Wait;
 
 /// A descriptor registered with a core's [`Reactor`](crate::reactor::Reactor): the building
 /// block of every I/O type.
@@ -95,7 +96,7 @@ impl Registration {
         let mut ready = Ready::EMPTY;
         for dir in [Direction::Read, Direction::Write] {
             if let Some(b) = self.here(dir) {
-                ready |= b.io.readiness.get().intersection(dir.mask());
+                ready |= b.io.readiness().intersection(dir.mask());
             }
         }
         ready
@@ -140,16 +141,34 @@ impl Registration {
         }
     }
 
-    /// `b`'s readiness in `dir`, or the task's waker stored; a wait that put the descriptor
-    /// back in the epoll set then checks that `dir` did not move meanwhile (`bound`'s
-    /// protocol, step 6). Inlined, so that the ready case costs its callers a load and a test;
-    /// the wait is a call.
+    /// `b`'s readiness in `dir`, or the task's waker stored under its home's key; a wait that
+    /// put the descriptor back in the epoll set then checks that `dir` did not move meanwhile
+    /// (`bound`'s protocol, step 6). Inlined, so that the ready case costs its callers a load
+    /// and a test; the wait is a call.
     #[inline(always)]
     fn poll_ready_in(&self, b: &Bound, cx: &mut Context<'_>, dir: Direction) -> Poll<ReadyEvent> {
         match b.io.ready_now(dir) {
             Some(event) => Poll::Ready(event),
-            None => {
-                if b.io.wait(cx, dir, &b.home) {
+            None => self.wait_in(b, cx, dir),
+        }
+    }
+
+    /// [`poll_ready_in`](Self::poll_ready_in)'s wait: under the home's key, which the owner
+    /// finds free unless another core is harvesting this reactor's events right now; then the
+    /// task does not wait for the harvester but is woken to poll again (the harvester's
+    /// events may be the ones it waits for).
+    #[inline(never)]
+    fn wait_in(&self, b: &Bound, cx: &mut Context<'_>, dir: Direction) -> Poll<ReadyEvent> {
+        let Some(key) = b.home.try_key() else {
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
+        };
+        let wait = b.io.wait(cx, dir, b.home.epoll_set());
+        drop(key);
+        match wait {
+            Wait::Ready(event) => Poll::Ready(event),
+            Wait::Stored(joined) => {
+                if joined {
                     self.check_still_bound(b, dir, cx);
                 }
                 Poll::Pending
@@ -309,7 +328,7 @@ impl fmt::Debug for Registration {
             Some(b) => {
                 d.field("key", &b.key).field("home", &b.home);
                 if b.home.is_current() {
-                    d.field("readiness", &b.io.readiness.get());
+                    d.field("readiness", &b.io.readiness());
                 }
                 &mut d
             }
