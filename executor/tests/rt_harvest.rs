@@ -41,7 +41,7 @@ struct Seen {
 
 /// Core 1 serves `CONNS` connections (each its own `Send` task, started on core 1), then a
 /// task pinned to core 1 blocks its thread for `BLOCK` while each connection sends one
-/// request; core 0 is in `block_on`, idle.
+/// request; core 0 is in `block_on`, parked.
 fn serve_while_core_1_blocks(harvest_after: Option<Duration>) -> io::Result<Seen> {
     let rt = Builder::new()
         .cores(2)
@@ -77,7 +77,9 @@ fn serve_while_core_1_blocks(harvest_after: Option<Duration>) -> io::Result<Seen
     let ended = Arc::new(AtomicBool::new(false));
     let (started2, ended2) = (started.clone(), ended.clone());
     let core_1 = rt.handle(1);
+    let (done, client_done) = tokio::sync::oneshot::channel::<()>();
     let client = std::thread::spawn(move || -> io::Result<usize> {
+        let _done = done;
         let mut conns = (0..CONNS)
             .map(|_| StdStream::connect(addr))
             .collect::<io::Result<Vec<_>>>()?;
@@ -108,10 +110,9 @@ fn serve_while_core_1_blocks(harvest_after: Option<Duration>) -> io::Result<Seen
     });
     let seen = rt.block_on(async move {
         accept.await.expect("the accept loop")?;
-        // Core 0 stays in `block_on`, idle, until the client is done.
-        while !client.is_finished() {
-            tickless::time::sleep(Duration::from_millis(5)).await;
-        }
+        // Core 0 stays in `block_on`, parked, until the client is done (no timer wakes it:
+        // the stall detector's watchdog tells it of core 1's long poll).
+        let _ = client_done.await;
         client.join().expect("the client thread")
     });
     let answered_early = seen?;

@@ -82,7 +82,11 @@ fn clients(addr: SocketAddr, n: usize) -> io::Result<()> {
 #[test]
 fn one_accept_loop_spreads_its_connections_over_the_cores() -> io::Result<()> {
     // Placement alone (stealing, which moves more, is counted in `rt_steal.rs`).
-    let rt = Builder::new().cores(2).steal_after(None).build()?;
+    let rt = Builder::new()
+        .cores(2)
+        .steal_after(None)
+        .harvest_after(None)
+        .build()?;
     let per_core = serve_tokio_shape(&rt, CONNECTIONS)?;
     assert_eq!(per_core.iter().sum::<usize>(), CONNECTIONS);
     for (core, &n) in per_core.iter().enumerate() {
@@ -103,6 +107,7 @@ fn with_local_placement_every_connection_stays_on_the_accepting_core() -> io::Re
         .cores(2)
         .placement(Placement::Local)
         .steal_after(None)
+        .harvest_after(None)
         .build()?;
     let per_core = serve_tokio_shape(&rt, 20)?;
     assert_eq!(per_core, vec![20, 0]);

@@ -273,7 +273,11 @@ fn spawn_local_and_spawn_pinned_tasks_never_move() -> io::Result<()> {
 #[test]
 fn core_zero_s_connections_are_served_on_another_core_outside_block_on() -> io::Result<()> {
     const CONNS: usize = 20;
-    let rt = Builder::new().cores(2).steal_after(None).build()?;
+    let rt = Builder::new()
+        .cores(2)
+        .steal_after(None)
+        .harvest_after(None)
+        .build()?;
     let std_listener = std::net::TcpListener::bind("127.0.0.1:0")?;
     let addr = std_listener.local_addr()?;
     let (ready_tx, ready_rx) = mpsc::channel();

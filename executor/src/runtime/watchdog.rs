@@ -160,6 +160,7 @@ fn watch(
                 // The same poll at two checks: a core that sleeps may take this core's ready
                 // I/O (it looks at its peers before it parks again).
                 seen.nudged = true;
+                shared.watch.mark_stuck(poll);
                 nudge_a_sleeper(cores, index);
             }
             if seen.reported == poll {

@@ -13,9 +13,11 @@
 //! its next poll, by the rules every move follows; `spawn_local` and `spawn_pinned` tasks are
 //! queued on their own core, which runs them when it comes back.
 //!
-//! A parked core learns of a stuck peer from the stall detector's watchdog, which wakes one
-//! sleeping core when it finds a core in the same poll at two checks in a row (half a stall
-//! threshold apart; `runtime::watchdog`). With the detector off, only cores that run harvest.
+//! A parked core learns of a stuck peer from the stall detector's watchdog, which, when it
+//! finds a core in the same poll at two checks in a row (half a stall threshold apart;
+//! `runtime::watchdog`), marks that poll's word on the core (`Watch::stuck`) and wakes one
+//! sleeping core, which harvests the marked core at once. With the detector off, only cores
+//! that run harvest.
 //!
 //! # Cost
 //!
@@ -36,6 +38,7 @@ use std::task::Waker;
 use super::shared::Shared;
 use super::{bump, Core};
 use crate::catch::wake_caught;
+use crate::sync::lock;
 
 thread_local! {
     /// The index of the core whose I/O this thread is harvesting now, plus one (0: none).
@@ -148,15 +151,18 @@ impl Core {
                 if s.word != word {
                     let since = now.unwrap_or_else(|| self.timers.last_now());
                     *s = Seen { word, since };
-                    continue;
+                    // New to this core, but the watchdog found the peer in this very poll at
+                    // two checks (it woke this core to say so): due at once.
+                    peer.watch.stuck() == word
+                } else {
+                    let at = *now.get_or_insert_with(|| self.timers.clock().now());
+                    // At most one look per `after` at a peer that stays stuck.
+                    let due = at.saturating_sub(s.since) >= h.after;
+                    if due {
+                        s.since = at;
+                    }
+                    due
                 }
-                let at = *now.get_or_insert_with(|| self.timers.clock().now());
-                // At most one look per `after` at a peer that stays stuck.
-                let due = at.saturating_sub(s.since) >= h.after;
-                if due {
-                    s.since = at;
-                }
-                due
             };
             if due {
                 queued |= self.harvest_from(h, peer, index);
@@ -169,7 +175,8 @@ impl Core {
     /// module's doc); returns whether that queued tasks here.
     #[inline(never)]
     fn harvest_from(&self, h: &Harvest, peer: &Shared, index: usize) -> bool {
-        let Some(harvester) = &peer.harvester else {
+        // A clone (an `Arc`), so that the lock is not held while harvesting.
+        let Some(harvester) = lock(&peer.harvester).clone() else {
             return false;
         };
         bump(&h.looks);

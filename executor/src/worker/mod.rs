@@ -251,7 +251,7 @@ impl Core {
         let clock = Clock::new(config.paused, config.timer.resolution);
         let mut shared = Shared::with_unparker(id, reactor.unparker(), config.always_wake);
         shared.watch = Watch::new(hooks, kennel);
-        shared.harvester = Some(reactor.harvester());
+        shared.harvester = crate::sync::Mutex::new(Some(reactor.harvester()));
         shared.poll_times = config
             .poll_times_on
             .then(|| Histogram::new(config.poll_times));

@@ -264,7 +264,8 @@ pub struct Shared<U = Unparker> {
     pub(crate) watch: Watch,
     /// Another core's way into this core's ready I/O (`worker::harvest`); `None` in the loom
     /// models' cores.
-    pub(crate) harvester: Option<Harvester>,
+    /// Dropped at the core's shutdown, with its unparker: it keeps the core's epoll set open.
+    pub(crate) harvester: Mutex<Option<Harvester>>,
     /// How long the core's task polls took (`Builder::enable_metrics_poll_time_histogram`);
     /// `None` unless asked for.
     pub(crate) poll_times: Option<Histogram>,
@@ -303,7 +304,7 @@ impl<U: Unpark> Shared<U> {
             listeners: Mutex::new(Vec::new()),
             adopter: Mutex::new(None),
             watch: Watch::default(),
-            harvester: None,
+            harvester: Mutex::new(None),
             poll_times: None,
             loop_histograms: None,
             lateness: Histogram::new(DEFAULT_LATENESS_HISTOGRAM),
@@ -589,6 +590,8 @@ impl<U: Unpark> Shared<U> {
 
     /// Core side, at the end of shutdown: no kick will write the eventfd after this returns.
     pub fn close_unparker(&self) -> Option<U> {
+        // Nobody harvests a core that has stopped: its epoll set closes with the reactor.
+        lock(&self.harvester).take();
         lock(&self.unparker).take()
     }
 

@@ -71,6 +71,9 @@ pub struct Watch {
     /// The kernel id of the thread that runs (or last ran) the loop: where the watchdog sends
     /// the signal that takes a stalled thread's backtrace.
     tid: AtomicI32,
+    /// The poll word the watchdog found at two checks in a row (0: none), for a core that
+    /// harvests to take this core's ready I/O at once (`worker::harvest`).
+    stuck: AtomicU64,
     /// Polls reported as stalls.
     stalls: AtomicU64,
     /// Polls past the threshold whose thread was preempted (`stall::sched`), not reported.
@@ -232,6 +235,19 @@ impl Watch {
     #[inline]
     pub(crate) fn progress(&self) -> u64 {
         self.poll.load(Ordering::Relaxed)
+    }
+
+    /// The watchdog found the poll of word `poll` at two checks in a row: the core has not
+    /// come back to its loop since (see [`stuck`](Self::stuck)).
+    pub(crate) fn mark_stuck(&self, poll: u64) {
+        self.stuck.store(poll, Ordering::Relaxed);
+    }
+
+    /// The poll word the watchdog last found at two checks in a row (0: none): the core is
+    /// stuck while [`progress`](Self::progress) still reads it.
+    #[inline]
+    pub(crate) fn stuck(&self) -> u64 {
+        self.stuck.load(Ordering::Relaxed)
     }
 
     pub(crate) fn sample(&self) -> (u64, Polled) {
