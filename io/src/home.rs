@@ -35,6 +35,7 @@ use std::sync::Arc;
 use mio::unix::SourceFd;
 use slab::Slab;
 
+use crate::key::{KeyGuard, KeyLock};
 use crate::registration::{EpollSet, ScheduledIo};
 use crate::stats::SharedCounters;
 use crate::unparker::Unparker;
@@ -85,7 +86,7 @@ pub(crate) struct Slot {
 
 /// The reactor's slab, held through its home's key: whoever holds it may dispatch events into
 /// the slots and touch their waiters (see [`ScheduledIo`]).
-pub(crate) type Key<'a> = MutexGuard<'a, Slab<Slot>>;
+pub(crate) type Key<'a> = KeyGuard<'a, Slab<Slot>>;
 
 /// A descriptor of the owner's own that a harvester took an event of (see
 /// [`Home::hand_back`]): the timerfd.
@@ -99,7 +100,7 @@ pub(crate) struct Home {
     /// dispatching events and to every registration's waiters. The owner takes it around its
     /// dispatch, a slot's insertion and removal, and a task's wait; a harvester (another core,
     /// when the owner could not poll for a while) around its own `epoll_wait` and dispatch.
-    slots: Mutex<Slab<Slot>>,
+    slots: KeyLock<Slab<Slot>>,
     /// The owner's own events a harvester took ([`TAKEN_TIMER`], [`TAKEN_UNPARK`]), for the
     /// owner's next poll to report as its own.
     taken: AtomicU8,
@@ -123,7 +124,7 @@ impl Home {
     /// The home of a reactor created on this thread, polling `poll`, woken by `unparker`.
     pub(crate) fn new(poll: &mio::Poll, unparker: Unparker) -> io::Result<Home> {
         Ok(Home {
-            slots: Mutex::new(Slab::new()),
+            slots: KeyLock::new(Slab::new()),
             taken: AtomicU8::new(0),
             registry: poll.registry().try_clone()?,
             orphans: Mutex::new(Vec::new()),
@@ -154,18 +155,14 @@ impl Home {
     /// dispatch and its slab changes, which no user code runs inside.
     #[inline]
     pub(crate) fn key(&self) -> Key<'_> {
-        lock(&self.slots)
+        self.slots.lock()
     }
 
     /// The key if nobody holds it: a task's wait (which, held by a harvester, polls again
     /// rather than wait) and a harvester's look.
     #[inline]
     pub(crate) fn try_key(&self) -> Option<Key<'_>> {
-        match self.slots.try_lock() {
-            Ok(key) => Some(key),
-            Err(std::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
-            Err(std::sync::TryLockError::WouldBlock) => None,
-        }
+        self.slots.try_lock()
     }
 
     /// A harvester took events of the owner's own descriptors (`taken`, [`TAKEN_TIMER`] and

@@ -8,6 +8,7 @@ mod async_fd;
 mod context;
 mod cpu;
 mod home;
+mod key;
 mod net;
 mod pipe;
 mod reactor;

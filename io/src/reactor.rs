@@ -442,10 +442,14 @@ impl Reactor {
                 }
                 Err(e) => return Err(e),
             };
-            let mut wake = self.wake_list.borrow_mut();
-            let key = self.home.key();
-            let own = dispatch(&events[..n], &key, &mut wake, &self.home);
-            drop(key);
+            // An empty poll (a spin's look) takes no key.
+            let own = if n > 0 {
+                let mut wake = self.wake_list.borrow_mut();
+                let key = self.home.key();
+                dispatch(&events[..n], &key, &mut wake, &self.home)
+            } else {
+                0
+            };
             polled.events = n;
             let own = own | self.home.take_handed_back();
             polled.timer_event = own & TAKEN_TIMER != 0;

@@ -150,9 +150,10 @@ impl Builder {
     ///
     /// # Sharing the CPUs with a busy process
     ///
-    /// A core's connections are read by that core's thread alone: while the scheduler keeps
-    /// it off its CPU, their requests wait, and no other core can take them (a core with
-    /// nothing to do takes only tasks already woken). Where another process needs a CPU of
+    /// A core's connections are read by that core's thread, and, once it has not been through
+    /// its loop for [`harvest_after`](Self::harvest_after), by a core that runs: while the
+    /// scheduler keeps it off its CPU, their requests wait up to that long. Where another
+    /// process needs a CPU of
     /// the mask most of the time (a database, a load generator), fewer cores than CPUs can
     /// serve more. On 2 CPUs shared with a closed-loop load generator that used most of one,
     /// one core served 1.3-1.7x the requests of two, with 0.21-0.28x their p99, and at half
