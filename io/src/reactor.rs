@@ -53,6 +53,7 @@ const HARVEST_EVENTS: usize = 64;
 /// Dispatches `events` into the slots `key` holds, moving the wakers concerned into `wake`;
 /// returns the events of the reactor's own descriptors among them ([`TAKEN_TIMER`],
 /// [`TAKEN_UNPARK`]: the unparker is not drained here).
+#[inline(always)]
 fn dispatch(
     events: &[libc::epoll_event],
     key: &Key<'_>,
@@ -450,8 +451,14 @@ impl Reactor {
             } else {
                 0
             };
+            // A harvester that took the owner's own events hands them back before it unparks
+            // the owner (`Home::hand_back`): they are read with the unparker's event.
+            let own = if own & TAKEN_UNPARK != 0 {
+                own | self.home.take_handed_back()
+            } else {
+                own
+            };
             polled.events = n;
-            let own = own | self.home.take_handed_back();
             polled.timer_event = own & TAKEN_TIMER != 0;
             if own & TAKEN_UNPARK != 0 {
                 polled.unparked |= self.unparker.drain();

@@ -203,8 +203,11 @@ impl Registration {
         }
         let new = match other.filter(|b| Arc::ptr_eq(&b.home, home)) {
             Some(shared) => {
-                // Step 3a: we are on its home's thread.
+                // Step 3a: we are on its home's thread; under its key, as every record of
+                // readiness is (a harvester may be dispatching there).
+                let key = shared.home.key();
                 shared.io.assume_ready(dir);
+                drop(key);
                 shared
             }
             None => {

@@ -147,9 +147,10 @@ impl Registration {
     /// and a test; the wait is a call.
     #[inline(always)]
     fn poll_ready_in(&self, b: &Bound, cx: &mut Context<'_>, dir: Direction) -> Poll<ReadyEvent> {
-        match b.io.ready_now(dir) {
+        let word = b.io.word();
+        match ScheduledIo::event_in(word, dir) {
             Some(event) => Poll::Ready(event),
-            None => self.wait_in(b, cx, dir),
+            None => self.wait_in(b, cx, dir, word),
         }
     }
 
@@ -158,12 +159,18 @@ impl Registration {
     /// task does not wait for the harvester but is woken to poll again (the harvester's
     /// events may be the ones it waits for).
     #[inline(never)]
-    fn wait_in(&self, b: &Bound, cx: &mut Context<'_>, dir: Direction) -> Poll<ReadyEvent> {
+    fn wait_in(
+        &self,
+        b: &Bound,
+        cx: &mut Context<'_>,
+        dir: Direction,
+        seen: u64,
+    ) -> Poll<ReadyEvent> {
         let Some(key) = b.home.try_key() else {
             cx.waker().wake_by_ref();
             return Poll::Pending;
         };
-        let wait = b.io.wait(cx, dir, b.home.epoll_set());
+        let wait = b.io.wait(cx, dir, seen, b.home.epoll_set());
         drop(key);
         match wait {
             Wait::Ready(event) => Poll::Ready(event),

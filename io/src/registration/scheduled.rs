@@ -149,7 +149,8 @@ impl ScheduledIo {
 
     /// Makes `dir` optimistically ready, as a new registration is: `dir` has just moved here,
     /// and events may have reached the reactor it left instead of this one. Counts as an event
-    /// (the tick moves), so that no clear based on an older readiness undoes it.
+    /// (the tick moves), so that no clear based on an older readiness undoes it. Under the
+    /// home's key.
     pub(crate) fn assume_ready(&self, dir: Direction) {
         let bit = match dir {
             Direction::Read => Ready::READABLE,
@@ -158,21 +159,17 @@ impl ScheduledIo {
         self.record(bit);
     }
 
-    /// ORs `ready` into the readiness and moves the tick on, in one atomic step: a clear based
-    /// on an older reading then misses.
+    /// ORs `ready` into the readiness and moves the tick on: a clear based on an older reading
+    /// then misses. Under the home's key, so that records never race each other: a load and a
+    /// store. A clear (a task's, on the owner's thread, without the key) that lands between
+    /// the two is undone: the bits it cleared are set again, under a new tick, as if an event
+    /// had come after it. Readiness may be optimistic (a `WouldBlock` clears it again); no
+    /// event's bits are lost.
     #[inline]
     fn record(&self, ready: Ready) {
-        let mut word = self.word.load(Ordering::Relaxed);
-        loop {
-            let new = (word | u64::from(ready.bits())).wrapping_add(1 << TICK_SHIFT);
-            match self
-                .word
-                .compare_exchange_weak(word, new, Ordering::AcqRel, Ordering::Relaxed)
-            {
-                Ok(_) => return,
-                Err(now) => word = now,
-            }
-        }
+        let word = self.word.load(Ordering::Relaxed);
+        let new = (word | u64::from(ready.bits())).wrapping_add(1 << TICK_SHIFT);
+        self.word.store(new, Ordering::Release);
     }
 
     /// Records an event and moves the wakers it concerns into `wake`; for a level-triggered
@@ -210,7 +207,18 @@ impl ScheduledIo {
     /// The readiness in `dir` right now, or `None` if there is none: one load.
     #[inline(always)]
     pub(super) fn ready_now(&self, dir: Direction) -> Option<ReadyEvent> {
-        let word = self.word.load(Ordering::Acquire);
+        ScheduledIo::event_in(self.word(), dir)
+    }
+
+    /// The readiness word now (see [`event_in`](Self::event_in)).
+    #[inline(always)]
+    pub(super) fn word(&self) -> u64 {
+        self.word.load(Ordering::Acquire)
+    }
+
+    /// The readiness in `dir` of `word`, or `None` if there is none.
+    #[inline(always)]
+    pub(super) fn event_in(word: u64, dir: Direction) -> Option<ReadyEvent> {
         let ready = ready_of(word).intersection(dir.mask());
         (!ready.is_empty()).then(|| ReadyEvent {
             tick: tick_of(word),
@@ -219,13 +227,22 @@ impl ScheduledIo {
     }
 
     /// The pending half of a readiness poll (`Registration::poll_ready_in`), under the home's
-    /// key: looks at the readiness again (an event dispatched by a harvester since the caller's
-    /// look is ready now), else stores the task's waker and arms `dir` if the registration is
-    /// level-triggered.
+    /// key, after the caller found no readiness in `dir` in the word `seen`: looks at the word
+    /// again (an event a harvester dispatched since then is ready now), else stores the task's
+    /// waker and arms `dir` if the registration is level-triggered.
     #[inline]
-    pub(super) fn wait(&self, cx: &mut Context<'_>, dir: Direction, set: EpollSet<'_>) -> Wait {
-        if let Some(event) = self.ready_now(dir) {
-            return Wait::Ready(event);
+    pub(super) fn wait(
+        &self,
+        cx: &mut Context<'_>,
+        dir: Direction,
+        seen: u64,
+        set: EpollSet<'_>,
+    ) -> Wait {
+        let word = self.word();
+        if word != seen {
+            if let Some(event) = ScheduledIo::event_in(word, dir) {
+                return Wait::Ready(event);
+            }
         }
         self.waiters.borrow_mut()[Waiters::of(dir)].add(cx.waker());
         self.mark_waiting(dir, true);
