@@ -75,8 +75,14 @@ fn not_lost(polled: &Poll<io::Result<usize>>, t: &std::sync::Arc<Flag>) -> bool 
     }
 }
 
-/// Wakes what a harvest took, as the harvesting core does once it holds no lock.
-fn wake_all(wake: &mut VecDeque<Waker>) {
+/// A harvest of `harvester`'s reactor, and the wakes of what it took, as the harvesting core
+/// does once it holds no lock; a harvest that finds the key held (the owner dispatching, or
+/// waiting in a task's poll) is tried again, as the harvesting core would at its next look.
+fn harvest(harvester: &tickless_io::internal::Harvester) {
+    let mut wake = VecDeque::new();
+    while harvester.harvest(&mut wake).is_none() {
+        thread::yield_now();
+    }
     while let Some(w) = wake.pop_front() {
         w.wake();
     }
@@ -95,9 +101,7 @@ fn harvest_against<R>(owner_side: impl FnOnce(&Reactor, &UnixStream) -> R) -> R 
     peer.write_all(b"x").unwrap();
     let harvester = owner.harvester();
     let thief = thread::spawn(move || {
-        let mut wake = VecDeque::new();
-        harvester.harvest(&mut wake);
-        wake_all(&mut wake);
+        harvest(&harvester);
     });
     let done = owner_side(&owner, &stream);
     thief.join().unwrap();
@@ -150,11 +154,7 @@ fn a_harvest_racing_a_registration_s_drop_uses_nothing_freed() {
         assert!(poll_read(&stream, &t).is_pending(), "nothing to read yet");
         peer.write_all(b"x").unwrap();
         let harvester = owner.harvester();
-        let thief = thread::spawn(move || {
-            let mut wake = VecDeque::new();
-            harvester.harvest(&mut wake);
-            wake_all(&mut wake);
-        });
+        let thief = thread::spawn(move || harvest(&harvester));
         drop(stream);
         owner.poll(Some(Duration::ZERO)).unwrap();
         thief.join().unwrap();
@@ -179,9 +179,7 @@ fn a_harvested_task_moving_its_stream_loses_no_wakeup() {
             thread::spawn(move || {
                 let new = Reactor::new().unwrap();
                 let _enter = new.enter();
-                let mut wake = VecDeque::new();
-                harvester.harvest(&mut wake);
-                wake_all(&mut wake);
+                harvest(&harvester);
                 // T, moved here by the harvest (or not woken yet: it polls here all the
                 // same), reads on this core: the read direction moves.
                 let m = task();
