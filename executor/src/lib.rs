@@ -100,6 +100,7 @@ pub mod loom_exports {
     pub use crate::task::join_slot::JoinSlot;
     pub use crate::task::{schedule, spawn_remote};
     pub use crate::worker::block_on::MainWaker;
+    pub use crate::worker::harvest::Harvesting;
     pub use crate::worker::id::CoreId;
     pub use crate::worker::idle::{sleep, Slept};
     pub use crate::worker::kennel::Kennel;

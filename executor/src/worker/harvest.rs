@@ -47,11 +47,11 @@ thread_local! {
 
 /// While it lives, the wakes on this thread are a harvest's of core `index`'s I/O: a `Send`
 /// task of that core that they wake moves to the current core (`worker::harvest`).
-pub(crate) struct Harvesting(());
+pub struct Harvesting(());
 
 impl Harvesting {
     /// Marks the wakes from now until the drop as harvested from core `index`.
-    pub(crate) fn from(index: usize) -> Harvesting {
+    pub fn from(index: usize) -> Harvesting {
         HARVESTING.with(|h| h.set(index + 1));
         Harvesting(())
     }

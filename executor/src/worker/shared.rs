@@ -113,6 +113,11 @@ impl TaskMeta {
         TaskMeta::new(home.id.key(), peers, true)
     }
 
+    /// For the loom models: the metadata of a `spawn_local` task of `home` (it never moves).
+    pub fn for_model_local(home: &Shared, peers: Arc<Peers>) -> TaskMeta {
+        TaskMeta::new(home.id.key(), peers, false)
+    }
+
     /// The core the task belongs to now, in one word (see the protocol).
     #[inline]
     pub(crate) fn home(&self) -> CoreKey {
