@@ -141,8 +141,7 @@ fn a_stream_polled_under_another_live_reactor_on_its_own_thread_moves_there() ->
 }
 
 #[test]
-fn a_stream_read_under_two_reactors_while_a_task_waits_on_the_first_stays_on_both(
-) -> io::Result<()> {
+fn a_stream_read_on_two_reactors_while_a_task_waits_stays_on_both() -> io::Result<()> {
     let first = Reactor::new()?;
     let second = Reactor::new()?;
     let (a, mut b) = std::os::unix::net::UnixStream::pair()
@@ -178,7 +177,10 @@ fn a_stream_read_under_two_reactors_while_a_task_waits_on_the_first_stays_on_bot
         let _enter = r.enter();
         assert!(poll_read(&mut &a).is_none());
     }
-    assert_eq!((first.stats().registered, second.stats().registered), (1, 1));
+    assert_eq!(
+        (first.stats().registered, second.stats().registered),
+        (1, 1)
+    );
     Ok(())
 }
 

@@ -358,9 +358,8 @@ impl Registration {
             }
         };
         // Step 3b: polled from several cores, `dir` stays where it is bound, from now on.
-        let multi = old.is_some_and(|old| {
-            slow.multi & d != 0 || came_back || old.io.has_waiters(dir)
-        });
+        let multi =
+            old.is_some_and(|old| slow.multi & d != 0 || came_back || old.io.has_waiters(dir));
         if multi {
             slow.multi |= d;
         }
