@@ -76,6 +76,15 @@ fn reader_thread(
     })
 }
 
+/// A fresh book.
+fn book() -> Arc<Book> {
+    Arc::new(Book {
+        seen: (0..DATAGRAMS).map(|_| AtomicU8::new(0)).collect(),
+        received: AtomicU32::new(0),
+        waiting: AtomicUsize::new(0),
+    })
+}
+
 /// Sends `DATAGRAMS` numbered datagrams to `to`, at most `WINDOW` ahead of the readers, then
 /// one stop datagram a reader.
 fn send_all(to: SocketAddr, book: &Book, readers: usize) -> io::Result<()> {
@@ -100,11 +109,7 @@ fn a_socket_read_from_two_reactors_registers_once_with_each() -> io::Result<()> 
     let std_socket = std::net::UdpSocket::bind("127.0.0.1:0")?;
     let to = std_socket.local_addr()?;
     let socket = Arc::new(UdpSocket::from_std(std_socket)?);
-    let book = Arc::new(Book {
-        seen: (0..DATAGRAMS).map(|_| AtomicU8::new(0)).collect(),
-        received: AtomicU32::new(0),
-        waiting: AtomicUsize::new(0),
-    });
+    let book = book();
     // The first reader registers the socket with its reactor and waits there; the second
     // starts then, so it finds a task waiting on the first reactor: the socket is shared.
     let first = reader_thread(socket.clone(), book.clone(), |_| true);
@@ -131,5 +136,44 @@ fn a_socket_read_from_two_reactors_registers_once_with_each() -> io::Result<()> 
     // Both still hold it: neither moved it away.
     assert_eq!((stats0.registrations, stats1.registrations), (1, 1));
     assert_eq!(stats0.orphans_freed + stats1.orphans_freed, 0);
+    Ok(())
+}
+
+#[test]
+fn a_socket_a_second_reactor_joins_while_datagrams_flow_registers_at_most_twice() -> io::Result<()>
+{
+    let std_socket = std::net::UdpSocket::bind("127.0.0.1:0")?;
+    let to = std_socket.local_addr()?;
+    let socket = Arc::new(UdpSocket::from_std(std_socket)?);
+    let book = book();
+    // The second reader starts while the first is busy with traffic: it may find no task
+    // waiting on the first reactor, and move the read; the first reader then brings it back,
+    // which shows it shared. Then neither registers it again, whatever the traffic.
+    let first = reader_thread(socket.clone(), book.clone(), |_| true);
+    let second = reader_thread(socket.clone(), book.clone(), |b| {
+        b.received.load(Ordering::SeqCst) >= 1_000
+    });
+    while book.waiting.load(Ordering::SeqCst) < 1 {
+        thread::yield_now();
+    }
+    send_all(to, &book, 2)?;
+    let (read0, stats0) = first.join().expect("the first reader panicked")?;
+    let (read1, stats1) = second.join().expect("the second reader panicked")?;
+
+    assert_eq!(read0 + read1, DATAGRAMS, "every datagram read once");
+    assert!(
+        book.seen.iter().all(|n| n.load(Ordering::Relaxed) == 1),
+        "no datagram lost or read twice"
+    );
+    assert!(
+        stats0.registered <= 2 && stats0.epoll_ctls <= 2 && stats0.rebinds <= 1,
+        "the first reactor: {stats0:?}"
+    );
+    assert_eq!(
+        (stats1.registered, stats1.rebinds, stats1.epoll_ctls),
+        (1, 1, 1),
+        "the second reactor: {stats1:?}"
+    );
+    assert_eq!((stats0.registrations, stats1.registrations), (1, 1));
     Ok(())
 }
