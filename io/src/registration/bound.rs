@@ -34,7 +34,7 @@
 //! 3. Binding direction `d` to reactor `R`, on `R`'s thread, under `bounds`: (a) take `R`'s live
 //!    `Bound` if there is one, with `d` made optimistically ready, or register the descriptor
 //!    with `R` (a new `Bound`, optimistically ready; counted in `R`'s `rebinds`); set `d`'s
-//!    `live` bit there, and store it in `dirs[d]` (release; sequentially consistent for 6). (b)
+//!    `live` bit there, and store it in `dirs[d]` (both sequentially consistent). (b)
 //!    `d` stays on the `Bound` it was on (`old`, `dirs[d]`'s before) if it is polled from
 //!    several cores: a task waits in `d` there ([`ScheduledIo::has_waiters`], an atomic hint
 //!    the old reactor keeps), or `d` comes back to a reactor it was bound to before; from then
@@ -56,8 +56,8 @@
 //!    reactor's events, as the descriptor stays in its set. A stale "no waiter" in (b) only
 //!    moves `d`, and the move wakes that waiter; a stale "some" (a task that moved, its waker
 //!    left behind) only keeps `d` registered on a core where it is no longer polled: a
-//!    level-triggered descriptor leaves that epoll set at its next event there, an
-//!    edge-triggered one stays in it until the registration drops.
+//!    level-triggered descriptor leaves that epoll set at the first event there that finds no
+//!    task waiting, an edge-triggered one stays in it until the registration drops.
 //! 5. An event that reaches the old reactor during a move is dispatched into the old
 //!    `ScheduledIo`, or lost with the removal: harmless, because the direction starts
 //!    optimistically ready where it moved (3a), so its first use there tries the system call
@@ -75,8 +75,8 @@
 //! 7. A registration whose directions are used by tasks on two cores moves a direction at a
 //!    time: taking the other direction along would make the other task move it back at its
 //!    next use. It is known split once split into halves ([`Registration::mark_split`]), once
-//!    a direction moved alone because a task waited in the other, and once a direction comes
-//!    back to a reactor it was bound to.
+//!    a direction moved alone because a task waited in the other, and once a direction is
+//!    polled from several cores (3b).
 //!
 //! What it keeps: at most one live `Bound` a core, and at most two it left (a new `Bound` on a
 //! core is made by a direction that was never bound there, or that comes back, and stays): a
@@ -284,13 +284,6 @@ impl Registration {
         }
     }
 
-    /// A `Bound` of this registration, for as long as `&self`.
-    fn kept(&self, b: &Bound) -> &Bound {
-        // SAFETY: every `Bound` is owned by the list until the registration drops (protocol,
-        // 1), which cannot happen while `&self` lives; it is never moved (it sits in an `Arc`).
-        unsafe { &*ptr::from_ref(b) }
-    }
-
     /// Binds `dir` to `reactor` (current on this thread, or about to be polled here): both
     /// directions at the first use; later `dir`, moved here (with the other direction along
     /// where step 3c allows) or also bound here (step 3b): steps 3, 4 and 7 of the protocol.
@@ -318,13 +311,17 @@ impl Registration {
         while let Some(b) = next {
             if Arc::ptr_eq(&b.home, home) {
                 if newest_of_home && b.live.load(Ordering::Relaxed) != 0 {
-                    here = Some(self.kept(b));
+                    here = Some(ptr::from_ref(b));
                 }
                 newest_of_home = false;
                 came_back |= b.ever.load(Ordering::Relaxed) & d != 0;
             }
             next = b.next();
         }
+        // SAFETY: the list keeps every `Bound` until the registration drops (protocol, 1),
+        // which cannot happen while `&self` lives, and an `Arc`'s value never moves: the
+        // reference outlives the guard it was found through.
+        let here: Option<&Bound> = here.map(|b| unsafe { &*b });
         if let Some(b) = here.filter(|b| b.is_live(dir, Ordering::Relaxed)) {
             return Ok(b);
         }
@@ -353,8 +350,8 @@ impl Registration {
                 if old.is_some() {
                     home.counters.rebinds.incr();
                 }
-                // SAFETY: the list keeps the `Arc` until the registration drops (protocol, 1).
-                self.kept(unsafe { &*made })
+                // SAFETY: as `here`'s: the list keeps the `Arc` until the registration drops.
+                unsafe { &*made }
             }
         };
         // Step 3b: polled from several cores, `dir` stays where it is bound, from now on.
