@@ -184,7 +184,9 @@ pub mod io {
 /// write there, even if the accept loop wrote a greeting or peeked on core 0 first; it then
 /// leaves core 0's epoll set (two `epoll_ctl` calls, counted in
 /// [`CoreStats::io_rebinds`](crate::CoreStats::io_rebinds) of the core it joins). The two
-/// halves of a split stream polled by tasks on two cores wait each on its own core. Polled
+/// halves of a split stream polled by tasks on two cores wait each on its own core. A socket
+/// polled from several cores at once (an `Arc<UdpSocket>` with a `recv` loop on each) stays
+/// registered with each of them: one registration a core, not a move per datagram. Polled
 /// where no core runs, or used after its core's runtime was shut down, it returns an error.
 /// Dropped on any other thread, it is closed and leaves the core's epoll set at once; the core
 /// frees the rest at its next turn.

@@ -189,7 +189,8 @@ counters! {
     /// queue being full.
     tasks_spilled,
     /// I/O objects (or one direction of a split stream) polled on this core while registered
-    /// with another, which then moved here (see [`net`](crate::net)).
+    /// with another, which then registered here too: moved here, or, polled from several
+    /// cores at once, registered with each (see [`net`](crate::net)).
     io_rebinds,
     /// Descriptors registered with this core's reactor now (each I/O object registers with the
     /// core that polls it): a gauge, not a count.

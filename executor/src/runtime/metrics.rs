@@ -259,7 +259,8 @@ impl RuntimeMetrics {
     }
 
     /// Descriptors registered with the cores' reactors so far (an I/O object registers with
-    /// the core that polls it, and again with another if it moves there).
+    /// the core that polls it, and again with another if it moves there or is polled there
+    /// too).
     pub fn io_driver_fd_registered_count(&self) -> u64 {
         self.total(|s| s.io_registered)
     }

@@ -4,9 +4,9 @@
 //! [`Registration`] here is the public face: its try-then-wait loops. The concepts behind it
 //! have a file each:
 //!
-//! - `bound`: binding each direction to a reactor and its home at the first use, moving it
-//!   where it is polled (its `# Protocol`), the check at every use, and the drop, on the
-//!   reactor's thread or elsewhere;
+//! - `bound`: binding each direction to the reactors that poll it, at the first use, moving it
+//!   where it is polled or, polled from several cores, keeping it registered with each (its
+//!   `# Protocol`), the check at every use, and the drop, on the reactor's thread or elsewhere;
 //! - `scheduled`: [`ScheduledIo`], the state shared with the reactor's slab: readiness, its
 //!   tick, and the clears that a `WouldBlock` makes;
 //! - `waiters`: the tasks waiting in each direction;
@@ -52,15 +52,29 @@ use scheduled::Wait;
 /// Each direction of a registration is driven by the core that polls it: the crate's I/O types
 /// make theirs unbound, and the first poll, wherever a reactor is current, registers the
 /// descriptor with that reactor for both directions. Polled later where another reactor is
-/// current (the task that owns it moved, or was spawned on another core after the stream's
-/// first use, or a split stream's halves run on two cores), that direction moves there: the
-/// descriptor joins that reactor's epoll set, and leaves the old one once no direction is left
-/// there (two `epoll_ctl` calls, counted in `IoStats::rebinds` of the reactor it joins; the
-/// tasks still waiting on the old core are woken to poll again). So a stream accepted on one
-/// core and handed to a task on another is driven by the other, and the two halves of a split
-/// stream wait each on the core that polls it. ([`new`](Self::new) and
-/// [`new_in`](Self::new_in) register at once, with the current or the given reactor.) The
-/// same-core path is one load and one compare with a thread-local, as before moves existed.
+/// current, that direction registers there too, and then:
+///
+/// - it *moves* there when no task waits in it where it was (the task that owns it moved, or
+///   was spawned on another core after the stream's first use, or a split stream's halves run
+///   on two cores): the descriptor leaves the old reactor's epoll set once no direction is left
+///   there (two `epoll_ctl` calls, counted in `IoStats::rebinds` of the reactor it joins; the
+///   tasks still waiting on the old core are woken to poll again). So a stream accepted on one
+///   core and handed to a task on another is driven by the other, and the two halves of a
+///   split stream wait each on the core that polls it;
+/// - it *stays* registered with both when a task waits in it on the core it was on, or when it
+///   comes back to a core it left: it is polled from several cores (an `Arc<UdpSocket>` with a
+///   `recv` loop on each, as tokio shares a socket). From then on it stays registered with
+///   every core where it is polled, the descriptor in each of their epoll sets, each core's
+///   waiters woken by its own reactor's events (an event reaches every core that registered
+///   it, and the tasks there that find nothing to read wait again). So it costs one
+///   registration a core, whatever the traffic, instead of a move at almost every use.
+///
+/// What a registration keeps grows with the cores that poll it, never with its traffic: one
+/// binding (about 200 bytes, with its state) for each core it is registered with, and at most
+/// two for each core it left. ([`new`](Self::new) and [`new_in`](Self::new_in) register at
+/// once, with the current or the given reactor.) The same-core path is one load and one
+/// compare with a thread-local, as before moves existed; a core other than the last one to
+/// register it walks the list of its bindings (a few loads, no lock).
 ///
 /// It is `Send` and `Sync`, so that the types built on it can live in `Send` futures and be
 /// shared by tasks. Once the reactor a direction is bound to is gone (its runtime was shut down
