@@ -114,6 +114,7 @@ impl TaskMeta {
     }
 
     /// For the loom models: the metadata of a `spawn_local` task of `home` (it never moves).
+    #[cfg(loom)]
     pub fn for_model_local(home: &Shared, peers: Arc<Peers>) -> TaskMeta {
         TaskMeta::new(home.id.key(), peers, false)
     }
