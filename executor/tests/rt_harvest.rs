@@ -151,3 +151,50 @@ fn without_harvesting_a_blocked_core_holds_up_its_connections() -> io::Result<()
     assert_eq!(seen.stats.total.harvests, 0);
     Ok(())
 }
+
+#[test]
+fn a_runtime_that_keeps_up_harvests_nothing() -> io::Result<()> {
+    // Core 0 serves a ping-pong over a socket pair for a while; core 1, idle, holds a listener
+    // of its own that nobody connects to. Core 1's word does not move (it sleeps), so core 0
+    // may look at its epoll set, but nothing is ever ready there: nothing is taken, nothing
+    // moves.
+    let rt = Builder::new().cores(2).build()?;
+    let listener = rt
+        .handle(1)
+        .spawn(async {
+            let listener = TcpListener::bind("127.0.0.1:0").await?;
+            let _ = futures_lite::future::poll_once(listener.accept()).await;
+            io::Result::Ok(listener)
+        })
+        .join()
+        .expect("core 1's listener")?;
+    let rounds = rt.block_on(async {
+        let (a, b) = tickless::net::UnixStream::pair()?;
+        let echo = tickless::spawn(async move {
+            let mut b = b;
+            let mut byte = [0u8; 1];
+            while b.read(&mut byte).await? == 1 {
+                b.write_all(&byte).await?;
+            }
+            io::Result::Ok(())
+        });
+        let mut a = a;
+        let mut rounds = 0u32;
+        for _ in 0..2_000 {
+            a.write_all(b"x").await?;
+            let mut byte = [0u8; 1];
+            a.read_exact(&mut byte).await?;
+            rounds += 1;
+        }
+        drop(a);
+        echo.await.expect("the echo task")?;
+        io::Result::Ok(rounds)
+    })?;
+    assert_eq!(rounds, 2_000);
+    let stats = rt.stats();
+    assert_eq!(stats.total.harvests, 0);
+    assert_eq!(stats.total.harvested_events, 0);
+    assert_eq!(stats.total.io_rebinds, 0, "nothing moved");
+    drop(listener);
+    Ok(())
+}
