@@ -67,6 +67,11 @@ MOVEMENT_FILES=('executor/src/worker/steal.rs' 'executor/src/worker/spill.rs'
     'executor/src/worker/placement.rs' 'executor/src/runtime/core_zero.rs')
 MOVEMENT_TESTS=(--lib rt_steal net_follow rt_placement net_serve rt_cores rt_send tokio_compat
     rt_drop)
+# --- harvest: a core that runs taking the ready I/O of a peer that has not come back to its loop
+# (harvest.rs: when to look, the harvested wakes), against the tests that block a core and the
+# library's.
+HARVEST_FILES=('executor/src/worker/harvest.rs')
+HARVEST_TESTS=(--lib rt_harvest)
 # -----------------------------------------------------------------------------------------------
 
 # Proptest cases per property under mutation: a tenth of the default runs, enough to catch the
