@@ -34,7 +34,6 @@ use std::sync::atomic::AtomicBool;
 use bound::{Bindings, Bound};
 pub(crate) use level::{EpollSet, Level};
 pub(crate) use scheduled::ScheduledIo;
-use scheduled::Wait;
 
 /// A descriptor registered with a core's [`Reactor`](crate::reactor::Reactor): the building
 /// block of every I/O type.
@@ -164,7 +163,10 @@ impl Registration {
         let word = b.io.word();
         match ScheduledIo::event_in(word, dir) {
             Some(event) => Poll::Ready(event),
-            None => self.wait_in(b, cx, dir, word),
+            None => {
+                self.wait_in(b, cx, dir, word);
+                Poll::Pending
+            }
         }
     }
 
@@ -173,27 +175,15 @@ impl Registration {
     /// task does not wait for the harvester but is woken to poll again (the harvester's
     /// events may be the ones it waits for).
     #[inline(never)]
-    fn wait_in(
-        &self,
-        b: &Bound,
-        cx: &mut Context<'_>,
-        dir: Direction,
-        seen: u64,
-    ) -> Poll<ReadyEvent> {
+    fn wait_in(&self, b: &Bound, cx: &mut Context<'_>, dir: Direction, seen: u64) {
         let Some(key) = b.home.try_key() else {
             cx.waker().wake_by_ref();
-            return Poll::Pending;
+            return;
         };
-        let wait = b.io.wait(cx, dir, seen, b.home.epoll_set());
+        let joined = b.io.wait(cx, dir, seen, b.home.epoll_set());
         drop(key);
-        match wait {
-            Wait::Ready(event) => Poll::Ready(event),
-            Wait::Stored(joined) => {
-                if joined {
-                    self.check_still_bound(b, dir, cx);
-                }
-                Poll::Pending
-            }
+        if joined {
+            self.check_still_bound(b, dir, cx);
         }
     }
 

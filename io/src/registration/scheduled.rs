@@ -79,16 +79,6 @@ fn tick_of(word: u64) -> u32 {
     (word >> TICK_SHIFT) as u32
 }
 
-/// What a [`ScheduledIo::wait`] did.
-pub(super) enum Wait {
-    /// The waker is stored; `true` if that put the descriptor back in the epoll set (the one
-    /// case in which the caller checks that the direction did not move meanwhile: `bound`'s
-    /// protocol, step 6).
-    Stored(bool),
-    /// An event came between the caller's look and the key: ready now.
-    Ready(ReadyEvent),
-}
-
 impl ScheduledIo {
     /// A fresh, optimistically ready registration state; `level` for a level-triggered
     /// registration, `None` for an edge-triggered one.
@@ -228,8 +218,11 @@ impl ScheduledIo {
 
     /// The pending half of a readiness poll (`Registration::poll_ready_in`), under the home's
     /// key, after the caller found no readiness in `dir` in the word `seen`: looks at the word
-    /// again (an event a harvester dispatched since then is ready now), else stores the task's
-    /// waker and arms `dir` if the registration is level-triggered.
+    /// again (an event a harvester dispatched since then: the task is woken to poll again,
+    /// rare enough not to be worth a result of its own), else stores the task's waker and arms
+    /// `dir` if the registration is level-triggered. True if that put the descriptor back in
+    /// the epoll set: the one case in which the caller checks that `dir` did not move
+    /// meanwhile (`bound`'s protocol, step 6).
     #[inline]
     pub(super) fn wait(
         &self,
@@ -237,24 +230,23 @@ impl ScheduledIo {
         dir: Direction,
         seen: u64,
         set: EpollSet<'_>,
-    ) -> Wait {
+    ) -> bool {
         let word = self.word();
-        if word != seen {
-            if let Some(event) = ScheduledIo::event_in(word, dir) {
-                return Wait::Ready(event);
-            }
+        if word != seen && ScheduledIo::event_in(word, dir).is_some() {
+            cx.waker().wake_by_ref();
+            return false;
         }
         self.waiters.borrow_mut()[Waiters::of(dir)].add(cx.waker());
         self.mark_waiting(dir, true);
         if let Some(level) = &self.level {
             match level.arm(dir, set) {
-                Some(joined) => return Wait::Stored(joined),
+                Some(joined) => return joined,
                 // epoll refused (out of memory or watches): no event will come, so the task
                 // retries through its scheduler rather than waiting for ever.
                 None => cx.waker().wake_by_ref(),
             }
         }
-        Wait::Stored(false)
+        false
     }
 
     /// Clears the bits of `event` except `keep`, unless an event arrived since it was taken.
