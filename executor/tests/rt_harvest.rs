@@ -144,10 +144,8 @@ fn connections_of_a_blocked_core_are_served_by_a_core_that_runs() -> io::Result<
 fn without_harvesting_a_blocked_core_holds_up_its_connections() -> io::Result<()> {
     let seen = serve_while_core_1_blocks(None)?;
     assert_eq!(seen.answered_early, 0);
-    assert_eq!(
-        seen.served_on[1], CONNS,
-        "served by core 1, once it came back"
-    );
+    // By core 1 once it came back (or, queued there then, by core 0 stealing them).
+    assert_eq!(seen.served_on[0] + seen.served_on[1], CONNS);
     assert_eq!(seen.stats.total.harvests, 0);
     Ok(())
 }
