@@ -426,12 +426,18 @@ struct Behind {
     ran_before_the_end: usize,
     /// Queued tasks that ran on core 0.
     on_core_0: usize,
+    /// `spawn_local` tasks queued among them that ran on core 1, after the blocking poll.
+    locals_after_on_core_1: usize,
 }
+
+/// `spawn_local` tasks queued among the [`QUEUED`] ones.
+const LOCALS: usize = 2;
 
 /// Once core 0 sleeps in `block_on`, core 1 queues [`QUEUED`] `Send` tasks and one of its
 /// tasks blocks its thread (a synchronous sleep, in steps) until all of them have run or
 /// `block` has passed; each task notes whether it ran before that poll ended (the blocker's
-/// flag) and on which core. With `spawned_by_the_blocker`, the blocking task spawns them in
+/// flag) and on which core; [`LOCALS`] `spawn_local` tasks queued among them note whether
+/// they ran on core 1 after it. With `spawned_by_the_blocker`, the blocking task spawns them in
 /// the poll that blocks; otherwise another task spawned the blocker, then them, so that they
 /// were queued before the blocking poll began.
 fn queued_behind_a_blocked_poll(
@@ -443,6 +449,23 @@ fn queued_behind_a_blocked_poll(
     let ran = Arc::new(AtomicUsize::new(0));
     let before = Arc::new(AtomicUsize::new(0));
     let on_core_0 = Arc::new(AtomicUsize::new(0));
+    let locals_after_on_core_1 = Arc::new(AtomicUsize::new(0));
+    // Spawned among the others (in the middle), awaited by the episode.
+    let locals = {
+        let (ended, after) = (ended.clone(), locals_after_on_core_1.clone());
+        move || -> Vec<tickless::JoinHandle<()>> {
+            (0..LOCALS)
+                .map(|_| {
+                    let (ended, after) = (ended.clone(), after.clone());
+                    tickless::spawn_local(async move {
+                        if ended.load(Ordering::SeqCst) && tickless::core_id() == 1 {
+                            after.fetch_add(1, Ordering::SeqCst);
+                        }
+                    })
+                })
+                .collect()
+        }
+    };
     let queue = {
         let (ended, ran, before, on_core_0) = (
             ended.clone(),
@@ -450,9 +473,13 @@ fn queued_behind_a_blocked_poll(
             before.clone(),
             on_core_0.clone(),
         );
-        move || -> Vec<tickless::JoinHandle<()>> {
-            (0..QUEUED)
-                .map(|_| {
+        move |locals: &dyn Fn() -> Vec<tickless::JoinHandle<()>>| {
+            let mut local = Vec::new();
+            let tasks = (0..QUEUED)
+                .map(|i| {
+                    if i == QUEUED / 2 {
+                        local = locals();
+                    }
                     let (ended, ran, before, on_core_0) = (
                         ended.clone(),
                         ran.clone(),
@@ -469,7 +496,8 @@ fn queued_behind_a_blocked_poll(
                         ran.fetch_add(1, Ordering::SeqCst);
                     })
                 })
-                .collect()
+                .collect::<Vec<_>>();
+            (tasks, local)
         }
     };
     // Blocks the thread until every queued task ran, or `block` passed.
@@ -490,13 +518,19 @@ fn queued_behind_a_blocked_poll(
             std::thread::sleep(Duration::from_micros(50));
         }
         if spawned_by_the_blocker {
-            let tasks = queue();
+            let (tasks, local) = queue(&locals);
             blocker();
+            for l in local {
+                l.await.expect("a local task");
+            }
             return tasks;
         }
         // The blocker first in the queue, the tasks behind it.
         let blocking = tickless::spawn(async move { blocker() });
-        let mut tasks = queue();
+        let (mut tasks, local) = queue(&locals);
+        for l in local {
+            l.await.expect("a local task");
+        }
         tasks.push(blocking);
         tasks
     });
@@ -508,13 +542,15 @@ fn queued_behind_a_blocked_poll(
     Behind {
         ran_before_the_end: before.load(Ordering::SeqCst),
         on_core_0: on_core_0.load(Ordering::SeqCst),
+        locals_after_on_core_1: locals_after_on_core_1.load(Ordering::SeqCst),
     }
 }
 
 /// A core blocked with fewer runnable tasks than it keeps to itself has them all taken by an
 /// idle core, which was parked and is told: every one runs on core 0 before the blocking poll
 /// ends (which waits for them, with a hang guard only), whether the blocking task queued
-/// them or they were queued before its poll began.
+/// them or they were queued before its poll began; the `spawn_local` tasks queued among them
+/// stay, and run on core 1 after it.
 #[test]
 fn every_task_queued_behind_a_blocked_poll_runs_on_an_idle_core() -> io::Result<()> {
     let rt = Builder::new().cores(2).build()?;
@@ -524,6 +560,7 @@ fn every_task_queued_behind_a_blocked_poll_runs_on_an_idle_core() -> io::Result<
         let all = Behind {
             ran_before_the_end: QUEUED,
             on_core_0: QUEUED,
+            locals_after_on_core_1: LOCALS,
         };
         assert_eq!(
             behind, all,
@@ -547,6 +584,7 @@ fn without_stealing_the_tasks_behind_a_blocked_poll_wait_for_it() -> io::Result<
         let none = Behind {
             ran_before_the_end: 0,
             on_core_0: 0,
+            locals_after_on_core_1: LOCALS,
         };
         assert_eq!(behind, none);
     }
