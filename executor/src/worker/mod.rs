@@ -547,10 +547,7 @@ impl Core {
         match value {
             Due::Wake(w) => wake_caught(w),
             // Nothing to run: the core goes idle after this turn, and looks then.
-            Due::StealCheck => {
-                self.steal_check.set(None);
-                self.shared.set_look_due(false);
-            }
+            Due::StealCheck => self.steal_check.set(None),
             Due::Schedule(r) | Due::ScheduleAt(r, _) => self.schedule_local(r),
             Due::Abort(deferred) => {
                 // The task still waits in the wheel: cancel its timer and drop it now (its

@@ -239,9 +239,9 @@ pub struct Shared<U = Unparker> {
     /// thief takes while the core is stuck (`worker::runq`, `worker::steal`).
     pub(crate) runq: RunQueue<Runnable>,
     /// Whether the core will look at the other cores by itself (a `Due::StealCheck` waits in
-    /// its wheel or inbox): a core with tasks queued behind its poll tells it only otherwise.
-    /// Set by the core as it arms its check, or by the core that tells it; cleared by the
-    /// core when a check comes; a hint.
+    /// its wheel or inbox, or it is awake and looks as it goes idle): a core with tasks
+    /// queued behind its poll tells it only otherwise. Set by the core as it arms its check,
+    /// or by the core that tells it; cleared by the core as it looks; a hint.
     look_due: AtomicBool,
     /// The runnable `Send` tasks the core's private queue had no room for: where idle cores
     /// steal from (`worker::spill`).

@@ -85,8 +85,12 @@ impl Core {
         let Some(age) = self.steal_after else {
             return false;
         };
-        // This core goes idle: nothing waits in its run queue any more.
+        // This core goes idle: nothing waits in its run queue any more; and it looks now (a
+        // look due later arms its timer, and says so, again).
         let _ = self.shared.runq.set_queued_behind(false);
+        if self.shared.look_due() {
+            self.shared.set_look_due(false);
+        }
         if self.look_for_stuck(age) {
             return true;
         }
