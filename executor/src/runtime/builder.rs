@@ -215,11 +215,14 @@ impl Builder {
     ///
     /// - **A core that does not come back to its run queue** for this long (a task blocks its
     ///   thread in a synchronous call or a long computation, or the kernel keeps the thread
-    ///   off its CPU): an idle core takes *every* runnable `Send` task it has queued, however
-    ///   few. The core says when it queues a task behind another (a plain store, and one
-    ///   peer, a parked one first, is told once); an idle core then watches its poll count, and takes the tasks if
-    ///   that has not moved for this long. A core that keeps up has moved on by then: nothing
-    ///   moves. The owner's own pushes and pops stay free of atomic read-modify-writes and
+    ///   off its CPU): an idle core takes *every* runnable `Send` task it has queued, 16 or
+    ///   fewer too. The core says when it queues a `Send` task behind another since it last
+    ///   went idle (a plain store, and one peer, a parked one first, is told once); an idle
+    ///   core then watches its poll count, and takes the tasks if that has not moved for this
+    ///   long. A core that keeps up has moved on by then: nothing moves. (A lone task queued
+    ///   behind the poll, with nothing else queued since the core went idle, is not
+    ///   announced, so that a same-core ping-pong pays nothing: it waits for its core.) The
+    ///   owner's own pushes and pops stay free of atomic read-modify-writes and
     ///   fences; the thief pays a `membarrier` system call (Linux 4.14; where the kernel or a
     ///   seccomp filter refuses it, only the second case applies).
     /// - **An overloaded core**: a core queues the runnable `Send` tasks beyond its first 16
