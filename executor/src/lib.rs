@@ -106,6 +106,7 @@ pub mod loom_exports {
     pub use crate::worker::kennel::Kennel;
     pub use crate::worker::registry::{register, remote_cancel};
     pub use crate::worker::run::{run, take_handed_over, turn, Driver, Step};
+    pub use crate::worker::runq::RunQueue;
     pub use crate::worker::shared::Due;
     pub use crate::worker::shared::{Peers, Runnable, Shared, TaskMeta, Unpark};
     pub use crate::worker::shutdown::{close, shut_down, Owner};

@@ -217,16 +217,29 @@ impl Builder {
     /// core takes them (work stealing); `None`: tasks never move that way (core 0's still leave
     /// it when its `block_on` returns, below). Default 250 µs.
     ///
-    /// A core keeps its first 16 runnable tasks to itself and queues the rest where the other
-    /// cores can reach them. A core with nothing to do takes half of another core's queue,
-    /// oldest first, once that queue has been non-empty for this long without draining: the
-    /// core is stuck in a long poll, its thread was preempted, or it is overloaded. Only that
-    /// queue is taken from: the first 16 wait for their own core, however long it is stuck
-    /// (a core stuck with 16 runnable tasks or fewer keeps them all). A core that keeps up is
-    /// never stolen from. Only tasks from [`tickless::spawn`](crate::spawn),
-    /// [`Handle::spawn`](crate::Handle::spawn) and [`Handle::spawn_at`](crate::Handle::spawn_at)
-    /// move, between polls; `spawn_local` tasks never do. A moved task's streams and timers
-    /// move with it, at its next poll on its new core.
+    /// Two cases, both only from a core that cannot run its tasks:
+    ///
+    /// - **A core that does not come back to its run queue** for this long (a task blocks its
+    ///   thread in a synchronous call or a long computation, or the kernel keeps the thread
+    ///   off its CPU): an idle core takes *every* runnable `Send` task it has queued, 16 or
+    ///   fewer too. The core says when it queues a `Send` task behind another since it last
+    ///   went idle (a plain store, and one peer, a parked one first, is told once); an idle
+    ///   core then watches its poll count, and takes the tasks if that has not moved for this
+    ///   long. A core that keeps up has moved on by then: nothing moves. (A lone task queued
+    ///   behind the poll, with nothing else queued since the core went idle, is not
+    ///   announced, so that a same-core ping-pong pays nothing: it waits for its core.) The
+    ///   owner's own pushes and pops stay free of atomic read-modify-writes and
+    ///   fences; the thief pays a `membarrier` system call (Linux 4.14; where the kernel or a
+    ///   seccomp filter refuses it, only the second case applies).
+    /// - **An overloaded core**: a core queues the runnable `Send` tasks beyond its first 16
+    ///   where other cores can reach them, and a core with nothing to do takes half of those,
+    ///   oldest first, once they have waited this long without draining.
+    ///
+    /// Only tasks from [`tickless::spawn`](crate::spawn), [`Handle::spawn`](crate::Handle::spawn)
+    /// and [`Handle::spawn_at`](crate::Handle::spawn_at) move, between polls; `spawn_local`
+    /// and [`Handle::spawn_pinned`](crate::Handle::spawn_pinned) tasks never do, nor does the
+    /// task being polled. A moved task's streams and timers move with it, at its next poll on
+    /// its new core. Steals are counted in [`CoreStats::steals`](crate::CoreStats::steals).
     ///
     /// Core 0's `Send` tasks also leave it when its [`block_on`](crate::Runtime::block_on)
     /// returns (no thread runs core 0 until the next one): handed to a core that runs,
@@ -877,6 +890,10 @@ impl Builder {
         if n < 2 {
             // Nobody to steal: a core alone never spills its runnable tasks.
             config.steal_after = None;
+        } else if config.steal_after.is_some() {
+            // Registered now, not at a thief's first look (the registration may wait for a
+            // grace period); without it, run queues are not stolen from (`worker::runq`).
+            crate::worker::runq::heavy_barrier_available();
         }
         // Core 0 is the calling thread: pin it for the runtime's life, and give it its old
         // affinity back when the runtime is dropped.

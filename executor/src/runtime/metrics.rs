@@ -235,8 +235,8 @@ impl RuntimeMetrics {
         self.worker_stats(worker).device_spurious
     }
 
-    /// Always 0. A core keeps its first 16 runnable tasks to itself and queues the rest where
-    /// other cores can take them, with no bound, so nothing overflows in tokio's sense; the
+    /// Always 0. A core keeps its first 16 runnable tasks in its run queue and queues the rest
+    /// where other cores can take them, with no bound, so nothing overflows in tokio's sense; the
     /// tasks queued that way are [`CoreStats::tasks_spilled`](crate::CoreStats::tasks_spilled).
     pub fn worker_overflow_count(&self, worker: usize) -> u64 {
         self.core(worker);

@@ -345,7 +345,7 @@ impl Core {
 
     /// Whether something is runnable or handed over.
     fn has_work(&self) -> bool {
-        !self.queue.borrow().is_empty() || self.shared.inbox.is_dirty()
+        self.runnable.get() > 0 || self.shared.inbox.is_dirty()
     }
 
     /// tokio's runtime is about to park on this core's thread (`tokio_before_park`): if the

@@ -32,6 +32,7 @@ pub(crate) mod loop_watch;
 pub(crate) mod placement;
 pub(crate) mod registry;
 pub(crate) mod run;
+pub(crate) mod runq;
 pub(crate) mod shared;
 pub(crate) mod shutdown;
 pub(crate) mod spill;
@@ -41,7 +42,6 @@ pub(crate) mod tokio_context;
 pub(crate) mod watch;
 
 use std::cell::{Cell, RefCell};
-use std::collections::VecDeque;
 use std::io;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -129,12 +129,20 @@ pub(crate) struct Core {
     shared: Arc<Shared>,
     /// Its id in one word.
     key: CoreKey,
-    /// Runnable tasks, woken on this thread (the first few; `Send` ones beyond
-    /// `spill_room` wait in the shared half's stealable queue, `shared.spill`).
-    queue: RefCell<VecDeque<Runnable>>,
-    /// How many runnable tasks `queue` takes before `Send` ones spill (`usize::MAX`: never,
+    /// The run queue's length as this core knows it (`runq::Owned`): exact after its own
+    /// accesses, an upper bound after a thief's, so that "anything queued?" is one load.
+    runnable: Cell<usize>,
+    /// How many runnable tasks the run queue (`shared.runq`, [`queue`](Self::queue)) takes
+    /// before `Send` ones spill to the stealable queue (`shared.spill`; `usize::MAX`: never,
     /// when nothing steals).
     spill_room: usize,
+    /// How many runnable tasks the run queue takes before a push looks further (a spill, or
+    /// a `Send` task queued behind another, which is announced to thieves): 1 with stealing,
+    /// `usize::MAX` without (one compare for both).
+    quiet_room: usize,
+    /// Per core index: the poll word this core last saw that core at, and when (ns), to tell
+    /// a core stuck in one poll (or off its CPU) from one that moves on.
+    seen: RefCell<Vec<(u64, u64)>>,
     /// An upper bound of the stealable queue's length, as this core knows it (it alone adds;
     /// thieves only take): while 0, the queue is not looked at.
     spilled: Cell<usize>,
@@ -269,11 +277,16 @@ impl Core {
         Ok(Rc::new(Core {
             key: shared.id.key(),
             shared,
-            queue: RefCell::new(VecDeque::new()),
             spill_room: match config.steal_after {
                 Some(_) => spill::LOCAL_ROOM,
                 None => usize::MAX,
             },
+            runnable: Cell::new(0),
+            quiet_room: match config.steal_after {
+                Some(_) => 1,
+                None => usize::MAX,
+            },
+            seen: RefCell::new(Vec::new()),
             spilled: Cell::new(0),
             steal_after: config.steal_after.map(nanos),
             steal_check: Cell::new(None),
@@ -347,32 +360,42 @@ impl Core {
         self.tokio.as_ref()
     }
 
-    /// Queues a task woken on this thread: no atomic on the queue, no syscall, while the
-    /// private queue has room; a `Send` task beyond it goes to the stealable queue.
+    /// The run queue, the owner's access (`worker::runq`: two plain stores and a load), which
+    /// leaves its length in `runnable`.
+    #[inline(always)]
+    fn queue(&self) -> runq::Owned<'_, Runnable> {
+        self.shared.runq.owner(&self.runnable)
+    }
+
+    /// Queues a task woken on this thread: no atomic read-modify-write, no syscall, while the
+    /// run queue is quiet; past that, [`schedule_crowded`](Self::schedule_crowded).
     #[inline]
     pub(crate) fn schedule_local(&self, runnable: Runnable) {
         bump(&self.counters.queued);
-        let mut queue = self.queue.borrow_mut();
-        if (queue.len() < self.spill_room && self.spilled.get() == 0)
-            || !runnable.metadata().movable()
-        {
+        let mut queue = self.queue();
+        if queue.len() < self.quiet_room && self.spilled.get() == 0 {
             queue.push_back(runnable);
             return;
         }
         drop(queue);
-        self.spill(runnable);
+        self.schedule_crowded(runnable);
     }
 
-    /// The next task to run: the private queue's, or, when it is empty, the oldest of the
-    /// stealable queue's, which refill it.
+    /// The next task to run: the run queue's, or, when it is empty, the oldest of the
+    /// stealable queue's, which refill it. An empty run queue is not entered.
     #[inline]
     fn next_task(&self) -> Option<Runnable> {
-        let next = self.queue.borrow_mut().pop_front();
-        if next.is_some() || self.spilled.get() == 0 {
-            return next;
+        if self.runnable.get() > 0 {
+            let next = self.queue().pop_front();
+            if next.is_some() {
+                return next;
+            }
+        }
+        if self.spilled.get() == 0 {
+            return None;
         }
         self.refill();
-        self.queue.borrow_mut().pop_front()
+        self.queue().pop_front()
     }
 
     /// Queues a runnable `Send` task where other cores may take it (the private queue is full,
@@ -396,7 +419,7 @@ impl Core {
     #[cold]
     #[inline(never)]
     fn refill(&self) {
-        let mut queue = self.queue.borrow_mut();
+        let mut queue = self.queue();
         let room = self.spill_room.saturating_sub(queue.len()).max(1);
         let left = self
             .shared
@@ -608,7 +631,7 @@ impl Core {
             local_schedules: c.queued.get().saturating_sub(c.remote_queued.get()),
             remote_schedules: c.remote_queued.get(),
             tasks_started: c.started.get(),
-            local_queue_depth: self.queue.borrow().len() as u64,
+            local_queue_depth: self.queue().len() as u64,
             pending_timers: self.timers.pending() as u64,
             busy_ns: c.busy_ns.get(),
             // Work stealing counts here.

@@ -204,7 +204,7 @@ impl Core {
         let queued = self.counters.queued.get();
         let out = wait();
         let woken = self.counters.queued.get() - queued;
-        let runnable = self.queue.borrow().len() + self.spilled.get();
+        let runnable = self.runnable.get() + self.spilled.get();
         self.loop_watch
             .io_poll_returns(clock.now(), woken, runnable);
         out
@@ -367,7 +367,7 @@ impl Driver for Core {
     }
 
     fn has_ready_tasks(&self) -> bool {
-        !self.queue.borrow().is_empty() || self.spilled.get() > 0
+        self.runnable.get() > 0 || self.spilled.get() > 0
     }
 
     fn poll_io_now(&self) {

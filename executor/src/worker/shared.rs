@@ -20,6 +20,7 @@ use crate::worker::id::CoreKey;
 use crate::worker::kennel::Kennel;
 use crate::worker::load::{move_tasks, Load};
 use crate::worker::loop_watch::LoopHistograms;
+use crate::worker::runq::RunQueue;
 use crate::worker::spill::Spill;
 use crate::worker::watch::Watch;
 
@@ -113,7 +114,7 @@ impl TaskMeta {
         TaskMeta::new(home.id.key(), peers, true)
     }
 
-    /// For the loom models: the metadata of a `spawn_local` task of `home` (it never moves).
+    /// For the loom models: a task of `home` that may not move (a `spawn_local` one's).
     #[cfg(loom)]
     pub fn for_model_local(home: &Shared, peers: Arc<Peers>) -> TaskMeta {
         TaskMeta::new(home.id.key(), peers, false)
@@ -234,6 +235,14 @@ pub struct Shared<U = Unparker> {
     /// Tasks that belong to the core now and are not yet finished, for placement and
     /// `num_alive_tasks` (`worker::load`'s books).
     pub(crate) load: Load,
+    /// The core's runnable tasks, which its thread pushes and pops, and whose `Send` ones a
+    /// thief takes while the core is stuck (`worker::runq`, `worker::steal`).
+    pub(crate) runq: RunQueue<Runnable>,
+    /// Whether the core will look at the other cores by itself (a `Due::StealCheck` waits in
+    /// its wheel or inbox, or it is awake and looks as it goes idle): a core with tasks
+    /// queued behind its poll tells it only otherwise. Set by the core as it arms its check,
+    /// or by the core that tells it; cleared by the core as it looks; a hint.
+    look_due: AtomicBool,
     /// The runnable `Send` tasks the core's private queue had no room for: where idle cores
     /// steal from (`worker::spill`).
     pub(crate) spill: Spill<Runnable>,
@@ -298,6 +307,8 @@ impl<U: Unpark> Shared<U> {
             driven: AtomicBool::new(id.index != 0),
             paused: AtomicBool::new(false),
             load: Load::default(),
+            runq: RunQueue::default(),
+            look_due: AtomicBool::new(false),
             spill: Spill::default(),
             orphans: Mutex::new(Vec::new()),
             has_orphans: AtomicBool::new(false),
@@ -366,6 +377,12 @@ impl<U: Unpark> Shared<U> {
     #[cfg(loom)]
     pub fn spill(&self) -> &Spill<Runnable> {
         &self.spill
+    }
+
+    /// For the loom models: the run queue.
+    #[cfg(loom)]
+    pub fn runq(&self) -> &RunQueue<Runnable> {
+        &self.runq
     }
 
     /// For the loom models: a task of the core is counted on its load (as a spawn onto it
@@ -566,6 +583,27 @@ impl<U: Unpark> Shared<U> {
         }
         move_tasks(&self.load, false, &thief.load, true, into.len() - before);
         Ok(taken)
+    }
+
+    /// Whether the core will look at the other cores by itself (see `look_due`).
+    #[inline]
+    pub(crate) fn look_due(&self) -> bool {
+        self.look_due.load(Ordering::Relaxed)
+    }
+
+    /// Records that the core will look at the other cores by itself, or no longer will.
+    #[inline]
+    pub(crate) fn set_look_due(&self, due: bool) {
+        self.look_due.store(due, Ordering::Relaxed);
+    }
+
+    /// The core's poll word (`worker::watch`): a thief that reads the same value
+    /// `steal_after` apart knows the core has not come back to its run queue meanwhile.
+    #[inline]
+    pub(crate) fn poll_word(&self) -> u64 {
+        self.watch
+            .poll_word()
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// A task tracked under `key` in this core's live-task set moved away, or was dropped on
