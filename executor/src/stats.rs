@@ -175,6 +175,11 @@ counters! {
     /// unrun for longer than [`Builder::steal_after`](crate::Builder::steal_after) (tokio's
     /// `worker_steal_count`).
     steals,
+    /// Times this core stepped back from serving because the runtime's threads kept waiting
+    /// for a CPU another process held
+    /// ([`Builder::yield_when_crowded`](crate::Builder::yield_when_crowded)): its `Send` tasks
+    /// went to the cores that serve.
+    yields,
     /// Looks this core took at another core's epoll set because that core had not come back
     /// to its loop for [`Builder::harvest_after`](crate::Builder::harvest_after) (a long poll,
     /// a thread kept off its CPU, or a core that sleeps), each one `epoll_wait` that does not

@@ -10,7 +10,7 @@ use tickless_timer::{Config, RearmPolicy, Slack};
 use crate::blocking::{BlockingPool, DEFAULT_KEEP_ALIVE, DEFAULT_MAX_THREADS};
 use crate::histogram::{DEFAULT_LATENESS_HISTOGRAM, DEFAULT_POLL_TIME_HISTOGRAM};
 use crate::runtime::thread::core_thread;
-use crate::runtime::watchdog::Watchdog;
+use crate::runtime::watchdog::{Duties, Watchdog};
 use crate::runtime::Runtime;
 use crate::task::hooks::{Observers, MIN_STALL_THRESHOLD};
 use crate::worker::config::{CoreConfig, DefaultSlack};
@@ -126,6 +126,7 @@ impl Builder {
                 placement: Placement::Spread,
                 steal_after: Some(DEFAULT_STEAL_AFTER),
                 harvest_after: Some(DEFAULT_HARVEST_AFTER),
+                yield_when_crowded: false,
                 resolver: crate::dns::resolve_on_pool,
                 tokio: DEFAULT_TOKIO_CONTEXT,
                 poll_times_on: false,
@@ -290,6 +291,32 @@ impl Builder {
     /// ```
     pub fn harvest_after(&mut self, after: Option<Duration>) -> &mut Self {
         self.core.harvest_after = after;
+        self
+    }
+
+    /// Serve with fewer cores while another process keeps the runtime's threads waiting for
+    /// CPUs, and with all of them again once the CPUs have room (default `false`).
+    ///
+    /// On CPUs shared with a busy process (a load generator, a database, neighbours on a
+    /// virtual machine), a core thread that waits for a CPU holds up its connections, and
+    /// two cores on two crowded CPUs can serve less than one. With this on, the stall
+    /// detector's watchdog (see [`stall_threshold`](Self::stall_threshold): it does nothing
+    /// with the detector off) measures, every 100 ms while a core is busy, how long the core
+    /// threads waited for a CPU (the kernel's run-queue wait); above a quarter of their time,
+    /// the highest core that serves steps back: it takes no new work, its `Send` tasks move to
+    /// the others (their streams and timers follow), what its accept loop accepts is placed on
+    /// the others, and it keeps only its `spawn_local` and `spawn_pinned` tasks. Once the
+    /// machine has three quarters of a CPU idle, it serves again. A change holds at least 1 s,
+    /// longer (up to 16 s) when changes keep undoing each other. Core 0 never steps back.
+    /// Counted in [`CoreStats::yields`](crate::CoreStats::yields).
+    ///
+    /// ```
+    /// let rt = tickless::Builder::new().cores(2).yield_when_crowded(true).build()?;
+    /// # drop(rt);
+    /// # std::io::Result::Ok(())
+    /// ```
+    pub fn yield_when_crowded(&mut self, yes: bool) -> &mut Self {
+        self.core.yield_when_crowded = yes;
         self
     }
 
@@ -939,9 +966,12 @@ impl Builder {
         if let (Some(threshold), Some(kennel)) = (threshold, siblings.kennel) {
             let hook = self.observers.stall_hook();
             let cores = rt.shared.clone();
-            let harvest = self.core.harvest_after.is_some();
+            let duties = Duties {
+                harvest: self.core.harvest_after.is_some(),
+                yield_when_crowded: self.core.yield_when_crowded,
+            };
             rt.watchdog = Some(Watchdog::start(
-                cores, kennel, threshold, hook, allowed, harvest,
+                cores, kennel, threshold, hook, allowed, duties,
             )?);
         }
         Ok(rt)

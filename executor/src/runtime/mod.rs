@@ -3,6 +3,7 @@
 
 mod builder;
 mod core_zero;
+mod crowding;
 mod handle;
 mod histograms;
 mod hooks;

@@ -36,6 +36,7 @@ use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
+use super::crowding::Crowding;
 use crate::catch::call_caught;
 use crate::stall::sched::Window;
 use crate::stall::{trace, StallBacktrace, StallReport};
@@ -85,7 +86,7 @@ impl Watchdog {
         threshold: Duration,
         hook: StallHook,
         cpus: Vec<usize>,
-        harvest: bool,
+        duties: Duties,
     ) -> io::Result<Watchdog> {
         let thread = {
             let kennel = kennel.clone();
@@ -96,7 +97,7 @@ impl Watchdog {
                     kennel.attach();
                     // Best effort: where it cannot, it shares the building thread's CPUs.
                     let _ = tickless_io::internal::cpu::set_current_affinity(&cpus);
-                    watch(&cores, &kennel, threshold, &hook, harvest);
+                    watch(&cores, &kennel, threshold, &hook, duties);
                 })?
         };
         Ok(Watchdog {
@@ -116,14 +117,27 @@ impl Drop for Watchdog {
     }
 }
 
+/// What the watchdog does beside reporting stalls.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Duties {
+    /// Tell a sleeping core of a core stuck in one poll (`Builder::harvest_after`).
+    pub(crate) harvest: bool,
+    /// Make a core step back while the CPUs are crowded (`Builder::yield_when_crowded`).
+    pub(crate) yield_when_crowded: bool,
+}
+
 /// The watchdog's loop.
 fn watch(
     cores: &[Arc<Shared>],
     kennel: &Kennel,
     threshold: Duration,
     hook: &StallHook,
-    harvest: bool,
+    duties: Duties,
 ) {
+    let harvest = duties.harvest;
+    let mut crowding = duties
+        .yield_when_crowded
+        .then(|| Crowding::new(cores.len()));
     let signal = trace::install();
     let period = (threshold / 2).max(Duration::from_micros(100));
     let mut seen = vec![Seen::default(); cores.len()];
@@ -207,6 +221,8 @@ fn watch(
         }
         if idle {
             sleep_while_idle(cores, kennel);
+        } else if let Some(crowding) = crowding.as_mut() {
+            crowding.check(cores, now);
         }
     }
 }

@@ -53,7 +53,8 @@ fn schedule_away(runnable: Runnable) {
     // while: `worker::harvest`), it moves to the harvesting core, as below. Otherwise to its
     // core if a thread runs it, decided under the inbox's lock against core 0's evacuation
     // (see `Shared::schedule_if_driven`); else it moves.
-    let runnable = if Harvesting::is_from(home.id.index) {
+    // A core that steps back (crowded CPUs: `runtime::crowding`) hands its tasks on the same way.
+    let runnable = if Harvesting::is_from(home.id.index) || home.is_yielded() {
         runnable
     } else {
         let Err(runnable) = home.schedule_if_driven(runnable) else {

@@ -40,6 +40,9 @@ pub(crate) struct CoreConfig {
     /// How long a peer goes without coming back to its loop before the core takes its ready
     /// I/O (`Builder::harvest_after`); `None`: never.
     pub(crate) harvest_after: Option<Duration>,
+    /// Whether a core steps back while the CPUs are crowded (`Builder::yield_when_crowded`;
+    /// the watchdog's decision, `runtime::crowding`).
+    pub(crate) yield_when_crowded: bool,
     /// How `TcpStream::connect` looks up host names on the core (the runtime's lookup on its
     /// blocking pool, `dns::resolve_on_pool`: given from above, since it spawns a task).
     pub(crate) resolver: Resolve,

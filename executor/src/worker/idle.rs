@@ -83,6 +83,7 @@ impl Core {
         // Two clock readings a park, for the busy time (the governor's path has them anyway).
         let now = self.timers.clock().now();
         // Before the park, a look at the peers that have not come back to their loop.
+        self.follow_yield();
         if self.harvest_peers(Some(now)) {
             return;
         }
@@ -169,6 +170,7 @@ impl Core {
         let start = start.unwrap_or_else(|| clock.now());
         // Before the park, a look at the peers that have not come back to their loop (the
         // spin's reading is older than now: never early).
+        self.follow_yield();
         if self.harvest_peers(Some(start)) {
             return governor.set(g);
         }

@@ -155,6 +155,9 @@ pub(crate) struct Core {
     told_backlog: Cell<u64>,
     /// Tasks taken from another core, kept to reuse the allocation.
     stolen_buf: RefCell<Vec<Runnable>>,
+    /// Whether the core has followed the watchdog's "step back" (`Shared::is_yielded`):
+    /// handed its `Send` tasks on.
+    stepped_back: Cell<bool>,
     /// Taking the ready I/O of peers that do not come back to their loop
     /// (`Builder::harvest_after`); `None`: never.
     harvest: Option<harvest::Harvest>,
@@ -293,6 +296,7 @@ impl Core {
             harvest: config
                 .harvest_after
                 .map(|d| harvest::Harvest::new(nanos(d))),
+            stepped_back: Cell::new(false),
             told_backlog: Cell::new(0),
             stolen_buf: RefCell::new(Vec::new()),
             orphan_buf: RefCell::new(Vec::new()),
@@ -621,6 +625,7 @@ impl Core {
             accepts: io.accepts,
             tasks_placed: c.placed.get(),
             steals: c.steals.get(),
+            yields: self.shared.watch.yields(),
             harvest_looks: self.harvest.as_ref().map_or(0, |h| h.looks.get()),
             harvests: self.harvest.as_ref().map_or(0, |h| h.harvests.get()),
             harvested_events: self.harvest.as_ref().map_or(0, |h| h.events.get()),

@@ -372,7 +372,9 @@ impl Driver for Core {
 
     fn poll_io_now(&self) {
         self.poll_io(Some(Duration::ZERO));
-        // A busy core takes the ready I/O of peers that do not come back to their loop too.
+        // A busy core takes the ready I/O of peers that do not come back to their loop too,
+        // and steps back if the watchdog says the CPUs are crowded.
+        self.follow_yield();
         self.harvest_peers(None);
         // The core's tokio runtime (`Builder::tokio_context`) gets its turn too: its tasks,
         // timers and sockets would otherwise wait for the core to go idle.

@@ -227,6 +227,10 @@ pub struct Shared<U = Unparker> {
     /// sends work only to a core that is driven (core 0 runs nothing while no thread is in
     /// `block_on`).
     driven: AtomicBool,
+    /// Whether the core steps back because the CPUs are crowded (`Builder::yield_when_crowded`,
+    /// `runtime::crowding`): it takes no placed work, and a wake of its `Send` tasks from
+    /// another thread moves them; set by the stall detector's watchdog, a hint ordering nothing.
+    yielded: AtomicBool,
     /// Whether the core's clock is paused (`Builder::start_paused`, `time::pause`): a task of
     /// the core woken while no thread runs it then stays for the next `block_on` instead of
     /// moving, since paused time jumps per core. Written by the core's thread whenever its
@@ -306,6 +310,7 @@ impl<U: Unpark> Shared<U> {
             stop: AtomicBool::new(false),
             driven: AtomicBool::new(id.index != 0),
             paused: AtomicBool::new(false),
+            yielded: AtomicBool::new(false),
             load: Load::default(),
             runq: RunQueue::default(),
             look_due: AtomicBool::new(false),
@@ -499,7 +504,20 @@ impl<U: Unpark> Shared<U> {
     /// lock by a wake or a placed spawn, which then stay off a core that stopped running:
     /// [`schedule_if_driven`](Self::schedule_if_driven).)
     pub(crate) fn takes_placed_work(&self) -> bool {
-        self.driven.load(Ordering::Relaxed) && !self.stop.load(Ordering::Relaxed)
+        self.driven.load(Ordering::Relaxed)
+            && !self.stop.load(Ordering::Relaxed)
+            && !self.yielded.load(Ordering::Relaxed)
+    }
+
+    /// Whether the core steps back because the CPUs are crowded (see `yielded`).
+    #[inline]
+    pub(crate) fn is_yielded(&self) -> bool {
+        self.yielded.load(Ordering::Relaxed)
+    }
+
+    /// The watchdog's decision (`runtime::crowding`): the core steps back, or serves again.
+    pub(crate) fn set_yielded(&self, yielded: bool) {
+        self.yielded.store(yielded, Ordering::Relaxed);
     }
 
     /// Whether a task of the core woken while no thread runs it waits here for the next

@@ -220,6 +220,31 @@ impl Core {
         if self.timers.clock().is_paused() || self.peers.driven_other(self.id().index).is_none() {
             return 0;
         }
+        self.hand_on()
+    }
+
+    /// The core stepped back from serving, or serves again, as the watchdog decided
+    /// (`runtime::crowding`, `Builder::yield_when_crowded`): stepping back, it hands its `Send`
+    /// tasks on to the cores that serve (as [`evacuate`](Self::evacuate) does; its
+    /// `spawn_local` tasks and its accept loop stay, and what it accepts is placed on the
+    /// others). Called where the core parks and at its fairness polls: one load.
+    pub(crate) fn follow_yield(&self) {
+        let yielded = self.shared.is_yielded();
+        if yielded == self.stepped_back.get() {
+            return;
+        }
+        self.stepped_back.set(yielded);
+        if yielded && !self.timers.clock().is_paused() {
+            self.shared.watch.count_yield();
+            self.hand_on();
+        }
+    }
+
+    /// Hands every `Send` task of the core on to the cores that take work, in turn: the
+    /// runnable ones now, the waiting ones woken here first (a wake of a task whose core does
+    /// not take work moves it, with its streams and timers at its next poll). Returns how many
+    /// moved.
+    fn hand_on(&self) -> usize {
         // Every live task, queued here (a second wake of a queued task does nothing).
         super::shutdown::Owner::wake_live(self);
         let mut runnable: Vec<Runnable> = self.queue().drain(..).collect();

@@ -74,6 +74,8 @@ pub struct Watch {
     /// The poll word the watchdog found at two checks in a row (0: none), for a core that
     /// harvests to take this core's ready I/O at once (`worker::harvest`).
     stuck: AtomicU64,
+    /// Times the core stepped back because the CPUs were crowded (`runtime::crowding`).
+    yields: AtomicU64,
     /// Polls reported as stalls.
     stalls: AtomicU64,
     /// Polls past the threshold whose thread was preempted (`stall::sched`), not reported.
@@ -157,6 +159,16 @@ impl Watch {
     /// is still running.
     pub(crate) fn poll_word(&self) -> &AtomicU64 {
         &self.poll
+    }
+
+    /// Counts a step back (`runtime::crowding`).
+    pub(crate) fn count_yield(&self) {
+        self.yields.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Times the core stepped back so far.
+    pub(crate) fn yields(&self) -> u64 {
+        self.yields.load(Ordering::Relaxed)
     }
 
     /// Counts a stall.
