@@ -302,12 +302,14 @@ impl Builder {
     /// two cores on two crowded CPUs can serve less than one. With this on, the stall
     /// detector's watchdog (see [`stall_threshold`](Self::stall_threshold): it does nothing
     /// with the detector off) measures, every 100 ms while a core is busy, how long the core
-    /// threads waited for a CPU (the kernel's run-queue wait); above a quarter of their time,
-    /// the highest core that serves steps back: it takes no new work, its `Send` tasks move to
-    /// the others (their streams and timers follow), what its accept loop accepts is placed on
-    /// the others, and it keeps only its `spawn_local` and `spawn_pinned` tasks. Once the
-    /// machine has three quarters of a CPU idle, it serves again. A change holds at least 1 s,
-    /// longer (up to 16 s) when changes keep undoing each other. Core 0 never steps back.
+    /// threads waited for a CPU (the kernel's run-queue wait); above a fifth of the time they
+    /// were runnable, the highest core that serves steps back: it takes no new work, its
+    /// `Send` tasks move to the others (their streams and timers follow), what its accept loop
+    /// accepts is placed on the others, and it keeps only its `spawn_local` and
+    /// `spawn_pinned` tasks. It serves again once the cores that serve are saturated (busy
+    /// 80% of the time) with three quarters of a CPU idle beside them, or once a CPU and a
+    /// half is idle (the other process has gone). A change holds at least 1 s, longer (up to
+    /// 16 s) when changes keep undoing each other. Core 0 never steps back.
     /// Counted in [`CoreStats::yields`](crate::CoreStats::yields).
     ///
     /// ```

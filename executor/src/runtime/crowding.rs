@@ -11,11 +11,14 @@
 //!
 //! Every [`EVALUATION`] (100 ms) of checks, over that window:
 //!
-//! - the **wait share**: the run-queue wait of the serving cores' threads, over the window
-//!   times their number. Above [`CROWDED`] (a quarter) with two cores or more serving, one steps
-//!   back;
-//! - the **idle CPUs**: the machine's idle time over the window, in CPUs. With a core stepped
-//!   back and at least [`ROOM`] (three quarters of a CPU) idle, it serves again.
+//! - the **wait share**: of the time the serving cores' threads were runnable (running or
+//!   waiting for a CPU), the share they waited. Above [`CROWDED`] (a fifth) with two cores or
+//!   more serving, one steps back;
+//! - with a core stepped back, it serves again when the machine has room for it: the serving
+//!   cores are saturated (they ran [`SATURATED`] of the window or more, on average) and
+//!   [`ROOM`] CPUs or more were idle (the machine's idle time, `/proc/stat`), or [`EMPTY`] CPUs
+//!   or more were idle whatever the load (the other process is gone). One core that keeps up
+//!   beside the other process stays alone: that is what serves best there.
 //!
 //! A change holds for a dwell time, 1 s at first; a change that undoes the one before within
 //! two dwell times doubles it (at most 16 s), so that interference that comes and goes costs a
@@ -31,9 +34,14 @@ use crate::worker::shared::Shared;
 /// How often the rule is applied (the watchdog checks more often).
 const EVALUATION: Duration = Duration::from_millis(100);
 /// The wait share above which a core steps back.
-const CROWDED: f64 = 0.25;
-/// The idle CPUs at or above which a core that stepped back serves again.
+const CROWDED: f64 = 0.2;
+/// The serving cores' run share at or above which they need another core.
+const SATURATED: f64 = 0.8;
+/// The idle CPUs at or above which a core that stepped back serves again, if the others are
+/// saturated.
 const ROOM: f64 = 0.75;
+/// The idle CPUs at or above which a core that stepped back serves again whatever the load.
+const EMPTY: f64 = 1.5;
 /// The first dwell time.
 const DWELL: Duration = Duration::from_secs(1);
 /// The longest dwell time.
@@ -43,8 +51,9 @@ const DWELL_MAX: Duration = Duration::from_secs(16);
 pub(crate) struct Crowding {
     /// When the window began.
     since: Instant,
-    /// Each core's thread's run-queue wait at the window's start (ns), when read.
-    waits: Vec<Option<(i32, u64)>>,
+    /// Each core's thread's time running and waiting for a CPU at the window's start (its
+    /// id, and ns), when read.
+    waits: Vec<Option<(i32, Sched)>>,
     /// The machine's idle and total time at the window's start (clock ticks).
     machine: Option<(u64, u64)>,
     /// The last change, and whether it was a step back.
@@ -72,18 +81,19 @@ impl Crowding {
             return;
         }
         self.since = now;
-        let (mut waited, mut serving) = (0u64, 0u32);
+        let (mut ran, mut waited, mut serving) = (0u64, 0u64, 0u32);
         for (shared, last) in cores.iter().zip(self.waits.iter_mut()) {
             let tid = shared.watch.tid();
-            let read = (tid > 0).then(|| run_queue_wait(tid)).flatten();
+            let read = (tid > 0).then(|| sched(tid)).flatten();
             let was = last.take();
             *last = read.map(|w| (tid, w));
             if shared.is_yielded() {
                 continue;
             }
-            if let (Some(w), Some((was_tid, was_w))) = (read, was) {
+            if let (Some(now), Some((was_tid, was))) = (read, was) {
                 if was_tid == tid {
-                    waited += w.saturating_sub(was_w);
+                    ran += now.run.saturating_sub(was.run);
+                    waited += now.wait.saturating_sub(was.wait);
                     serving += 1;
                 }
             }
@@ -96,16 +106,21 @@ impl Crowding {
             _ => 0.0,
         };
         self.machine = machine;
-        let share = if serving == 0 {
+        let share = if ran + waited == 0 {
             0.0
         } else {
-            waited as f64 / (window.as_nanos() as f64 * f64::from(serving))
+            waited as f64 / (ran + waited) as f64
+        };
+        let busy = if serving == 0 {
+            0.0
+        } else {
+            ran as f64 / (window.as_nanos() as f64 * f64::from(serving))
         };
         if self.changed.is_some_and(|(at, _)| now - at < self.dwell) {
             return;
         }
         let any_yielded = cores.iter().any(|s| s.is_yielded());
-        match verdict(share, serving, idle_cpus, any_yielded) {
+        match verdict(share, serving, busy, idle_cpus, any_yielded) {
             // The highest core that serves, never core 0 (the caller's `block_on`).
             Some(true) => {
                 if let Some(core) = cores.iter().skip(1).rev().find(|s| !s.is_yielded()) {
@@ -136,24 +151,36 @@ impl Crowding {
     }
 }
 
-/// The rule, over one window: `Some(true)`, a core steps back (the serving cores' threads
-/// waited for a CPU more than [`CROWDED`] of their time, and two or more serve); `Some(false)`,
-/// one serves again (one stepped back, and [`ROOM`] CPUs or more were idle); `None`, nothing
-/// changes.
-fn verdict(share: f64, serving: u32, idle_cpus: f64, any_yielded: bool) -> Option<bool> {
+/// The rule, over one window (see the module's doc): `Some(true)`, a core steps back;
+/// `Some(false)`, one serves again; `None`, nothing changes. `share`: the serving cores' wait
+/// share; `busy`: their run share; `idle_cpus`: the machine's.
+fn verdict(share: f64, serving: u32, busy: f64, idle_cpus: f64, any_yielded: bool) -> Option<bool> {
     if share > CROWDED && serving >= 2 {
         Some(true)
-    } else if any_yielded && idle_cpus >= ROOM {
+    } else if any_yielded && (idle_cpus >= EMPTY || (busy >= SATURATED && idle_cpus >= ROOM)) {
         Some(false)
     } else {
         None
     }
 }
 
-/// Thread `tid`'s run-queue wait so far, ns (the second field of its `schedstat`).
-fn run_queue_wait(tid: i32) -> Option<u64> {
+/// A thread's time running and waiting for a CPU so far (ns).
+#[derive(Clone, Copy)]
+struct Sched {
+    /// Running.
+    run: u64,
+    /// Runnable, waiting for a CPU.
+    wait: u64,
+}
+
+/// Thread `tid`'s time running and waiting so far (the first two fields of its `schedstat`).
+fn sched(tid: i32) -> Option<Sched> {
     let text = std::fs::read_to_string(format!("/proc/self/task/{tid}/schedstat")).ok()?;
-    text.split_whitespace().nth(1)?.parse().ok()
+    let mut fields = text.split_whitespace();
+    Some(Sched {
+        run: fields.next()?.parse().ok()?,
+        wait: fields.next()?.parse().ok()?,
+    })
 }
 
 /// The machine's idle (idle and iowait) and total time so far, in clock ticks (`/proc/stat`).
@@ -182,15 +209,17 @@ mod tests {
     #[test]
     fn a_core_steps_back_when_the_serving_threads_wait_and_serves_again_when_cpus_idle() {
         // Crowded, two serving: one steps back; one serving: never the last.
-        assert_eq!(verdict(0.3, 2, 0.0, false), Some(true));
-        assert_eq!(verdict(0.9, 1, 0.0, true), None);
+        assert_eq!(verdict(0.3, 2, 0.5, 0.0, false), Some(true));
+        assert_eq!(verdict(0.9, 1, 1.0, 0.0, true), None);
         // Not crowded enough.
-        assert_eq!(verdict(0.2, 2, 0.0, false), None);
-        // Room again: the one that stepped back serves; none stepped back: nothing.
-        assert_eq!(verdict(0.0, 1, 0.8, true), Some(false));
-        assert_eq!(verdict(0.0, 2, 1.5, false), None);
-        // Still crowded beside the generator (no idle CPU): stays back.
-        assert_eq!(verdict(0.1, 1, 0.2, true), None);
+        assert_eq!(verdict(0.15, 2, 0.5, 0.0, false), None);
+        // One core keeping up beside the other process, a CPU nearly idle: stays alone.
+        assert_eq!(verdict(0.0, 1, 0.4, 1.0, true), None);
+        // Saturated with room beside it, or the other process gone: serves again.
+        assert_eq!(verdict(0.0, 1, 0.9, 0.8, true), Some(false));
+        assert_eq!(verdict(0.0, 1, 0.3, 1.6, true), Some(false));
+        // None stepped back: nothing to bring back.
+        assert_eq!(verdict(0.0, 2, 0.9, 1.6, false), None);
     }
 
     #[test]
@@ -224,7 +253,7 @@ mod tests {
     fn this_thread_s_wait_and_the_machine_s_times_read() {
         // The main thread's id is the process's.
         let tid = i32::try_from(std::process::id()).expect("a pid fits");
-        assert!(run_queue_wait(tid).is_some());
+        assert!(sched(tid).is_some());
         let (idle, total) = machine_times().expect("/proc/stat");
         assert!(idle <= total);
         assert!(ticks_per_second() >= 1.0);

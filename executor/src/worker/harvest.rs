@@ -30,11 +30,10 @@
 //!
 //! [`Builder::harvest_after`]: crate::Builder::harvest_after
 
-use std::cell::{Cell, RefCell};
-use std::collections::VecDeque;
+use std::cell::Cell;
 use std::mem;
-use std::task::Waker;
 
+use super::harvest_state::{Harvest, Seen};
 use super::shared::Shared;
 use super::{bump, Core};
 use crate::catch::wake_caught;
@@ -69,56 +68,6 @@ impl Drop for Harvesting {
     }
 }
 
-/// What a core knows of one peer between its looks.
-#[derive(Clone, Copy)]
-struct Seen {
-    /// The peer's poll word at the last look.
-    word: u64,
-    /// When this core first saw that word (its clock, ns; the loop's last reading where no
-    /// fresh one was at hand, which is older: the peer may then be harvested early, never
-    /// late).
-    since: u64,
-}
-
-impl Default for Seen {
-    fn default() -> Seen {
-        Seen {
-            word: u64::MAX,
-            since: 0,
-        }
-    }
-}
-
-/// A core's harvesting state (`Builder::harvest_after` set).
-pub(crate) struct Harvest {
-    /// How long a peer's poll word stays unmoved before this core takes its ready I/O, ns.
-    after: u64,
-    /// Each peer as last seen, by core index.
-    seen: RefCell<Vec<Seen>>,
-    /// The wakers of one harvest, kept to reuse the allocation.
-    wake: RefCell<VecDeque<Waker>>,
-    /// Looks at a peer's epoll set.
-    pub(super) looks: Cell<u64>,
-    /// Of those, looks that took events.
-    pub(super) harvests: Cell<u64>,
-    /// Events taken.
-    pub(super) events: Cell<u64>,
-}
-
-impl Harvest {
-    /// A core's, harvesting a peer whose word stays unmoved `after` ns.
-    pub(crate) fn new(after: u64) -> Harvest {
-        Harvest {
-            after,
-            seen: RefCell::new(Vec::new()),
-            wake: RefCell::new(VecDeque::new()),
-            looks: Cell::new(0),
-            harvests: Cell::new(0),
-            events: Cell::new(0),
-        }
-    }
-}
-
 impl Core {
     /// Harvests every peer whose poll word has not moved for `harvest_after`, `now` being a
     /// clock reading taken at or before this call (`None`: read one if a peer's word has not
@@ -128,6 +77,10 @@ impl Core {
         let Some(h) = &self.harvest else {
             return false;
         };
+        // A core that stepped back (crowded CPUs) takes no work from the others.
+        if self.stepped_back.get() {
+            return false;
+        }
         let Some(cores) = self.peers.all() else {
             return false;
         };

@@ -24,6 +24,7 @@ pub(crate) mod config;
 pub mod device;
 pub(crate) mod governor;
 pub(crate) mod harvest;
+pub(crate) mod harvest_state;
 pub(crate) mod id;
 pub(crate) mod idle;
 pub(crate) mod kennel;
@@ -160,7 +161,7 @@ pub(crate) struct Core {
     stepped_back: Cell<bool>,
     /// Taking the ready I/O of peers that do not come back to their loop
     /// (`Builder::harvest_after`); `None`: never.
-    harvest: Option<harvest::Harvest>,
+    harvest: Option<harvest_state::Harvest>,
     /// The timers, the clock and the timerfd.
     timers: Timers,
     /// The core's own tokio runtime (`Builder::tokio_context`), which the core parks in.
@@ -295,7 +296,7 @@ impl Core {
             steal_check: Cell::new(None),
             harvest: config
                 .harvest_after
-                .map(|d| harvest::Harvest::new(nanos(d))),
+                .map(|d| harvest_state::Harvest::new(nanos(d))),
             stepped_back: Cell::new(false),
             told_backlog: Cell::new(0),
             stolen_buf: RefCell::new(Vec::new()),

@@ -91,6 +91,10 @@ impl Core {
         if self.shared.look_due() {
             self.shared.set_look_due(false);
         }
+        // A core that stepped back (crowded CPUs) takes no work from the others.
+        if self.stepped_back.get() {
+            return false;
+        }
         if self.look_for_stuck(age) {
             return true;
         }
