@@ -91,7 +91,7 @@ fn dispatch(
 /// events ready now (`epoll_wait` with no timeout) and dispatches them into the registrations
 /// as the owner's own poll would, under the key; the wakers go to the caller, who wakes them
 /// outside every lock. Events of the reactor's own timerfd and unparker are not the harvester's:
-/// it hands them back ([`Home::hand_back`]: a flag the owner's next poll reads, and an unpark,
+/// it hands them back (`Home::hand_back`: a flag the owner's next poll reads, and an unpark,
 /// since the owner may be waiting in `epoll_wait` for the very edge the harvester took).
 #[derive(Clone)]
 pub struct Harvester {
