@@ -10,44 +10,17 @@
 //! harvest check), fails.
 #![cfg(loom)]
 
-use std::future::Future;
-use std::pin::Pin;
+mod common;
+
+use common::model_tasks::{tasks_in, tasks_left, Idle};
+
 use std::sync::Arc;
-use std::task::{Context, Poll, Waker};
+use std::task::Waker;
 
 use loom::sync::Mutex;
 use loom::thread;
-use tickless::loom_exports::{schedule, Due, Harvesting, Peers, Shared, TaskMeta};
+use tickless::loom_exports::{schedule, Harvesting, Peers, Shared, TaskMeta};
 use tickless_io::internal::Reactor;
-use tickless_timer::internal::Op;
-
-/// The model task: leaves its waker where the harvester finds it; never completes.
-struct Idle {
-    waker: Arc<Mutex<Option<Waker>>>,
-}
-
-impl Future for Idle {
-    type Output = ();
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        *self.waker.lock().unwrap() = Some(cx.waker().clone());
-        Poll::Pending
-    }
-}
-
-/// How many tasks `ops` hands over to run.
-fn tasks_in(ops: &[Op<Due>]) -> usize {
-    ops.iter()
-        .filter(|op| matches!(op, Op::Now(Due::Schedule(_))))
-        .count()
-}
-
-/// How many tasks the inbox of `shared` holds now.
-fn tasks_left(shared: &Shared) -> usize {
-    let mut ops = Vec::new();
-    shared.inbox().drain_locked(&mut ops);
-    tasks_in(&ops)
-}
 
 /// A task of `home` (local or not), run once so that its waker is out; returns the waker.
 fn idle_task(meta: TaskMeta) -> Waker {

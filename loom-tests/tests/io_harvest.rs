@@ -20,60 +20,20 @@
 //! does the I/O in the order loom runs it.
 #![cfg(loom)]
 
+mod common;
+
+use common::io_tasks::{not_lost, poll_read, task, woken};
+
 use std::collections::VecDeque;
-use std::io::{self, Write};
-use std::pin::Pin;
-use std::task::{Context, Poll, Wake, Waker};
+use std::io::Write;
 use std::time::Duration;
 
-use futures_io::AsyncRead;
 use loom::sync::atomic::{AtomicBool, Ordering};
 use loom::sync::Arc;
 use loom::thread;
 use tickless_io::UnixStream;
 
 use tickless_io::internal::Reactor;
-
-/// A task's waker: records that it was woken.
-struct Flag(AtomicBool);
-
-impl Wake for Flag {
-    fn wake(self: std::sync::Arc<Self>) {
-        self.wake_by_ref();
-    }
-
-    fn wake_by_ref(self: &std::sync::Arc<Self>) {
-        self.0.store(true, Ordering::SeqCst);
-    }
-}
-
-/// A task: its waker's flag.
-fn task() -> std::sync::Arc<Flag> {
-    std::sync::Arc::new(Flag(AtomicBool::new(false)))
-}
-
-/// Whether `t` was woken.
-fn woken(t: &std::sync::Arc<Flag>) -> bool {
-    t.0.load(Ordering::SeqCst)
-}
-
-/// One poll of a one-byte read of `stream` by task `t`, on the current reactor.
-fn poll_read(stream: &UnixStream, t: &std::sync::Arc<Flag>) -> Poll<io::Result<usize>> {
-    let waker = Waker::from(t.clone());
-    let mut cx = Context::from_waker(&waker);
-    Pin::new(&mut &*stream).poll_read(&mut cx, &mut [0u8; 1])
-}
-
-/// Read, or still waiting and woken since: not lost.
-fn not_lost(polled: &Poll<io::Result<usize>>, t: &std::sync::Arc<Flag>) -> bool {
-    match polled {
-        Poll::Ready(result) => {
-            assert!(result.is_ok(), "{result:?}");
-            true
-        }
-        Poll::Pending => woken(t),
-    }
-}
 
 /// A harvest of `harvester`'s reactor, and the wakes of what it took, as the harvesting core
 /// does once it holds no lock; a harvest that finds the key held (the owner dispatching, or

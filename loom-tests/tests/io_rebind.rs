@@ -28,66 +28,20 @@
 //! does the I/O in the order loom runs it.
 #![cfg(loom)]
 
-use std::io::{self, Write};
-use std::pin::Pin;
-use std::task::{Context, Poll, Wake, Waker};
+mod common;
+
+use common::io_tasks::{not_lost, poll_read, poll_write, task, woken};
+
+use std::io::Write;
+use std::task::Poll;
 use std::time::Duration;
 
-use futures_io::{AsyncRead, AsyncWrite};
 use loom::sync::atomic::{AtomicBool, Ordering};
 use loom::sync::Arc;
 use loom::thread;
 use tickless_io::UnixStream;
 
 use tickless_io::internal::Reactor;
-
-/// A task's waker: records that it was woken.
-struct Flag(AtomicBool);
-
-impl Wake for Flag {
-    fn wake(self: std::sync::Arc<Self>) {
-        self.wake_by_ref();
-    }
-
-    fn wake_by_ref(self: &std::sync::Arc<Self>) {
-        self.0.store(true, Ordering::SeqCst);
-    }
-}
-
-/// A task: its waker's flag.
-fn task() -> std::sync::Arc<Flag> {
-    std::sync::Arc::new(Flag(AtomicBool::new(false)))
-}
-
-/// Whether `t` was woken.
-fn woken(t: &std::sync::Arc<Flag>) -> bool {
-    t.0.load(Ordering::SeqCst)
-}
-
-/// One poll of a one-byte read of `stream` by task `t`, on the current reactor.
-fn poll_read(stream: &UnixStream, t: &std::sync::Arc<Flag>) -> Poll<io::Result<usize>> {
-    let waker = Waker::from(t.clone());
-    let mut cx = Context::from_waker(&waker);
-    Pin::new(&mut &*stream).poll_read(&mut cx, &mut [0u8; 1])
-}
-
-/// One poll of a one-byte write to `stream` by task `t`, on the current reactor.
-fn poll_write(stream: &UnixStream, t: &std::sync::Arc<Flag>) -> Poll<io::Result<usize>> {
-    let waker = Waker::from(t.clone());
-    let mut cx = Context::from_waker(&waker);
-    Pin::new(&mut &*stream).poll_write(&mut cx, b"m")
-}
-
-/// Read, or still waiting and woken since: not lost.
-fn not_lost(polled: &Poll<io::Result<usize>>, t: &std::sync::Arc<Flag>) -> bool {
-    match polled {
-        Poll::Ready(result) => {
-            assert!(result.is_ok(), "{result:?}");
-            true
-        }
-        Poll::Pending => woken(t),
-    }
-}
 
 #[test]
 fn a_stream_moving_between_reactors_while_an_event_reaches_the_old_one_loses_no_wakeup() {
