@@ -1,13 +1,18 @@
 //! What a core needs to know, from the runtime, to start.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use tickless_io::internal::Resolve;
 use tickless_timer::{Config, Slack};
 
+use crate::blocking::BlockingPool;
 use crate::histogram::HistogramConfiguration;
+use crate::task::hooks::Hooks;
 use crate::worker::device::ClockDevice;
+use crate::worker::kennel::Kennel;
 use crate::worker::placement::Placement;
+use crate::worker::shared::Peers;
 use crate::worker::tokio_context::ParkHooks;
 
 /// Everything a core needs to know, from the runtime, to start.
@@ -201,4 +206,17 @@ mod tests {
             (0, 16 * 1_024_000)
         );
     }
+}
+
+/// What a core shares with the rest of its runtime.
+#[derive(Clone)]
+pub(crate) struct Siblings {
+    /// The runtime's blocking pool.
+    pub(crate) blocking: Arc<BlockingPool>,
+    /// The runtime's cores, for placing tasks.
+    pub(crate) peers: Arc<Peers>,
+    /// The runtime's task hooks, if any is set.
+    pub(crate) hooks: Option<Arc<Hooks>>,
+    /// Where the runtime's stall detector sleeps, if it has one.
+    pub(crate) kennel: Option<Arc<Kennel>>,
 }

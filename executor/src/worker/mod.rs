@@ -39,6 +39,9 @@ pub(crate) mod shutdown;
 pub(crate) mod spill;
 pub(crate) mod steal;
 pub(crate) mod timers;
+pub(crate) mod unpark;
+
+pub(crate) use config::Siblings;
 pub(crate) mod tokio_context;
 pub(crate) mod watch;
 
@@ -56,13 +59,11 @@ use crate::blocking::BlockingPool;
 use crate::catch::{drop_caught, wake_caught, Caught};
 use crate::histogram::Histogram;
 use crate::stats::CoreStats;
-use crate::task::hooks::Hooks;
 use clock::{nanos, Clock};
 use config::CoreConfig;
 use device::ClockDevice;
 use governor::Governor;
 use id::{CoreId, CoreKey};
-use kennel::Kennel;
 use loop_watch::{LoopHistograms, LoopWatch};
 use placement::Placement;
 use shared::{Due, Peers, Runnable, Shared};
@@ -207,19 +208,6 @@ pub(crate) struct Core {
     polls_observed: bool,
     /// Whether I/O polls are timed (the loop histograms are on), likewise.
     io_observed: bool,
-}
-
-/// What a core shares with the rest of its runtime.
-#[derive(Clone)]
-pub(crate) struct Siblings {
-    /// The runtime's blocking pool.
-    pub(crate) blocking: Arc<BlockingPool>,
-    /// The runtime's cores, for placing tasks.
-    pub(crate) peers: Arc<Peers>,
-    /// The runtime's task hooks, if any is set.
-    pub(crate) hooks: Option<Arc<Hooks>>,
-    /// Where the runtime's stall detector sleeps, if it has one.
-    pub(crate) kennel: Option<Arc<Kennel>>,
 }
 
 /// A reactor with a timerfd, for the timerfd device.

@@ -7,6 +7,8 @@ use std::sync::{Arc, OnceLock};
 use std::task::Waker;
 
 use tickless_io::internal::{Harvester, Unparker};
+
+pub use super::unpark::Unpark;
 use tickless_timer::internal::{Inbox, Op, Wake as WakeDecision};
 
 use crate::histogram::{Histogram, DEFAULT_LATENESS_HISTOGRAM};
@@ -186,19 +188,6 @@ pub enum Due {
     /// Look at the other cores' backlogs (`worker::steal`): a backlog seen young is old enough
     /// to take now.
     StealCheck,
-}
-
-/// What wakes a core blocked in `epoll_wait`, from another thread: the core's eventfd in
-/// production, a model thread's unpark in `loom-tests/`.
-pub trait Unpark: Send + Sync + 'static {
-    /// Makes the core's current or next blocking poll return.
-    fn unpark(&self);
-}
-
-impl Unpark for Unparker {
-    fn unpark(&self) {
-        Unparker::unpark(self);
-    }
 }
 
 /// The part of a core other threads may touch.
