@@ -213,7 +213,14 @@ fn a_burst_stolen_before_its_first_poll_leaves_no_load_behind() -> io::Result<()
 fn a_burst_evacuated_before_its_first_poll_takes_its_count_along() -> io::Result<()> {
     // Core 0 runs nothing outside `block_on` (no tokio stand-in runs it): its tasks
     // are evacuated, the path under test.
-    let rt = Builder::new().cores(2).tokio_context(false).build()?;
+    let rt = Builder::new()
+        .cores(2)
+        .tokio_context(false)
+        // Every first poll on core 0, as written: a slow build (AddressSanitizer) otherwise
+        // sees core 1 take core 0's queue as a stuck core's (`steal_after`), rightly.
+        .steal_after(None)
+        .harvest_after(None)
+        .build()?;
     let firsts: Arc<[AtomicUsize; 2]> = Arc::default();
     let gate = Gate::default();
     let (f, g) = (firsts.clone(), gate.clone());
@@ -253,7 +260,14 @@ fn a_burst_evacuated_before_its_first_poll_takes_its_count_along() -> io::Result
 fn a_burst_evacuated_after_its_first_poll_takes_its_count_along() -> io::Result<()> {
     // Core 0 runs nothing outside `block_on` (no tokio stand-in runs it): its tasks
     // are evacuated, the path under test.
-    let rt = Builder::new().cores(2).tokio_context(false).build()?;
+    let rt = Builder::new()
+        .cores(2)
+        .tokio_context(false)
+        // Every first poll on core 0, as written: a slow build (AddressSanitizer) otherwise
+        // sees core 1 take core 0's queue as a stuck core's (`steal_after`), rightly.
+        .steal_after(None)
+        .harvest_after(None)
+        .build()?;
     let firsts: Arc<[AtomicUsize; 2]> = Arc::default();
     let gate = Gate::default();
     let (f, g) = (firsts.clone(), gate.clone());
