@@ -46,6 +46,9 @@ fn serve_while_core_1_blocks(harvest_after: Option<Duration>) -> io::Result<Seen
     let rt = Builder::new()
         .cores(2)
         .placement(Placement::Local)
+        // Harvesting alone: with stealing, a slow build (AddressSanitizer) sees core 0 take
+        // core 1's queued connection tasks before their first poll.
+        .steal_after(None)
         .harvest_after(harvest_after)
         .build()?;
     let std_listener = std::net::TcpListener::bind("127.0.0.1:0")?;
@@ -144,8 +147,10 @@ fn connections_of_a_blocked_core_are_served_by_a_core_that_runs() -> io::Result<
 fn without_harvesting_a_blocked_core_holds_up_its_connections() -> io::Result<()> {
     let seen = serve_while_core_1_blocks(None)?;
     assert_eq!(seen.answered_early, 0);
-    // By core 1 once it came back (or, queued there then, by core 0 stealing them).
-    assert_eq!(seen.served_on[0] + seen.served_on[1], CONNS);
+    assert_eq!(
+        seen.served_on[1], CONNS,
+        "served by core 1, once it came back"
+    );
     assert_eq!(seen.stats.total.harvests, 0);
     Ok(())
 }
