@@ -401,7 +401,9 @@ fn a_timer_closer_than_the_spin_window_is_spun_to_and_never_fired_early() -> std
     });
     let d = rt.stats().total - before;
     assert_eq!(d.timer_fires, 20, "{d:?}");
-    assert_eq!(d.parks, 0, "spun to every timer: {d:?}");
+    // Spun to every timer; a spin the kernel kept off its CPU past its 2 ms window ends in a
+    // park (1 of 20, once, in a CI run with the machine loaded): with no spin, 20.
+    assert!(d.parks <= 1, "spun to every timer: {d:?}");
     assert!(d.spins >= 20, "{d:?}");
     Ok(())
 }
