@@ -182,7 +182,7 @@ counters! {
     yields,
     /// Looks this core took at another core's epoll set because that core had not come back
     /// to its loop for [`Builder::harvest_after`](crate::Builder::harvest_after) (a long poll,
-    /// a thread kept off its CPU, or a core that sleeps), each one `epoll_wait` that does not
+    /// or a thread kept off its CPU; never a core that sleeps), each one `epoll_wait` that does not
     /// block.
     harvest_looks,
     /// Of those, the looks that took ready events: harvests. The `Send` tasks they woke moved

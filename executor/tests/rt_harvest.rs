@@ -201,3 +201,42 @@ fn a_runtime_that_keeps_up_harvests_nothing() -> io::Result<()> {
     drop(listener);
     Ok(())
 }
+
+#[test]
+fn a_core_that_sleeps_is_never_harvested() -> io::Result<()> {
+    // Core 1 echoes bytes in a task pinned to it and sleeps between them; core 0 writes a byte
+    // and then sleeps a while (it parks, and looks at its peers there) before it reads the
+    // echo. Core 1's word does not move while it sleeps, yet the kernel wakes it for its own
+    // byte: taking its events would only cost a wake back to it. Core 0 looks at core 1 at none
+    // of its parks, and takes nothing.
+    let rt = Builder::new()
+        .cores(2)
+        .harvest_after(Some(Duration::from_micros(100)))
+        .build()?;
+    let (a, b) = std::os::unix::net::UnixStream::pair()?;
+    let echo = rt.handle(1).spawn_pinned(move || async move {
+        let mut b = tickless::net::UnixStream::from_std(b)?;
+        let mut byte = [0u8; 1];
+        while b.read(&mut byte).await? == 1 {
+            b.write_all(&byte).await?;
+        }
+        io::Result::Ok(())
+    });
+    let core_1 = rt.handle(1);
+    wait_for(|| core_1.is_parked());
+    rt.block_on(async {
+        let mut a = tickless::net::UnixStream::from_std(a)?;
+        for _ in 0..20 {
+            a.write_all(b"x").await?;
+            tickless::time::sleep(Duration::from_millis(2)).await;
+            let mut byte = [0u8; 1];
+            a.read_exact(&mut byte).await?;
+        }
+        io::Result::Ok(())
+    })?;
+    echo.join().expect("the echo task")?;
+    let core_0 = &rt.stats().cores[0];
+    assert_eq!(core_0.harvest_looks, 0, "core 0 looked at a sleeping core");
+    assert_eq!(core_0.harvests, 0);
+    Ok(())
+}

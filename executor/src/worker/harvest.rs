@@ -24,8 +24,10 @@
 //! Nothing on the same-core path: the look is made where the core parks (after a clock
 //! reading it takes anyway) and at its fairness polls (every 61 tasks or more), one relaxed
 //! load per peer; a clock reading at a fairness poll only when some peer's word has not
-//! moved since the last look. A peer that sleeps looks stuck too (its word does not move): it
-//! costs one `epoll_wait` that returns nothing per `harvest_after` at most, counted in
+//! moved since the last look. A peer that has published that it sleeps is never harvested:
+//! the kernel wakes its thread when its I/O is ready, and a harvest would take the events of
+//! its local tasks and its own timer only to wake it from here. (So a sleeping peer whose
+//! thread, woken, waits for a CPU is left to the kernel.) Each look at a peer counts in
 //! `CoreStats::harvest_looks`; a look that took events counts in `harvests`.
 //!
 //! [`Builder::harvest_after`]: crate::Builder::harvest_after
@@ -91,7 +93,9 @@ impl Core {
         let mut now = now;
         let mut queued = false;
         for (index, peer) in cores.iter().enumerate() {
-            if index == me {
+            // A peer that sleeps is woken by the kernel when its I/O is ready: taking its
+            // events would only cost it a wake from here for its local tasks and timers.
+            if index == me || peer.is_parked() {
                 continue;
             }
             let word = peer.watch.progress();
