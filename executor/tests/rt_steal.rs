@@ -35,7 +35,13 @@ const BEHIND: usize = 100;
 
 #[test]
 fn an_idle_core_runs_the_tasks_queued_behind_a_core_stuck_in_a_long_poll() -> io::Result<()> {
-    let rt = Builder::new().cores(2).build()?;
+    // A poll that spawns 100 tasks can run past the default `steal_after` (250 µs) under
+    // AddressSanitizer, and core 0 then rightly takes them before their first poll (none
+    // "moves"): 20 ms, well under the 200 ms block.
+    let rt = Builder::new()
+        .cores(2)
+        .steal_after(Some(Duration::from_millis(20)))
+        .build()?;
     // Which core each task ran on first, and last (after a yield).
     let moved = Arc::new(AtomicUsize::new(0));
     let on_core_1 = Arc::new(AtomicUsize::new(0));
@@ -61,7 +67,7 @@ fn an_idle_core_runs_the_tasks_queued_behind_a_core_stuck_in_a_long_poll() -> io
         tickless::task::yield_now().await;
         // The core is stuck: a synchronous call that blocks its thread, with 100 runnable
         // tasks queued behind it.
-        std::thread::sleep(Duration::from_millis(50));
+        std::thread::sleep(Duration::from_millis(200));
         tasks
     });
     // Core 0 is idle in this `block_on` meanwhile, and steals.
@@ -557,7 +563,14 @@ fn queued_behind_a_blocked_poll(
 /// stay, and run on core 1 after it.
 #[test]
 fn every_task_queued_behind_a_blocked_poll_runs_on_an_idle_core() -> io::Result<()> {
-    let rt = Builder::new().cores(2).build()?;
+    // The episode's poll that spawns the blocker and the tasks can run past the default
+    // `steal_after` (250 µs) under AddressSanitizer: core 0 then rightly takes the blocker with
+    // the rest and blocks itself, and core 1 runs the tasks (CI: 0 of 8 on core 0). 20 ms:
+    // that poll is done by then; the blocker waits for the tasks.
+    let rt = Builder::new()
+        .cores(2)
+        .steal_after(Some(Duration::from_millis(20)))
+        .build()?;
     for spawned_by_the_blocker in [true, false] {
         let steals = rt.stats().cores[0].steals;
         let behind = queued_behind_a_blocked_poll(&rt, spawned_by_the_blocker, HANG_GUARD);
