@@ -42,6 +42,12 @@ use crate::sync;
 use crate::task::hooks::Hooks;
 use crate::task::id::{Id, Meta};
 
+/// `false` only in a build made with `RUSTFLAGS="--cfg tickless_unwatched"`, to measure what
+/// the observers cost (`python3 benches/scripts/observer_cost.py`): the hot path's poll word,
+/// task id and watchdog rousing are skipped there, so its stall detector, harvesting, stealing
+/// of a stuck core and poll counts do not work. Never set in a build anyone runs.
+pub(crate) const WATCHED: bool = !cfg!(tickless_unwatched);
+
 /// A core's poll in progress, and its runtime's hooks.
 #[derive(Default)]
 pub struct Watch {
@@ -109,6 +115,9 @@ impl Watch {
     /// sleeps (a fence and a load; see [`Kennel`]).
     #[inline]
     pub(crate) fn woke(&self) {
+        if !WATCHED {
+            return;
+        }
         if let Some(kennel) = &self.kennel {
             kennel.rouse();
         }
@@ -194,12 +203,17 @@ impl Watch {
     /// A poll starts (the word becomes odd).
     #[inline]
     pub(crate) fn poll_starts(&self) {
-        bump(&self.poll);
+        if WATCHED {
+            bump(&self.poll);
+        }
     }
 
     /// The `block_on` future's poll starts: no task's id is published while it runs.
     #[inline]
     pub(crate) fn main_poll_starts(&self) {
+        if !WATCHED {
+            return;
+        }
         self.task.store(0, Ordering::Relaxed);
         bump(&self.poll);
     }
@@ -208,7 +222,9 @@ impl Watch {
     /// while a poll runs.
     #[inline]
     pub(crate) fn poll_ends(&self) {
-        bump(&self.poll);
+        if WATCHED {
+            bump(&self.poll);
+        }
     }
 
     /// Polls started so far (the one running now included).
@@ -219,6 +235,9 @@ impl Watch {
     /// The poll running now is `task`'s.
     #[inline]
     pub(crate) fn task_starts(&self, task: &Meta) {
+        if !WATCHED {
+            return;
+        }
         let at: *const Location<'static> = task.at;
         if let Some(name) = task.name {
             self.name
