@@ -1,5 +1,6 @@
-//! An axum + sqlx + PostgreSQL service on tickless, with the tokio context sqlx needs: each
-//! core's own tokio runtime, driven by the core (`Builder::tokio_context`). The load script
+//! An axum + sqlx + PostgreSQL service on tickless, with the tokio context sqlx needs (the
+//! default with tickless's `tokio-compat` feature): each core's own tokio runtime, driven by
+//! the core (`Builder::tokio_context`). The load script
 //! `ecosystem/scripts/pg_load.sh` starts PostgreSQL, runs this and its tokio twin
 //! (`pg_tokio.rs`) and compares them.
 //!
@@ -43,7 +44,7 @@ impl Pools for PerCore {
     }
 }
 
-#[tickless::main(tokio_context = true)]
+#[tickless::main]
 async fn main() -> io::Result<()> {
     let args = pg_app::args().map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
     let bad = |e: sqlx::Error| io::Error::new(io::ErrorKind::InvalidInput, e.to_string());

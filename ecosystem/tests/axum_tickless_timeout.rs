@@ -39,7 +39,11 @@ const ROUNDS: usize = 5;
 #[test]
 fn tickless_timeout_layer_answers_408_at_its_deadline_and_200_for_the_fast_route() -> io::Result<()>
 {
-    let rt = Builder::new().cores(1).start_paused(true).build()?;
+    let rt = Builder::new()
+        .cores(1)
+        .start_paused(true)
+        .tokio_context(false)
+        .build()?;
     let counts = Arc::new(HandlerCounts::default());
     let app = Router::new()
         .route("/slow", get(slow))
@@ -89,7 +93,7 @@ fn tickless_request_body_timeout_ends_a_stalled_upload_and_not_a_whole_one() -> 
     // Real time, not paused: under the paused clock, an answer written on the core at a timer's
     // deadline was read by a client of the same core only at the next timer's jump (with no
     // later timer, the test hung), so the clock's jumps would decide what this test sees.
-    let rt = Builder::new().cores(1).build()?;
+    let rt = Builder::new().cores(1).tokio_context(false).build()?;
     let app = Router::new()
         .route(
             "/upload",
@@ -133,7 +137,11 @@ fn any_body_timeout_layer_answers_408_outside_tower_http_s_trace_layer() -> io::
 
     // `TraceLayer`'s response body has no `Default`: tower-http's `TimeoutLayer` (and
     // tickless's `TimeoutLayer`, which keeps its signature) does not compile outside it.
-    let rt = Builder::new().cores(1).start_paused(true).build()?;
+    let rt = Builder::new()
+        .cores(1)
+        .start_paused(true)
+        .tokio_context(false)
+        .build()?;
     let counts = Arc::new(HandlerCounts::default());
     let app = Router::new()
         .route("/slow", get(slow))

@@ -135,7 +135,7 @@ fn on_a_core(name: &str) -> bool {
 
 #[test]
 fn axum_websocket_echo_with_tokio_streams_served_on_a_tickless_core() -> io::Result<()> {
-    let rt = Builder::new().cores(1).tokio_context(true).build()?;
+    let rt = Builder::new().cores(1).build()?;
     let seen = Arc::new(Seen::default());
     let app = app(Arc::clone(&seen));
     rt.block_on(async {
@@ -189,7 +189,7 @@ fn echo_on_tickless_streams(rt: &tickless::Runtime, app: Router) -> io::Result<(
 /// stream refused to run there, and the client's connection was dropped.)
 #[test]
 fn axum_s_own_on_upgrade_runs_the_socket_on_its_core_s_thread() -> io::Result<()> {
-    let rt = Builder::new().cores(2).tokio_context(true).build()?;
+    let rt = Builder::new().cores(2).build()?;
     let seen = Arc::new(Seen::default());
     echo_on_tickless_streams(&rt, app(Arc::clone(&seen)))?;
     assert_echoed(&seen);
@@ -266,7 +266,7 @@ where
 fn websocket_echo_on_tickless_streams_with_the_upgrade_done_on_the_core() -> io::Result<()> {
     // The server needs no tokio context here; the client (tokio-tungstenite's `connect_async`,
     // tokio's streams) does.
-    let rt = Builder::new().cores(2).tokio_context(true).build()?;
+    let rt = Builder::new().cores(2).build()?;
     let seen = Arc::new(Seen::default());
     let app = Router::new()
         .route("/ws", get(upgrade_on_the_core))
@@ -280,7 +280,7 @@ fn websocket_echo_on_tickless_streams_with_the_upgrade_done_on_the_core() -> io:
 fn axum_s_own_upgrade_wrapped_in_on_core_runs_the_socket_on_its_core() -> io::Result<()> {
     // The tokio context is for axum's `on_upgrade` (its `tokio::spawn`, which now only waits
     // for the upgrade) and the client.
-    let rt = Builder::new().cores(2).tokio_context(true).build()?;
+    let rt = Builder::new().cores(2).build()?;
     let seen = Arc::new(Seen::default());
     let app = Router::new()
         .route("/ws", get(upgrade_on_core))
@@ -294,7 +294,7 @@ fn axum_s_own_upgrade_wrapped_in_on_core_runs_the_socket_on_its_core() -> io::Re
 #[test]
 fn many_sockets_through_on_core_all_echo() -> io::Result<()> {
     const SOCKETS: usize = 50;
-    let rt = Builder::new().cores(2).tokio_context(true).build()?;
+    let rt = Builder::new().cores(2).build()?;
     let seen = Arc::new(Seen::default());
     let app = Router::new()
         .route("/ws", get(upgrade_on_core))

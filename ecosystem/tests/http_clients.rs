@@ -72,7 +72,7 @@ where
 
 #[test]
 fn reqwest_against_a_tickless_server_under_the_tokio_context() -> io::Result<()> {
-    let rt = Builder::new().cores(2).tokio_context(true).build()?;
+    let rt = Builder::new().cores(2).build()?;
     let server = server(&rt)?;
     let base = format!("http://{}", server.local_addr());
     rt.block_on(async {
@@ -114,7 +114,7 @@ fn reqwest_against_a_tickless_server_under_the_tokio_context() -> io::Result<()>
 
 #[test]
 fn hyper_util_client_with_its_tokio_connector_under_the_tokio_context() -> io::Result<()> {
-    let rt = Builder::new().cores(2).tokio_context(true).build()?;
+    let rt = Builder::new().cores(2).build()?;
     let server = server(&rt)?;
     let uri: http::Uri = format!("http://{}/hello", server.local_addr())
         .parse()
@@ -133,7 +133,7 @@ fn hyper_util_client_with_its_tokio_connector_under_the_tokio_context() -> io::R
 
 #[test]
 fn hyper_util_client_with_a_tickless_connector_needs_no_tokio_context() -> io::Result<()> {
-    let rt = Builder::new().cores(2).build()?;
+    let rt = Builder::new().cores(2).tokio_context(false).build()?;
     let server = server(&rt)?;
     let uri: http::Uri = format!("http://{}/hello", server.local_addr())
         .parse()

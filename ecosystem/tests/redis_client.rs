@@ -76,7 +76,7 @@ fn redis_commands_from_a_tickless_task_under_the_tokio_context() -> io::Result<(
     let listener = TcpListener::bind("127.0.0.1:0")?;
     let addr = listener.local_addr()?;
     let server = std::thread::spawn(move || fake_redis(listener));
-    let rt = Builder::new().cores(1).tokio_context(true).build()?;
+    let rt = Builder::new().cores(1).build()?;
     rt.block_on(async {
         let client = redis::Client::open(format!("redis://{addr}/")).map_err(other)?;
         let mut con = client

@@ -1,5 +1,5 @@
 //! sqlx 0.8 (`runtime-tokio`, `sqlite`) with an in-memory SQLite database, from tickless tasks
-//! under the tokio context: sqlx's pool waits on `tokio::time` and its SQLite worker wakes the
+//! under the tokio context (the default with the `tokio-compat` feature): sqlx's pool waits on `tokio::time` and its SQLite worker wakes the
 //! task from its own thread.
 
 use std::io;
@@ -12,7 +12,7 @@ use tickless_ecosystem_tests::other;
 
 #[test]
 fn sqlx_sqlite_in_memory_create_insert_query_on_every_core() -> io::Result<()> {
-    let rt = Builder::new().cores(2).tokio_context(true).build()?;
+    let rt = Builder::new().cores(2).build()?;
     for core in 0..2 {
         let task = rt.handle(core).spawn(async move {
             assert_eq!(tickless::core_id(), core);
@@ -65,10 +65,11 @@ fn sqlx_sqlite_in_memory_create_insert_query_on_every_core() -> io::Result<()> {
     Ok(())
 }
 
-#[test]
-fn a_single_sqlx_connection_and_a_transaction_rolled_back() -> io::Result<()> {
-    let rt = Builder::new().cores(1).tokio_context(true).build()?;
-    rt.block_on(async {
+/// A renamed `#[tokio::test]`: the plain attribute has the tokio context sqlx needs (the
+/// `tokio-compat` feature makes it the default).
+#[tickless::test]
+async fn a_single_sqlx_connection_and_a_transaction_rolled_back() -> io::Result<()> {
+    {
         let mut conn = SqliteConnection::connect("sqlite::memory:")
             .await
             .map_err(other)?;
@@ -92,5 +93,5 @@ fn a_single_sqlx_connection_and_a_transaction_rolled_back() -> io::Result<()> {
             .map_err(other)?;
         assert_eq!(sum, 1, "the rolled-back row is gone");
         conn.close().await.map_err(other)
-    })
+    }
 }

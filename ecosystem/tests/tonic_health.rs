@@ -109,7 +109,7 @@ where
 
 #[test]
 fn tonic_server_with_tokio_streams_and_a_channel_under_the_tokio_context() -> io::Result<()> {
-    let rt = Builder::new().cores(1).tokio_context(true).build()?;
+    let rt = Builder::new().cores(1).build()?;
     rt.block_on(async {
         let listener = tokio::net::TcpListener::bind(localhost()).await?;
         let addr = listener.local_addr()?;
@@ -121,12 +121,15 @@ fn tonic_server_with_tokio_streams_and_a_channel_under_the_tokio_context() -> io
 fn tonic_routes_on_tickless_hyper_serving_without_any_tokio_context() -> io::Result<()> {
     // The server's runtime has no tokio context: whatever tonic's service needed of tokio's
     // runtime would panic here.
-    let rt = Builder::new().cores(2).build()?;
+    let rt = Builder::new().cores(2).tokio_context(false).build()?;
     let (reporter, service) = tokio::runtime::Builder::new_current_thread()
         .build()?
         .block_on(health());
     let routes = tonic::service::Routes::new(service).prepare();
-    let server = tickless_http::serve(&rt, localhost(), routes)?;
+    // gRPC is HTTP/2 (prior knowledge): asked for (the crate's `http2` feature is on here).
+    let server = tickless_http::Http::new()
+        .http2(true)
+        .serve(&rt, localhost(), routes)?;
     let addr = server.local_addr();
     let panics_before = rt.stats().total.task_panics;
     rt.block_on(async move {
@@ -166,9 +169,9 @@ mod send_streams {
         // No tokio context: client and server are tickless tasks on tickless streams. (tonic's
         // `Endpoint::timeout`, `connect_timeout` and HTTP/2 keep-alive would call tokio's
         // timer, and need the context.)
-        let rt = Builder::new().cores(2).build()?;
+        let rt = Builder::new().cores(2).tokio_context(false).build()?;
         let (reporter, service) = rt.block_on(health());
-        let server = tickless_http::serve(
+        let server = tickless_http::Http::new().http2(true).serve(
             &rt,
             localhost(),
             tonic::service::Routes::new(service).prepare(),
@@ -194,7 +197,7 @@ mod send_streams {
     /// runtime, as before, the stream refused to run there and the call failed.)
     #[test]
     fn tonic_server_with_incoming_tickless_streams_serves_on_the_core() -> io::Result<()> {
-        let rt = Builder::new().cores(1).tokio_context(true).build()?;
+        let rt = Builder::new().cores(1).build()?;
         rt.block_on(async {
             let listener = tickless::net::TcpListener::bind(localhost()).await?;
             let addr = listener.local_addr()?;

@@ -51,7 +51,7 @@ const ROUNDS: usize = 10;
 
 #[test]
 fn tower_http_timeout_answers_408_for_the_slow_route_and_200_for_the_fast_one() -> io::Result<()> {
-    let rt = Builder::new().cores(2).tokio_context(true).build()?;
+    let rt = Builder::new().cores(2).build()?;
     let counts = Arc::new(HandlerCounts::default());
     let server = tickless_http::serve(&rt, localhost(), app(Arc::clone(&counts)))?;
     let addr = server.local_addr();
@@ -93,7 +93,7 @@ fn tower_http_timeout_answers_408_for_the_slow_route_and_200_for_the_fast_one() 
 #[test]
 fn without_the_tokio_context_tower_http_timeout_panics_and_the_connection_closes() -> io::Result<()>
 {
-    let rt = Builder::new().cores(1).build()?;
+    let rt = Builder::new().cores(1).tokio_context(false).build()?;
     let counts = Arc::new(HandlerCounts::default());
     let server = tickless_http::serve(&rt, localhost(), app(Arc::clone(&counts)))?;
     let addr = server.local_addr();

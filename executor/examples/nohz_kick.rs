@@ -31,6 +31,8 @@ pub fn experiment(always_wake: bool, inserts: u32) -> io::Result<CoreStats> {
     let rt = Builder::new()
         .cores(2)
         .always_wake_remote(always_wake)
+        // The core's own wait (a core parked in tokio's reactor wakes otherwise).
+        .tokio_context(false)
         .build()?;
     let core1 = rt.handle(1);
     let before = rt.stats().cores[1];
@@ -72,6 +74,8 @@ pub fn shrinks(always_wake: bool, count: u32) -> io::Result<CoreStats> {
     let rt = Builder::new()
         .cores(2)
         .always_wake_remote(always_wake)
+        // The core's own wait (a core parked in tokio's reactor wakes otherwise).
+        .tokio_context(false)
         .build()?;
     let core1 = rt.handle(1);
     // First core 1 learns its wakeup lead from timers of its own (a handing thread programs

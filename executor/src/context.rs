@@ -12,12 +12,15 @@
 //! of the user's and dropped at the thread's exit still enters its core for its shutdown (a
 //! thread-local holding an `Rc` could be gone by then, and entering it would abort).
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
+use std::sync::Arc;
 
 use tickless_io::internal::EnterGuard;
 
+use crate::blocking::BlockingPool;
 use crate::catch::Counting;
+use crate::worker::shared::{Peers, Shared};
 use crate::worker::Core;
 
 /// The message every API that needs a runtime panics with outside one.
@@ -113,9 +116,14 @@ impl Core {
 
 /// The index of the core running the caller.
 ///
+/// There is no `try_` form: [`Handle::try_current`](crate::Handle::try_current) is the one
+/// that does not panic (`Handle::try_current().map(|h| h.core())` is this core's index on a
+/// core's thread). Inside a [`spawn_blocking`](crate::task::spawn_blocking) closure it names
+/// the core that spawned the job, where this panics: no core runs on the pool's thread.
+///
 /// # Panics
 ///
-/// Outside a tickless runtime.
+/// Where no core of a tickless runtime runs: outside one, and on its blocking pool's threads.
 ///
 /// # Examples
 ///
@@ -128,4 +136,69 @@ impl Core {
 /// ```
 pub fn core_id() -> usize {
     with_current(|c| c.id().index).expect(NO_RUNTIME)
+}
+
+/// What a `spawn_blocking` thread runs its closure in: the runtime of the core that spawned
+/// it, as tokio's blocking threads enter their runtime's handle. [`Handle::current`], its
+/// `try_current` and [`spawn`] find it where no core runs on the thread; with a tokio context,
+/// the spawning core's tokio runtime is entered too (`tokio::runtime::Handle::current`).
+///
+/// [`Handle::current`]: crate::Handle::current
+/// [`spawn`]: crate::spawn
+pub(crate) struct Lent {
+    /// The spawning core's parts.
+    core: LentCore,
+    /// The spawning core's tokio runtime, if it has a tokio context.
+    #[cfg(feature = "tokio-compat")]
+    tokio: Option<tokio::runtime::Handle>,
+}
+
+/// A core lent to a thread that does not run it: its shared half, the runtime's cores and its
+/// blocking pool (a `Handle`'s parts).
+pub(crate) type LentCore = (Arc<Shared>, Arc<Peers>, Arc<BlockingPool>);
+
+thread_local! {
+    /// The core lent to this thread by the blocking job it runs (`None`: none). Only
+    /// [`Lent::run`] writes it, and puts back what was there when it returns or unwinds.
+    static LENT: RefCell<Option<LentCore>> = const { RefCell::new(None) };
+}
+
+impl Lent {
+    /// The context of `core`, for a blocking job it spawns.
+    pub(crate) fn of(core: &Core) -> Lent {
+        Lent {
+            core: (
+                core.shared().clone(),
+                core.peers().clone(),
+                core.blocking().clone(),
+            ),
+            #[cfg(feature = "tokio-compat")]
+            tokio: core.tokio().map(|t| t.runtime().handle().clone()),
+        }
+    }
+
+    /// Runs `f` with this context entered on the thread, then puts back what was (on unwind
+    /// too).
+    pub(crate) fn run<R>(self, f: impl FnOnce() -> R) -> R {
+        /// Puts back the thread's previous lent core.
+        struct Restore(Option<LentCore>);
+        impl Drop for Restore {
+            fn drop(&mut self) {
+                let previous = self.0.take();
+                // Taken out under the borrow and dropped after it.
+                let mine = LENT.try_with(|l| l.replace(previous));
+                drop(mine);
+            }
+        }
+        #[cfg(feature = "tokio-compat")]
+        let _tokio = self.tokio.as_ref().map(tokio::runtime::Handle::enter);
+        let _restore = Restore(LENT.try_with(|l| l.replace(Some(self.core))).ok().flatten());
+        f()
+    }
+}
+
+/// The core lent to this thread by the blocking job it runs: `Ok(None)` where none is,
+/// `Err(())` once the thread-local is destroyed (the thread is exiting).
+pub(crate) fn lent() -> Result<Option<LentCore>, ()> {
+    LENT.try_with(|l| l.borrow().clone()).map_err(|_| ())
 }

@@ -100,11 +100,13 @@ pub mod loom_exports {
     pub use crate::task::join_slot::JoinSlot;
     pub use crate::task::{schedule, spawn_remote};
     pub use crate::worker::block_on::MainWaker;
+    pub use crate::worker::harvest::Harvesting;
     pub use crate::worker::id::CoreId;
     pub use crate::worker::idle::{sleep, Slept};
     pub use crate::worker::kennel::Kennel;
     pub use crate::worker::registry::{register, remote_cancel};
     pub use crate::worker::run::{run, take_handed_over, turn, Driver, Step};
+    pub use crate::worker::runq::RunQueue;
     pub use crate::worker::shared::Due;
     pub use crate::worker::shared::{Peers, Runnable, Shared, TaskMeta, Unpark};
     pub use crate::worker::shutdown::{close, shut_down, Owner};
@@ -132,6 +134,15 @@ pub mod __macro_support {
             crate::Builder::tokio_context(self, enabled)
         }
     }
+
+    /// The `tokio_context = false` setting: the context off where the `tokio-compat` feature
+    /// makes it the default, nothing to do without the feature.
+    pub fn no_tokio_context(builder: &mut crate::Builder) {
+        #[cfg(feature = "tokio-compat")]
+        builder.tokio_context(false);
+        #[cfg(not(feature = "tokio-compat"))]
+        let _ = builder;
+    }
 }
 
 /// Glue for the `tickless-http` crate, which serves HTTP on the accept loops of
@@ -139,6 +150,10 @@ pub mod __macro_support {
 #[doc(hidden)]
 pub mod __private {
     pub use crate::serve::Bound;
+    /// What a [`net::ToSocketAddrs`](crate::net::ToSocketAddrs) stands for: addresses, or a
+    /// name to look up (`tickless-http`'s `run` binds the first at once, and looks the second
+    /// up on the blocking pool).
+    pub use tickless_io::internal::Addrs;
 }
 
 pub use context::core_id;
@@ -170,7 +185,9 @@ pub mod io {
 /// write there, even if the accept loop wrote a greeting or peeked on core 0 first; it then
 /// leaves core 0's epoll set (two `epoll_ctl` calls, counted in
 /// [`CoreStats::io_rebinds`](crate::CoreStats::io_rebinds) of the core it joins). The two
-/// halves of a split stream polled by tasks on two cores wait each on its own core. Polled
+/// halves of a split stream polled by tasks on two cores wait each on its own core. A socket
+/// polled from several cores at once (an `Arc<UdpSocket>` with a `recv` loop on each) stays
+/// registered with each of them: one registration a core, not a move per datagram. Polled
 /// where no core runs, or used after its core's runtime was shut down, it returns an error.
 /// Dropped on any other thread, it is closed and leaves the core's epoll set at once; the core
 /// frees the rest at its next turn.

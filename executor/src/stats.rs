@@ -151,6 +151,13 @@ counters! {
     /// reported once (see [`Builder::stall_threshold`](crate::Builder::stall_threshold)).
     /// Counted by the watchdog thread; published with the other counters.
     stalls,
+    /// Polls that ran past the stall threshold in wall time while their thread was kept off
+    /// its CPU (it waited for one longer than it ran and was blocked together, and ran and was
+    /// blocked less than a threshold: see [`ThreadTimes`](crate::runtime::ThreadTimes)): the
+    /// host's preemption, not a stall, so not reported. Each counted once; one that goes on to
+    /// run or block a threshold of its own is reported as a stall too. Counted by the watchdog
+    /// thread; published with the other counters.
+    preemptions,
     /// Task futures (or their outputs) whose destructor panicked when the core dropped them
     /// (abort, shutdown, a detached task's end); where a handle waits, it gets the panic.
     drop_panics,
@@ -168,11 +175,27 @@ counters! {
     /// unrun for longer than [`Builder::steal_after`](crate::Builder::steal_after) (tokio's
     /// `worker_steal_count`).
     steals,
+    /// Times this core stepped back from serving because the runtime's threads kept waiting
+    /// for a CPU another process held
+    /// ([`Builder::yield_when_crowded`](crate::Builder::yield_when_crowded)): its `Send` tasks
+    /// went to the cores that serve.
+    yields,
+    /// Looks this core took at another core's epoll set because that core had not come back
+    /// to its loop for [`Builder::harvest_after`](crate::Builder::harvest_after) (a long poll,
+    /// or a thread kept off its CPU; never a core that sleeps), each one `epoll_wait` that does not
+    /// block.
+    harvest_looks,
+    /// Of those, the looks that took ready events: harvests. The `Send` tasks they woke moved
+    /// here. Zero on a runtime whose cores keep up.
+    harvests,
+    /// Events of other cores' registrations this core's harvests dispatched.
+    harvested_events,
     /// Runnable `Send` tasks this core queued where other cores may take them, its private
     /// queue being full.
     tasks_spilled,
     /// I/O objects (or one direction of a split stream) polled on this core while registered
-    /// with another, which then moved here (see [`net`](crate::net)).
+    /// with another, which then registered here too: moved here, or, polled from several
+    /// cores at once, registered with each (see [`net`](crate::net)).
     io_rebinds,
     /// Descriptors registered with this core's reactor now (each I/O object registers with the
     /// core that polls it): a gauge, not a count.

@@ -62,7 +62,14 @@ async fn a_tokio_context_setting_lets_tokio_s_own_calls_run() {
 }
 
 #[tickless::test]
-async fn without_the_setting_there_is_no_tokio_context() {
+async fn with_the_feature_a_plain_test_has_the_tokio_context() {
+    // A renamed `#[tokio::test]`: what needs tokio's context (sqlx, reqwest) runs.
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    assert_eq!(tokio::spawn(async { 7 }).await.unwrap(), 7);
+}
+
+#[tickless::test(tokio_context = false)]
+async fn turned_off_there_is_no_tokio_context() {
     assert!(tokio::runtime::Handle::try_current().is_err());
 }
 

@@ -28,7 +28,11 @@ const HANG_GUARD: Duration = Duration::from_secs(60);
 /// Two cores that move tasks by placement only (no stealing): these tests count the moves that
 /// placement and the I/O rule make, exactly (`rt_steal.rs` counts the ones stealing adds).
 fn placing_only() -> io::Result<Runtime> {
-    Builder::new().cores(2).steal_after(None).build()
+    Builder::new()
+        .cores(2)
+        .steal_after(None)
+        .harvest_after(None)
+        .build()
 }
 
 /// A channel between tasks on any cores: a queue, the receiver's waker, and whether the sender
@@ -269,7 +273,7 @@ fn split_halves_in_two_tasks_on_two_cores_both_progress() -> io::Result<()> {
 
 #[test]
 fn a_stream_sent_through_a_channel_to_the_other_core_is_served_there() -> io::Result<()> {
-    let rt = Builder::new().cores(2).build()?;
+    let rt = Builder::new().cores(2).harvest_after(None).build()?;
     let std_listener = std::net::TcpListener::bind("127.0.0.1:0")?;
     let addr = std_listener.local_addr()?;
     let client = std::thread::spawn(move || clients(addr, 1, true));

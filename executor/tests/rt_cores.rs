@@ -401,7 +401,9 @@ fn a_timer_closer_than_the_spin_window_is_spun_to_and_never_fired_early() -> std
     });
     let d = rt.stats().total - before;
     assert_eq!(d.timer_fires, 20, "{d:?}");
-    assert_eq!(d.parks, 0, "spun to every timer: {d:?}");
+    // Spun to every timer; a spin the kernel kept off its CPU past its 2 ms window ends in a
+    // park (1 of 20, once, in a CI run with the machine loaded): with no spin, 20.
+    assert!(d.parks <= 1, "spun to every timer: {d:?}");
     assert!(d.spins >= 20, "{d:?}");
     Ok(())
 }
@@ -414,7 +416,11 @@ fn each_idle_transition_without_a_spin_window_is_one_park_and_one_epoll_wait() -
     // slack, 16 µs for 200 µs) are narrower than a lead learned on a busy machine: the timerfd
     // may then expire ahead of a window with nothing due, and that transition waits out the
     // rest awake instead (a lead spin, no I/O poll). Each transition is one or the other.
-    let rt = tickless::Builder::new().cores(1).build()?;
+    // No tokio context: a core parked in tokio polls its epoll after the park too.
+    let rt = tickless::Builder::new()
+        .cores(1)
+        .tokio_context(false)
+        .build()?;
     let before = rt.stats().total;
     rt.block_on(async {
         for _ in 0..10 {

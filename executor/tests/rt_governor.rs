@@ -58,7 +58,12 @@ fn a_same_core_ping_pong_teaches_the_governor_to_spin_and_its_spins_catch_every_
 
 #[test]
 fn with_the_governor_off_every_idle_transition_parks() -> io::Result<()> {
-    let rt = Builder::new().cores(1).idle_governor(false).build()?;
+    // No tokio context: a park in tokio's reactor is not counted in `parks`.
+    let rt = Builder::new()
+        .cores(1)
+        .idle_governor(false)
+        .tokio_context(false)
+        .build()?;
     let s = pingpong(&rt, MESSAGES)?;
     assert_eq!((s.governor_spins, s.governor_caught, s.spins), (0, 0, 0));
     assert!(s.parks >= u64::from(MESSAGES), "{s:?}");
@@ -193,9 +198,13 @@ fn no_spin_goes_toward_a_timer_whose_slack_covers_a_park() -> io::Result<()> {
     // A spin window far longer than each sleep: every idle transition's next timer ends inside
     // it. Its slack (40 µs) covers a park's wakeup, so the core parks, armed for the window's
     // end, instead of spinning toward it.
+    // No wakeup lead: a loaded machine teaches a core a lead of up to 100 µs, and a lead
+    // longer than the slack makes the spin pay (the rule's other side).
     let rt = Builder::new()
         .cores(1)
         .spin_before_park(Duration::from_millis(10))
+        .wakeup_lead_max(Duration::ZERO)
+        .tokio_context(false)
         .build()?;
     let s = sleeps(
         &rt,
@@ -216,6 +225,7 @@ fn a_timer_without_slack_is_still_spun_to() -> io::Result<()> {
     let rt = Builder::new()
         .cores(1)
         .spin_before_park(Duration::from_millis(10))
+        .tokio_context(false)
         .build()?;
     let s = sleeps(&rt, SLEEPS, Duration::from_micros(30), Duration::ZERO);
     assert_eq!(s.slack_parks, 0, "{s:?}");
@@ -228,15 +238,22 @@ fn a_timer_without_slack_is_still_spun_to() -> io::Result<()> {
 fn the_governor_parks_instead_of_spinning_toward_a_timer_with_slack() -> io::Result<()> {
     // Short idles teach the governor to spin, its window doubling while its spins expire;
     // once the window reaches past a sleep's (1 µs and 30 µs of slack), the core parks for
-    // it instead of spinning to it: no spin ever catches the timer.
-    let rt = Builder::new().cores(1).build()?;
+    // it instead of spinning to it.
+    // No wakeup lead, as above: a park's wakeup is then taken as 20 µs, under the slack.
+    let rt = Builder::new()
+        .cores(1)
+        .wakeup_lead_max(Duration::ZERO)
+        .tokio_context(false)
+        .build()?;
     let s = sleeps(
         &rt,
         SLEEPS,
         Duration::from_micros(1),
         Duration::from_micros(30),
     );
-    assert_eq!(s.governor_caught, 0, "{s:?}");
+    // A look at the transition's start may still catch a timer already due (the thread was
+    // kept off its CPU past it): a few. Spinning toward the timers caught nearly all of them.
+    assert!(s.governor_caught < u64::from(SLEEPS) / 10, "{s:?}");
     if s.governor_spins > 0 && s.governor_window_ns > 31_000 {
         assert!(s.slack_parks > 0, "{s:?}");
     }

@@ -82,7 +82,11 @@ fn clients(addr: SocketAddr, n: usize) -> io::Result<()> {
 #[test]
 fn one_accept_loop_spreads_its_connections_over_the_cores() -> io::Result<()> {
     // Placement alone (stealing, which moves more, is counted in `rt_steal.rs`).
-    let rt = Builder::new().cores(2).steal_after(None).build()?;
+    let rt = Builder::new()
+        .cores(2)
+        .steal_after(None)
+        .harvest_after(None)
+        .build()?;
     let per_core = serve_tokio_shape(&rt, CONNECTIONS)?;
     assert_eq!(per_core.iter().sum::<usize>(), CONNECTIONS);
     for (core, &n) in per_core.iter().enumerate() {
@@ -103,6 +107,7 @@ fn with_local_placement_every_connection_stays_on_the_accepting_core() -> io::Re
         .cores(2)
         .placement(Placement::Local)
         .steal_after(None)
+        .harvest_after(None)
         .build()?;
     let per_core = serve_tokio_shape(&rt, 20)?;
     assert_eq!(per_core, vec![20, 0]);
@@ -325,7 +330,8 @@ fn on_three_cores_the_accept_loop_takes_the_other_cores_in_turn() -> io::Result<
 /// were placed on the idle core 0, whose inbox nobody drained, and their clients hung.)
 #[test]
 fn no_connection_is_placed_on_core_0_while_no_thread_is_in_block_on() -> io::Result<()> {
-    let rt = Builder::new().cores(2).build()?;
+    // No tokio context: with one, a thread of the runtime's runs core 0 meanwhile.
+    let rt = Builder::new().cores(2).tokio_context(false).build()?;
     // A `block_on` that has returned leaves core 0 as idle as one never called.
     rt.block_on(async {});
     let std_listener = std::net::TcpListener::bind("127.0.0.1:0")?;

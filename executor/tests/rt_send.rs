@@ -288,7 +288,12 @@ fn join_on_the_thread_that_runs_core_0_panics_wherever_core_0_moved() {
     // for ever.
     let (done, finished) = mpsc::channel();
     thread::spawn(move || {
-        let rt = Builder::new().cores(1).build().unwrap();
+        // No tokio context: with one, a thread of the runtime's runs core 0 outside `block_on`.
+        let rt = Builder::new()
+            .cores(1)
+            .tokio_context(false)
+            .build()
+            .unwrap();
         // Outside `block_on`, on the thread that last ran core 0 (here, built it): joining a
         // task of core 0 would wait for itself.
         let task = rt.handle(0).spawn(async { 1 });

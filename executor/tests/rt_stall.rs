@@ -27,10 +27,16 @@ type Reports = Arc<Mutex<Vec<StallReport>>>;
 
 /// A runtime of `cores` cores with stall threshold `threshold`, recording its reports.
 fn recording(cores: usize, threshold: Option<Duration>) -> (Runtime, Reports) {
+    recording_with(cores, threshold, false)
+}
+
+/// As [`recording`], with a tokio context on each core if `tokio`.
+fn recording_with(cores: usize, threshold: Option<Duration>, tokio: bool) -> (Runtime, Reports) {
     let reports: Reports = Arc::default();
     let seen = reports.clone();
     let rt = Builder::new()
         .cores(cores)
+        .tokio_context(tokio)
         .stall_threshold(threshold)
         .on_stall(move |r| {
             seen.lock()
@@ -42,9 +48,27 @@ fn recording(cores: usize, threshold: Option<Duration>) -> (Runtime, Reports) {
     (rt, reports)
 }
 
-/// Blocks the calling thread (and so its core) for 200 ms.
+/// Blocks the calling thread (and so its core) for 200 ms. Never inlined, and not a tail
+/// call (the `black_box` after the sleep): a frame of its own in the stalled thread's stack
+/// in release builds too, which the report names.
+#[inline(never)]
 fn block() {
     std::thread::sleep(Duration::from_millis(200));
+    std::hint::black_box(());
+}
+
+/// `rt`'s counters once `settled` holds of them, or as they are after 10 s: a core other than
+/// core 0 publishes its counters when it parks, which may come just after the `block_on` that
+/// waited for it returns.
+fn stats_when(rt: &Runtime, settled: impl Fn(&tickless::Stats) -> bool) -> tickless::Stats {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let stats = rt.stats();
+        if settled(&stats) || std::time::Instant::now() >= deadline {
+            return stats;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
 }
 
 /// Whether this process has a thread named as the watchdog.
@@ -77,6 +101,17 @@ fn a_task_that_blocks_four_thresholds_is_reported_once() {
     assert_eq!((at.file(), at.line()), (file!(), line));
     assert!(r.elapsed() >= r.threshold());
     assert_eq!(rt.stats().cores[0].stalls, 1);
+    assert!(!r.in_tokio() && r.task_name().is_none());
+    // Asleep in `std::thread::sleep` is a stall, not a preemption: the thread was neither
+    // running nor waiting for a CPU.
+    assert_eq!(rt.stats().cores[0].preemptions, 0);
+    if let Some(times) = r.thread_times() {
+        assert!(!times.is_preempted(r.threshold()), "{times:?}");
+        assert!(
+            times.blocked() > times.running() + times.waiting(),
+            "{times:?}"
+        );
+    }
     let line = r.to_string();
     assert!(
         line.contains(&format!("task {id} (spawned at {at})")),
@@ -226,4 +261,181 @@ fn a_panicking_stall_hook_costs_only_its_call() {
                                    // The watchdog lived through the first panic to report the second stall.
     assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 2);
     assert_eq!(rt.stats().cores[0].stalls, 2);
+}
+
+#[test]
+fn a_tokio_task_that_blocks_is_reported_once_on_each_core() {
+    let _serial = serial();
+    let (rt, reports) = recording_with(2, Some(Duration::from_millis(50)), true);
+    rt.block_on(async {
+        // Core 0: a tokio task run while core 0 is parked in tokio (its `block_on` future
+        // waits for it).
+        tokio::spawn(async { block() }).await.unwrap();
+        // Core 1: the same, from a task of core 1.
+        let core1 = tickless::runtime::Handle::all_current().unwrap()[1].clone();
+        core1
+            .spawn(async { tokio::spawn(async { block() }).await.unwrap() })
+            .await
+            .unwrap();
+    });
+    let reports = reports.lock().unwrap();
+    assert_eq!(reports.len(), 2, "{reports:?}");
+    for (core, r) in reports.iter().enumerate() {
+        assert_eq!(r.core(), core);
+        assert!(r.in_tokio(), "{r}");
+        assert_eq!(r.task_id(), None);
+        let line = r.to_string();
+        assert!(line.contains("tokio runtime"), "{line}");
+        if let Some(trace) = r.backtrace() {
+            assert!(line.contains("in rt_stall::block"), "{line}\n{trace}");
+        }
+    }
+    let stats = stats_when(&rt, |s| s.cores[1].stalls == 1);
+    assert_eq!((stats.cores[0].stalls, stats.cores[1].stalls), (1, 1));
+}
+
+#[test]
+fn a_core_parked_in_tokio_is_not_stalled() {
+    let _serial = serial();
+    let (rt, reports) = recording_with(2, Some(Duration::from_millis(20)), true);
+    rt.block_on(async {
+        // Core 0 parks in tokio's runtime for 15 thresholds, a tokio timer pending, with a
+        // tokio task of its own waiting too; core 1 parks in its tokio runtime all along.
+        let waiting = tokio::spawn(tokio::time::sleep(Duration::from_millis(300)));
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        waiting.await.unwrap();
+        tickless::time::sleep(Duration::from_millis(100)).await;
+    });
+    assert!(reports.lock().unwrap().is_empty(), "{:?}", reports.lock());
+    assert_eq!(rt.stats().total.stalls, 0);
+}
+
+#[test]
+fn a_named_task_s_report_gives_its_name() {
+    let _serial = serial();
+    let (rt, reports) = recording(1, Some(Duration::from_millis(50)));
+    let (line, id) = rt.block_on(async {
+        let builder = tickless::task::Builder::new().name("hasher");
+        let (line, task) = (line!(), builder.spawn(async { block() }).unwrap());
+        let id = task.id();
+        task.await.unwrap();
+        (line, id)
+    });
+    let reports = reports.lock().unwrap();
+    assert_eq!(reports.len(), 1, "{reports:?}");
+    let r = &reports[0];
+    assert_eq!((r.task_id(), r.task_name()), (Some(id), Some("hasher")));
+    let at = r.spawned_at().unwrap();
+    assert_eq!((at.file(), at.line()), (file!(), line));
+    assert!(
+        r.to_string()
+            .contains(&format!("task {id} \"hasher\" (spawned at {at})")),
+        "{r}"
+    );
+}
+
+/// This thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`): what it has run, not the wall.
+fn thread_cpu_time() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `clock_gettime` writes one `timespec`, which `ts` is.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    assert_eq!(rc, 0, "{}", std::io::Error::last_os_error());
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// Pins the calling thread to CPU `cpu`; `false` where the system refuses.
+fn pin_to(cpu: usize) -> bool {
+    // SAFETY: a zeroed `cpu_set_t` is an empty set; `CPU_SET` and `sched_setaffinity` (0: the
+    // calling thread) read and write only it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
+    }
+}
+
+/// The first CPU this process may run on.
+fn first_allowed_cpu() -> usize {
+    // SAFETY: as in `pin_to`, reading the calling thread's mask into a zeroed set.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        assert_eq!(
+            libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set),
+            0
+        );
+        (0..libc::CPU_SETSIZE as usize)
+            .find(|&cpu| libc::CPU_ISSET(cpu, &set))
+            .expect("some CPU is allowed")
+    }
+}
+
+#[test]
+fn a_core_thread_kept_off_its_cpu_is_a_preemption_not_a_stall() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let _serial = serial();
+    let (rt, reports) = recording(2, Some(Duration::from_millis(20)));
+    let cpu = first_allowed_cpu();
+    // A thread that keeps `cpu` busy, at normal priority.
+    let (started, stop) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    let hog = {
+        let (started, stop) = (started.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let pinned = pin_to(cpu);
+            started.store(true, Ordering::SeqCst);
+            while pinned && !stop.load(Ordering::Relaxed) {
+                std::hint::spin_loop();
+            }
+            pinned
+        })
+    };
+    while !started.load(Ordering::SeqCst) {
+        std::thread::yield_now();
+    }
+    let preempted = rt.block_on(async {
+        let core1 = tickless::runtime::Handle::all_current().unwrap()[1].clone();
+        core1
+            .spawn(async move {
+                // Core 1's thread, on the hog's CPU at the lowest priority (`SCHED_IDLE`, which
+                // any thread may take for itself): the kernel runs it only when the hog lets it,
+                // a fraction of a percent of the time.
+                let param = libc::sched_param { sched_priority: 0 };
+                // SAFETY: `sched_setscheduler` on the calling thread (0) with a valid param.
+                let idle = unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) } == 0;
+                if !(idle && pin_to(cpu)) {
+                    return false;
+                }
+                // One poll of 2 ms of CPU time, which the hog stretches far past the threshold
+                // in wall time: the thread was runnable all along, and ran little.
+                let (start, wall) = (thread_cpu_time(), std::time::Instant::now());
+                while thread_cpu_time() - start < Duration::from_millis(2) {
+                    std::hint::spin_loop();
+                }
+                // Whether the poll lasted long enough for the watchdog to see it (its checks
+                // come every half threshold): with the other CPU's load, the kernel may
+                // let the thread run sooner (seen: 10-12 ms with two busy loops running).
+                wall.elapsed() >= Duration::from_millis(60)
+            })
+            .await
+            .unwrap()
+    });
+    stop.store(true, Ordering::SeqCst);
+    let hog_pinned = hog.join().unwrap();
+    if !(preempted && hog_pinned) {
+        eprintln!(
+            "this system refused SCHED_IDLE or the CPU affinity, or ran the poll within three \
+             thresholds anyway: nothing to test"
+        );
+        return;
+    }
+    let reports = reports.lock().unwrap();
+    assert!(reports.is_empty(), "{reports:?}");
+    let stats = stats_when(&rt, |s| s.cores[1].preemptions >= 1);
+    assert_eq!(stats.total.stalls, 0);
+    assert!(stats.cores[1].preemptions >= 1, "{:?}", stats.cores[1]);
 }

@@ -74,7 +74,7 @@ fn an_idle_core_runs_the_tasks_queued_behind_a_core_stuck_in_a_long_poll() -> io
         ran_on
     });
     // Core 1 publishes its spills at its next park.
-    let stats = stats_when(&rt, |s| s.cores[1].tasks_spilled >= s.cores[0].steals);
+    let stats = stats_when(&rt, |s| s.cores[1].tasks_spilled > 0);
     assert_eq!(ran_on.iter().sum::<usize>(), BEHIND);
     assert!(
         stats.cores[0].steals > 0,
@@ -86,8 +86,8 @@ fn an_idle_core_runs_the_tasks_queued_behind_a_core_stuck_in_a_long_poll() -> io
         "some tasks saw their core change between two polls"
     );
     assert!(
-        stats.cores[0].steals <= stats.cores[1].tasks_spilled,
-        "only spilled tasks are stolen"
+        stats.cores[0].steals <= BEHIND as u64,
+        "each task stolen once at most (spilled ones, and the rest once core 1 is seen stuck)"
     );
     assert_eq!(stats.cores[1].steals, 0, "core 0 kept up");
     assert_eq!(stats.total.task_panics, 0);
@@ -219,9 +219,17 @@ fn a_paused_core_s_backlog_is_not_stolen() -> io::Result<()> {
 
 #[test]
 fn a_core_that_keeps_up_is_never_stolen_from() -> io::Result<()> {
-    let rt = Builder::new().cores(2).build()?;
+    // A core that comes back to its run queue within `steal_after` keeps its tasks. A thread
+    // the kernel keeps off its CPU that long does not keep up (its tasks are taken, as they
+    // should be): 1 s here, which no preemption on a busy test machine lasts, where 250 µs
+    // is a common one.
+    let rt = Builder::new()
+        .cores(2)
+        .steal_after(Some(Duration::from_secs(1)))
+        .build()?;
     // Bursts of fewer tasks than a core keeps to itself, on core 1, while core 0 idles in
-    // `block_on`: nothing spills, nothing is stolen.
+    // `block_on` (and is told of each burst, and watches): nothing spills, nothing is
+    // stolen.
     let done = rt.handle(1).spawn(async {
         for _ in 0..200 {
             let burst: Vec<_> = (0..8)
@@ -273,7 +281,11 @@ fn spawn_local_and_spawn_pinned_tasks_never_move() -> io::Result<()> {
 #[test]
 fn core_zero_s_connections_are_served_on_another_core_outside_block_on() -> io::Result<()> {
     const CONNS: usize = 20;
-    let rt = Builder::new().cores(2).steal_after(None).build()?;
+    let rt = Builder::new()
+        .cores(2)
+        .steal_after(None)
+        .harvest_after(None)
+        .build()?;
     let std_listener = std::net::TcpListener::bind("127.0.0.1:0")?;
     let addr = std_listener.local_addr()?;
     let (ready_tx, ready_rx) = mpsc::channel();
@@ -404,5 +416,182 @@ fn a_core_alone_never_spills() -> io::Result<()> {
         }
     });
     assert_eq!(rt.stats().total.tasks_spilled, 0);
+    Ok(())
+}
+
+/// Tasks queued behind a poll that blocks its core, fewer than a core keeps to itself before
+/// it spills.
+const QUEUED: usize = 8;
+
+/// What [`queued_behind_a_blocked_poll`] counted.
+#[derive(Debug, PartialEq, Eq)]
+struct Behind {
+    /// Queued tasks that ran before the blocking poll ended.
+    ran_before_the_end: usize,
+    /// Queued tasks that ran on core 0.
+    on_core_0: usize,
+    /// `spawn_local` tasks queued among them that ran on core 1, after the blocking poll.
+    locals_after_on_core_1: usize,
+}
+
+/// `spawn_local` tasks queued among the [`QUEUED`] ones.
+const LOCALS: usize = 2;
+
+/// Once core 0 sleeps in `block_on`, core 1 queues [`QUEUED`] `Send` tasks and one of its
+/// tasks blocks its thread (a synchronous sleep, in steps) until all of them have run or
+/// `block` has passed; each task notes whether it ran before that poll ended (the blocker's
+/// flag) and on which core; [`LOCALS`] `spawn_local` tasks queued among them note whether
+/// they ran on core 1 after it. With `spawned_by_the_blocker`, the blocking task spawns them in
+/// the poll that blocks; otherwise another task spawned the blocker, then them, so that they
+/// were queued before the blocking poll began.
+fn queued_behind_a_blocked_poll(
+    rt: &Runtime,
+    spawned_by_the_blocker: bool,
+    block: Duration,
+) -> Behind {
+    let ended = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let ran = Arc::new(AtomicUsize::new(0));
+    let before = Arc::new(AtomicUsize::new(0));
+    let on_core_0 = Arc::new(AtomicUsize::new(0));
+    let locals_after_on_core_1 = Arc::new(AtomicUsize::new(0));
+    // Spawned among the others (in the middle), awaited by the episode.
+    let locals = {
+        let (ended, after) = (ended.clone(), locals_after_on_core_1.clone());
+        move || -> Vec<tickless::JoinHandle<()>> {
+            (0..LOCALS)
+                .map(|_| {
+                    let (ended, after) = (ended.clone(), after.clone());
+                    tickless::spawn_local(async move {
+                        if ended.load(Ordering::SeqCst) && tickless::core_id() == 1 {
+                            after.fetch_add(1, Ordering::SeqCst);
+                        }
+                    })
+                })
+                .collect()
+        }
+    };
+    let queue = {
+        let (ended, ran, before, on_core_0) = (
+            ended.clone(),
+            ran.clone(),
+            before.clone(),
+            on_core_0.clone(),
+        );
+        move |locals: &dyn Fn() -> Vec<tickless::JoinHandle<()>>| {
+            let mut local = Vec::new();
+            let tasks = (0..QUEUED)
+                .map(|i| {
+                    if i == QUEUED / 2 {
+                        local = locals();
+                    }
+                    let (ended, ran, before, on_core_0) = (
+                        ended.clone(),
+                        ran.clone(),
+                        before.clone(),
+                        on_core_0.clone(),
+                    );
+                    tickless::spawn(async move {
+                        if !ended.load(Ordering::SeqCst) {
+                            before.fetch_add(1, Ordering::SeqCst);
+                        }
+                        if tickless::core_id() == 0 {
+                            on_core_0.fetch_add(1, Ordering::SeqCst);
+                        }
+                        ran.fetch_add(1, Ordering::SeqCst);
+                    })
+                })
+                .collect::<Vec<_>>();
+            (tasks, local)
+        }
+    };
+    // Blocks the thread until every queued task ran, or `block` passed.
+    let blocker = {
+        let ran = ran.clone();
+        move || {
+            let start = Instant::now();
+            while ran.load(Ordering::SeqCst) < QUEUED && start.elapsed() < block {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            ended.store(true, Ordering::SeqCst);
+        }
+    };
+    let core_0 = rt.handle(0);
+    let episode = rt.handle(1).spawn_pinned(move || async move {
+        let start = Instant::now();
+        while !core_0.is_parked() && start.elapsed() < HANG_GUARD {
+            std::thread::sleep(Duration::from_micros(50));
+        }
+        if spawned_by_the_blocker {
+            let (tasks, local) = queue(&locals);
+            blocker();
+            for l in local {
+                l.await.expect("a local task");
+            }
+            return tasks;
+        }
+        // The blocker first in the queue, the tasks behind it.
+        let blocking = tickless::spawn(async move { blocker() });
+        let (mut tasks, local) = queue(&locals);
+        for l in local {
+            l.await.expect("a local task");
+        }
+        tasks.push(blocking);
+        tasks
+    });
+    rt.block_on(async move {
+        for t in episode.await.expect("the episode") {
+            t.await.expect("a task");
+        }
+    });
+    Behind {
+        ran_before_the_end: before.load(Ordering::SeqCst),
+        on_core_0: on_core_0.load(Ordering::SeqCst),
+        locals_after_on_core_1: locals_after_on_core_1.load(Ordering::SeqCst),
+    }
+}
+
+/// A core blocked with fewer runnable tasks than it keeps to itself has them all taken by an
+/// idle core, which was parked and is told: every one runs on core 0 before the blocking poll
+/// ends (which waits for them, with a hang guard only), whether the blocking task queued
+/// them or they were queued before its poll began; the `spawn_local` tasks queued among them
+/// stay, and run on core 1 after it.
+#[test]
+fn every_task_queued_behind_a_blocked_poll_runs_on_an_idle_core() -> io::Result<()> {
+    let rt = Builder::new().cores(2).build()?;
+    for spawned_by_the_blocker in [true, false] {
+        let steals = rt.stats().cores[0].steals;
+        let behind = queued_behind_a_blocked_poll(&rt, spawned_by_the_blocker, HANG_GUARD);
+        let all = Behind {
+            ran_before_the_end: QUEUED,
+            on_core_0: QUEUED,
+            locals_after_on_core_1: LOCALS,
+        };
+        assert_eq!(
+            behind, all,
+            "spawned by the blocker: {spawned_by_the_blocker}"
+        );
+        let stats = stats_when(&rt, |s| s.cores[0].steals >= steals + QUEUED as u64);
+        assert_eq!(stats.cores[0].steals, steals + QUEUED as u64, "{stats:?}");
+        assert_eq!(stats.cores[1].tasks_spilled, 0, "none spilled: {stats:?}");
+    }
+    Ok(())
+}
+
+/// Without stealing, the same tasks wait for the blocking poll to end (200 ms here), and run
+/// on their own core.
+#[test]
+fn without_stealing_the_tasks_behind_a_blocked_poll_wait_for_it() -> io::Result<()> {
+    let rt = Builder::new().cores(2).steal_after(None).build()?;
+    for spawned_by_the_blocker in [true, false] {
+        let behind =
+            queued_behind_a_blocked_poll(&rt, spawned_by_the_blocker, Duration::from_millis(200));
+        let none = Behind {
+            ran_before_the_end: 0,
+            on_core_0: 0,
+            locals_after_on_core_1: LOCALS,
+        };
+        assert_eq!(behind, none);
+    }
+    assert_eq!(rt.stats().total.steals, 0);
     Ok(())
 }

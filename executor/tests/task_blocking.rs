@@ -436,3 +436,74 @@ fn paused_time_does_not_jump_while_files_are_read() -> io::Result<()> {
     assert_eq!(elapsed, 0, "reads that timed out under paused time");
     Ok(())
 }
+
+#[test]
+fn a_blocking_closure_runs_in_its_core_s_runtime() -> io::Result<()> {
+    let rt = Builder::new().cores(2).build()?;
+    let (core, spawned, nested) = rt
+        .handle(1)
+        .spawn(async {
+            spawn_blocking(|| {
+                // No core runs here, but the runtime is the spawning core's, as on tokio.
+                let handle = tickless::Handle::try_current().expect("a blocking thread's handle");
+                let current = tickless::Handle::current();
+                assert_eq!(current.core(), handle.core());
+                // `spawn` from the blocking thread spawns onto that core, and its handle can
+                // be waited for there.
+                let spawned = tickless::spawn(async { tickless::core_id() }).join();
+                // The handle's own blocking work runs in the same context.
+                let nested = current
+                    .spawn_blocking(|| tickless::Handle::current().core())
+                    .join();
+                (handle.core(), spawned.unwrap(), nested.unwrap())
+            })
+            .await
+        })
+        .join()
+        .unwrap()
+        .unwrap();
+    assert_eq!((core, spawned, nested), (1, 1, 1));
+    Ok(())
+}
+
+#[test]
+fn outside_a_runtime_try_current_is_an_error_and_current_panics() {
+    let err = tickless::Handle::try_current().unwrap_err();
+    assert!(err.is_missing_context());
+    assert!(!err.is_thread_local_destroyed());
+    assert!(err.to_string().contains("no tickless runtime"), "{err}");
+    let panic = std::panic::catch_unwind(tickless::Handle::current).unwrap_err();
+    let msg = panic.downcast_ref::<&str>().map(|s| s.to_string());
+    let msg = msg
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap();
+    assert!(msg.contains("tickless runtime"), "{msg}");
+    // `TryCurrentError` is at tokio's path, and an `Error`.
+    let _: &dyn std::error::Error = &err as &tickless::runtime::TryCurrentError;
+}
+
+#[test]
+fn try_current_from_a_thread_local_s_destructor_says_the_thread_local_is_destroyed() {
+    /// Sends what `try_current` says when the thread exits.
+    struct AtExit(mpsc::Sender<Result<(), tickless::runtime::TryCurrentError>>);
+    impl Drop for AtExit {
+        fn drop(&mut self) {
+            let _ = self.0.send(tickless::Handle::try_current().map(drop));
+        }
+    }
+    thread_local! {
+        static AT_EXIT: std::cell::RefCell<Option<AtExit>> = const { std::cell::RefCell::new(None) };
+    }
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        // Registered first, so destroyed last (the thread-locals' destructors run in the
+        // reverse order of their first use): after the runtime's, which `try_current` uses.
+        AT_EXIT.with(|a| *a.borrow_mut() = Some(AtExit(tx)));
+        assert!(tickless::Handle::try_current().is_err());
+    })
+    .join()
+    .unwrap();
+    let err = rx.recv().unwrap().unwrap_err();
+    assert!(err.is_thread_local_destroyed(), "{err:?}");
+    assert!(!err.is_missing_context());
+}

@@ -14,9 +14,12 @@ use tickless::time::{sleep, Sleep};
 use tickless::{Builder, ClockDevice, CoreStats, Runtime};
 
 fn runtime(device: ClockDevice) -> Runtime {
+    // No tokio context: with one, the core waits in tokio's reactor on the timerfd whatever
+    // the device.
     Builder::new()
         .cores(1)
         .clock_device(device)
+        .tokio_context(false)
         .build()
         .expect("a one-core runtime")
 }
@@ -193,6 +196,7 @@ fn the_timerfd_is_disarmed_when_its_last_timer_is_cancelled() {
     let rt = Builder::new()
         .cores(1)
         .timer_policy(tickless::RearmPolicy::Eager)
+        .tokio_context(false)
         .build()
         .expect("a one-core runtime");
     let before = rt.stats().total;
@@ -231,6 +235,7 @@ fn the_epoll_device_serves_paused_time_and_every_core() {
         .cores(1)
         .clock_device(ClockDevice::Epoll)
         .start_paused(true)
+        .tokio_context(false)
         .build()
         .expect("a paused runtime");
     paused.block_on(async {
@@ -242,6 +247,7 @@ fn the_epoll_device_serves_paused_time_and_every_core() {
     let rt = Builder::new()
         .cores(2)
         .clock_device(ClockDevice::Epoll)
+        .tokio_context(false)
         .build()
         .expect("a two-core runtime");
     let done = rt.block_on(async {
@@ -367,6 +373,7 @@ fn the_epoll_device_falls_back_to_the_timerfd_where_a_seccomp_filter_refuses_epo
         let rt = Builder::new()
             .cores(1)
             .clock_device(ClockDevice::Epoll)
+            .tokio_context(false)
             .build()
             .expect("a runtime whose core uses the timerfd instead");
         let stats = sequential_sleeps(&rt, 3);

@@ -360,7 +360,7 @@ fn a_tokio_socket_made_on_core_0_serves_core_1_outside_block_on() -> io::Result<
 #[test]
 fn without_the_switch_tokio_calls_fail_as_on_any_non_tokio_thread() -> io::Result<()> {
     guarded(move || {
-        let rt = Builder::new().cores(1).build()?;
+        let rt = Builder::new().cores(1).tokio_context(false).build()?;
         let err = rt.block_on(async {
             tickless::spawn(async { tokio::time::sleep(Duration::from_millis(1)).await })
                 .await
@@ -524,6 +524,142 @@ fn a_spinning_core_sees_a_tokio_socket_s_readiness_without_parking() -> io::Resu
             spent.parks < ROUND_TRIPS / 4,
             "the spins caught the tokio socket's readiness: {spent:?}"
         );
+        Ok(())
+    })
+}
+
+#[test]
+fn a_blocking_closure_has_its_core_s_tokio_context() -> io::Result<()> {
+    guarded(|| {
+        let rt = Builder::new().cores(2).tokio_context(true).build()?;
+        let core_thread = on_core(&rt, 1, async { std::thread::current().id() });
+        let (present, ran_on) = on_core(&rt, 1, async {
+            tickless::task::spawn_blocking(|| {
+                let present = tokio::runtime::Handle::try_current().is_ok();
+                // The common shape: a blocking closure that waits for async work. The task
+                // runs on core 1's tokio runtime, so on core 1's thread.
+                let ran_on = tokio::runtime::Handle::current().block_on(async {
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                    tokio::spawn(async { std::thread::current().id() })
+                        .await
+                        .unwrap()
+                });
+                (present, ran_on)
+            })
+            .await
+            .unwrap()
+        });
+        assert!(present, "tokio's handle is entered on the blocking thread");
+        assert_eq!(ran_on, core_thread, "spawned onto the core's tokio runtime");
+        Ok(())
+    })
+}
+
+/// The context switches so far (voluntary and involuntary) of this process's thread `tid`: a
+/// thread asleep in `epoll_wait` makes none.
+fn switches_of(tid: libc::pid_t) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/self/task/{tid}/status")).unwrap();
+    status
+        .lines()
+        .filter(|l| l.contains("ctxt_switches:"))
+        .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .sum()
+}
+
+#[test]
+fn an_idle_runtime_with_the_default_tokio_context_never_wakes() -> io::Result<()> {
+    guarded(|| {
+        // The default with the feature: a tokio runtime per core, and, once `block_on` has
+        // returned, the thread that runs core 0 (and its tokio runtime) meanwhile.
+        let rt = Builder::new().cores(2).build()?;
+        let core_0_tokio = rt.block_on(async {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+            tokio::spawn(async {}).await.unwrap();
+            tokio::runtime::Handle::current()
+        });
+        // SAFETY: `gettid` has no preconditions.
+        let core_1 = on_core(&rt, 1, async { unsafe { libc::gettid() } });
+        // A tokio task of core 0's, run by the stand-in thread now.
+        let (tx, rx) = mpsc::channel();
+        core_0_tokio.spawn(async move {
+            // SAFETY: `gettid` has no preconditions.
+            let _ = tx.send(unsafe { libc::gettid() });
+        });
+        let stand_in = rx.recv_timeout(HANG).expect("the stand-in runs");
+        while !rt.handle(1).is_parked() {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // Let both settle in their wait (a wait, not a measurement).
+        std::thread::sleep(Duration::from_millis(50));
+        let before = (switches_of(core_1), switches_of(stand_in));
+        std::thread::sleep(Duration::from_millis(300));
+        let after = (switches_of(core_1), switches_of(stand_in));
+        assert_eq!(
+            after, before,
+            "an idle core and the stand-in sleep without a wakeup"
+        );
+        Ok(())
+    })
+}
+
+#[test]
+fn a_tokio_task_on_core_0_with_tickless_io_and_timers_keeps_serving_after_block_on_returns(
+) -> io::Result<()> {
+    guarded(move || {
+        use std::io::{Read, Write};
+        // The default tokio context (feature `tokio-compat`).
+        let rt = Builder::new().cores(2).build()?;
+        let echoed = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = echoed.clone();
+        // axum's `on_upgrade` shape: a `tokio::spawn`ed task on core 0 that owns a tickless
+        // stream and waits on tickless timers, outliving the `block_on` that started it.
+        let mut client = rt.block_on(async move {
+            let listener = tickless::net::TcpListener::bind("127.0.0.1:0").await?;
+            let client = std::net::TcpStream::connect(listener.local_addr()?)?;
+            let (mut server, _) = listener.accept().await?;
+            tokio::spawn(async move {
+                let mut buf = [0u8; 4];
+                loop {
+                    if futures_lite::AsyncReadExt::read_exact(&mut server, &mut buf)
+                        .await
+                        .is_err()
+                    {
+                        return;
+                    }
+                    tickless::time::sleep(Duration::from_millis(1)).await;
+                    // Counted before the echo, which the client waits for.
+                    counted.fetch_add(buf.len(), Ordering::SeqCst);
+                    if futures_lite::AsyncWriteExt::write_all(&mut server, &buf)
+                        .await
+                        .is_err()
+                    {
+                        return;
+                    }
+                }
+            });
+            io::Result::Ok(client)
+        })?;
+        client.set_read_timeout(Some(HANG))?;
+        for round in 0..10u32 {
+            client.write_all(&round.to_le_bytes())?;
+            let mut reply = [0u8; 4];
+            client.read_exact(&mut reply)?;
+            assert_eq!(u32::from_le_bytes(reply), round);
+        }
+        assert_eq!(echoed.load(Ordering::SeqCst), 40);
+        // And back: the next `block_on` takes core 0 from the stand-in thread, and its tokio
+        // task goes on there.
+        let on = std::thread::current().id();
+        let here = rt.block_on(async {
+            client.write_all(&7u32.to_le_bytes())?;
+            let ran_on = tokio::spawn(async { std::thread::current().id() }).await;
+            io::Result::Ok(ran_on.unwrap())
+        })?;
+        assert_eq!(here, on);
+        let mut reply = [0u8; 4];
+        client.read_exact(&mut reply)?;
+        assert_eq!(u32::from_le_bytes(reply), 7);
+        assert_eq!(echoed.load(Ordering::SeqCst), 44);
         Ok(())
     })
 }

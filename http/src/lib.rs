@@ -21,11 +21,18 @@
 //!
 //! Each core binds its own `SO_REUSEPORT` listener on the address and serves the connections it
 //! accepts, start to end, on its own thread (see [`Serve`] for the accept
-//! loop, its back-off on descriptor exhaustion and its counters). A connection speaks HTTP/1.1,
-//! or HTTP/2 when it opens with HTTP/2's preface (prior knowledge, what gRPC clients speak), as
-//! with axum; HTTP/1.1 upgrades and HTTP/2's extended CONNECT (WebSockets) are served. hyper's
-//! background tasks run on the connection's core, and its timers are
-//! [`time::Sleep`](tickless::time::Sleep)s on that core's wheel.
+//! loop, its back-off on descriptor exhaustion and its counters). An address that anything else
+//! holds (another copy of the server, another server of this process) fails with `AddrInUse`,
+//! as tokio's `TcpListener::bind` does, unless every server on it shares on purpose
+//! ([`Serve::reuse_port`], through [`Http::accept`]).
+//!
+//! A connection speaks HTTP/1.1, with its upgrades, as on `axum::serve` with axum's default
+//! features: one that opens with HTTP/2's preface is closed. With this crate's `http2` cargo
+//! feature, `Http::http2(true)` serves HTTP/2 with prior knowledge (what gRPC clients
+//! speak) beside it on the same port, HTTP/2's extended CONNECT (WebSockets) included; without
+//! the feature, hyper's HTTP/2 and `h2` are not compiled in. hyper's background tasks run on
+//! the connection's core, and its timers are [`time::Sleep`](tickless::time::Sleep)s on that
+//! core's wheel.
 //!
 //! A graceful shutdown ([`Server::shutdown`], or the end of [`Run`]'s signal) closes every
 //! core's listener, lets each request in flight finish and closes idle keep-alive connections at
@@ -90,16 +97,19 @@ use std::fmt;
 use std::future::{Future, IntoFuture};
 use std::io;
 use std::marker::PhantomData;
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::time::Duration;
 
+#[cfg(feature = "http2")]
 use hyper_util::server::conn::auto;
 use hyper_util::service::TowerToHyperService;
 
-use crate::hyper_rt::{TicklessExecutor, TicklessIo, TicklessTimer};
-use tickless::__private::Bound;
-use tickless::net::{Serve, Server};
+#[cfg(feature = "http2")]
+use crate::hyper_rt::TicklessExecutor;
+use crate::hyper_rt::{TicklessIo, TicklessTimer};
+use tickless::__private::{Addrs, Bound};
+use tickless::net::{Serve, Server, ToSocketAddrs};
 use tickless::{Handle, Runtime};
 
 use body::Respond;
@@ -159,8 +169,12 @@ where
 /// `addr`: `axum::serve(listener, app)` for `#[tickless::main] async fn main`. [`Http::run`]
 /// with the defaults.
 ///
-/// The listeners are bound here (an error comes out of the future); serving starts when the
-/// future is first polled and ends when the signal given to
+/// `addr` is a [`ToSocketAddrs`] (tokio's: a `SocketAddr`, an `(IpAddr, u16)`, a `"host:port"`
+/// string, a `(host, port)` pair). An address is bound here (an error comes out of the
+/// future, and [`Run::local_addr`] knows the port at once); a host name is looked up where
+/// [`TcpStream::connect`](tickless::net::TcpStream::connect) looks it up, on the runtime's
+/// blocking pool, when the future is first polled (never on the core's thread), then bound.
+/// Serving starts when the future is first polled and ends when the signal given to
 /// [`with_graceful_shutdown`](Run::with_graceful_shutdown) has completed and the shutdown it
 /// starts has finished; without one, never.
 ///
@@ -230,6 +244,9 @@ pub struct Http {
     header_read_timeout: Option<Duration>,
     /// The per-request timeout, answered 408.
     request_timeout: Option<Duration>,
+    /// Serve HTTP/2 (prior knowledge) beside HTTP/1.1.
+    #[cfg(feature = "http2")]
+    http2: bool,
     /// The accept loops' settings.
     serve: Serve,
 }
@@ -264,6 +281,8 @@ impl Http {
         Http {
             header_read_timeout: None,
             request_timeout: None,
+            #[cfg(feature = "http2")]
+            http2: false,
             serve: Serve::new(SocketAddr::from(([0, 0, 0, 0], 0))),
         }
     }
@@ -357,6 +376,48 @@ impl Http {
     /// ```
     pub fn request_timeout(&mut self, timeout: Duration) -> &mut Self {
         self.request_timeout = Some(timeout);
+        self
+    }
+
+    /// Serves HTTP/2 with prior knowledge (a connection that opens with HTTP/2's preface, as
+    /// gRPC clients' do) beside HTTP/1.1 on the same port, HTTP/2's extended CONNECT
+    /// (WebSockets) included. Default `false`: HTTP/1.1 only, where an HTTP/2 client's
+    /// connection is closed at its preface, as on `axum::serve` without axum's `http2`
+    /// feature. Only with this crate's `http2` cargo feature (which compiles hyper's HTTP/2
+    /// and `h2` in); unlike axum's feature, which alone turns HTTP/2 on, the feature makes
+    /// this setting available, and the setting turns it on.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use bytes::Bytes;
+    /// use http_body_util::Empty;
+    /// use hyper_util::client::legacy::Client;
+    /// use tickless_http::{hyper_rt::TicklessExecutor, Connector, Http};
+    /// # use std::convert::Infallible;
+    /// # let hello = tower::service_fn(|_: http::Request<hyper::body::Incoming>| async {
+    /// #     let body = http_body_util::Full::<bytes::Bytes>::from("hello");
+    /// #     Ok::<_, Infallible>(http::Response::new(body))
+    /// # });
+    ///
+    /// let rt = tickless::Builder::new().cores(2).build()?;
+    /// let server = Http::new()
+    ///     .http2(true)
+    ///     .serve(&rt, "127.0.0.1:0".parse().unwrap(), hello)?;
+    /// let uri: http::Uri = format!("http://{}/", server.local_addr()).parse().unwrap();
+    /// rt.block_on(async {
+    ///     let h2: Client<Connector, Empty<Bytes>> =
+    ///         Client::builder(TicklessExecutor).http2_only(true).build(Connector);
+    ///     let res = h2.get(uri).await.unwrap();
+    ///     assert_eq!(res.version(), http::Version::HTTP_2);
+    ///     server.shutdown(Duration::from_secs(5)).await
+    /// })?;
+    /// # std::io::Result::Ok(())
+    /// ```
+    #[cfg(feature = "http2")]
+    pub fn http2(&mut self, enabled: bool) -> &mut Self {
+        self.http2 = enabled;
         self
     }
 
@@ -467,10 +528,19 @@ impl Http {
             "tickless_http::run outside a tickless runtime: call it from a task (in \
              `#[tickless::main] async fn main`), or use tickless_http::serve(&rt, ..)",
         );
-        let bound = bind_first(addr, |addr| Bound::bind(&self.serve, addr, handles.len()));
+        let binding = match addr.to_addrs() {
+            Ok(Addrs::Ready(addrs)) => match self.bind_first(&addrs, handles.len()) {
+                Ok(bound) => Binding::Bound(bound),
+                Err(e) => Binding::Failed(e),
+            },
+            // Not here: the lookup may block (`/etc/hosts`, a slow DNS server).
+            Ok(Addrs::Lookup(name)) => Binding::Lookup(name),
+            Err(e) => Binding::Failed(e),
+        };
         Run {
             http: self.clone(),
-            bound: bound.map(|bound| (bound, handles)),
+            binding,
+            handles,
             service,
             signal: None,
             grace: None,
@@ -478,15 +548,41 @@ impl Http {
         }
     }
 
-    /// hyper's server builder with these settings: HTTP/1.1 and HTTP/2 on one port, hyper's
-    /// tasks on the connection's core, its timers on the core's wheel.
-    fn builder(&self) -> auto::Builder<TicklessExecutor> {
-        let mut http = auto::Builder::new(TicklessExecutor);
-        http.http1()
+    /// hyper's server builder with these settings: HTTP/1.1, and HTTP/2 on the same port
+    /// where asked; hyper's tasks on the connection's core, its timers on the core's wheel.
+    fn builder(&self) -> Protocols {
+        #[cfg(feature = "http2")]
+        if self.http2 {
+            let mut http = auto::Builder::new(TicklessExecutor);
+            http.http1()
+                .timer(TicklessTimer)
+                .header_read_timeout(self.header_read_timeout);
+            http.http2().timer(TicklessTimer).enable_connect_protocol();
+            return Protocols::Both(http);
+        }
+        let mut http1 = hyper::server::conn::http1::Builder::new();
+        http1
             .timer(TicklessTimer)
             .header_read_timeout(self.header_read_timeout);
-        http.http2().timer(TicklessTimer).enable_connect_protocol();
-        http
+        Protocols::Http1(http1)
+    }
+
+    /// Binds one listener per core (of `cores`) at the first of `addrs` that works, as
+    /// tokio's `TcpListener::bind` does; the last error if none does.
+    fn bind_first(&self, addrs: &[SocketAddr], cores: usize) -> io::Result<Bound> {
+        let mut last = None;
+        for &addr in addrs {
+            match Bound::bind(&self.serve, addr, cores) {
+                Ok(bound) => return Ok(bound),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "could not resolve to any address",
+            )
+        }))
     }
 
     /// Starts serving on the listeners `bound` for the cores of `handles`.
@@ -497,7 +593,10 @@ impl Http {
         let http = self.builder();
         let request_timeout = self.request_timeout;
         let head_limit = self.header_read_timeout;
-        bound.start(&self.serve, handles, move |mut stream, conn| {
+        // Each connection's task is named after the service, for the stall detector's reports.
+        let mut serve = self.serve.clone();
+        serve.task_name(std::any::type_name::<S>());
+        bound.start(&serve, handles, move |mut stream, conn| {
             let http = http.clone();
             let make = service.clone();
             async move {
@@ -517,33 +616,43 @@ impl Http {
                 };
                 let service = TowerToHyperService::new(Respond::new(service, request_timeout));
                 let io = Rewind::new(opening, TicklessIo::new(stream));
-                let served = http.serve_connection_with_upgrades(io, service);
                 // A client that resets or goes away is an ordinary end of a connection.
-                let _ordinary_end = conn.graceful(served, |c| c.graceful_shutdown()).await;
+                match &http {
+                    Protocols::Http1(http1) => {
+                        let served = http1.serve_connection(io, service).with_upgrades();
+                        let _ordinary_end = conn.graceful(served, |c| c.graceful_shutdown()).await;
+                    }
+                    #[cfg(feature = "http2")]
+                    Protocols::Both(http) => {
+                        let served = http.serve_connection_with_upgrades(io, service);
+                        let _ordinary_end = conn.graceful(served, |c| c.graceful_shutdown()).await;
+                    }
+                }
             }
         })
     }
 }
 
-/// Binds with `bind` at the first of `addr`'s addresses that works, as tokio's
-/// `TcpListener::bind` does; the last error if none does.
-fn bind_first<A: ToSocketAddrs>(
-    addr: A,
-    bind: impl Fn(SocketAddr) -> io::Result<Bound>,
-) -> io::Result<Bound> {
-    let mut last = None;
-    for addr in addr.to_socket_addrs()? {
-        match bind(addr) {
-            Ok(bound) => return Ok(bound),
-            Err(e) => last = Some(e),
-        }
-    }
-    Err(last.unwrap_or_else(|| {
-        io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "could not resolve to any address",
-        )
-    }))
+/// hyper's connection builder for what [`Http`] serves.
+#[derive(Clone)]
+enum Protocols {
+    /// HTTP/1.1 only: an HTTP/2 preface is a parse error, and the connection is closed, as on
+    /// `axum::serve` without axum's `http2` feature.
+    Http1(hyper::server::conn::http1::Builder),
+    /// HTTP/1.1, and HTTP/2 for a connection that opens with its preface (`Http::http2`).
+    #[cfg(feature = "http2")]
+    Both(auto::Builder<TicklessExecutor>),
+}
+
+/// Where a [`Run`] stands with its listeners.
+#[derive(Debug)]
+enum Binding {
+    /// Bound, one per core.
+    Bound(Bound),
+    /// A host name, looked up on the blocking pool when the future is first polled.
+    Lookup(String),
+    /// Resolving or binding failed.
+    Failed(io::Error),
 }
 
 /// A shutdown signal.
@@ -568,8 +677,7 @@ type Signal = Pin<Box<dyn Future<Output = ()> + Send>>;
 ///
 /// # Examples
 ///
-/// An address that another socket holds (without `SO_REUSEPORT`): the error comes out of
-/// the future.
+/// An address that another socket holds: the error comes out of the future.
 ///
 /// ```
 /// use std::io::ErrorKind;
@@ -592,8 +700,10 @@ type Signal = Pin<Box<dyn Future<Output = ()> + Send>>;
 pub struct Run<S, M> {
     /// The settings.
     http: Http,
-    /// The listeners (or why there are none) and the cores to serve them on.
-    bound: io::Result<(Bound, Vec<Handle>)>,
+    /// The listeners, or the name to look up before binding them, or why there are none.
+    binding: Binding,
+    /// The cores to serve on.
+    handles: Vec<Handle>,
     /// What is served.
     service: S,
     /// The shutdown signal; `None` for never.
@@ -609,7 +719,9 @@ impl<S, M> Run<S, M> {
     ///
     /// # Errors
     ///
-    /// Binding them failed (the same error `.await` returns).
+    /// Binding them failed (the same error `.await` returns); or `WouldBlock` for a host name,
+    /// which is looked up (on the blocking pool) when the future is first polled, and bound
+    /// then.
     ///
     /// # Examples
     ///
@@ -629,9 +741,16 @@ impl<S, M> Run<S, M> {
     /// # std::io::Result::Ok(())
     /// ```
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        match &self.bound {
-            Ok((bound, _)) => Ok(bound.local_addr()),
-            Err(e) => Err(io::Error::new(e.kind(), e.to_string())),
+        match &self.binding {
+            Binding::Bound(bound) => Ok(bound.local_addr()),
+            Binding::Lookup(name) => Err(io::Error::new(
+                io::ErrorKind::WouldBlock,
+                format!(
+                    "`{name}` is looked up (on the blocking pool) when the future is first \
+                     polled; its address is known then (bind an IP address to know it here)"
+                ),
+            )),
+            Binding::Failed(e) => Err(io::Error::new(e.kind(), e.to_string())),
         }
     }
 
@@ -713,17 +832,23 @@ where
 
     fn into_future(self) -> Self::IntoFuture {
         Box::pin(async move {
-            let (bound, handles) = self.bound?;
+            let handles = self.handles;
+            let bound = match self.binding {
+                Binding::Bound(bound) => bound,
+                Binding::Failed(e) => return Err(e),
+                Binding::Lookup(name) => {
+                    let addrs: Vec<SocketAddr> = tickless::net::lookup_host(name).await?.collect();
+                    self.http.bind_first(&addrs, handles.len())?
+                }
+            };
             // No bound: the shutdown's deadline saturates at a year.
             let grace = self.grace.unwrap_or(Duration::MAX);
-            let core_0 = handles[0].clone();
             let server = self.http.start(bound, handles, self.service);
             // Dropped before the signal (the task serving it aborted, a `select!` that took
             // another branch), the future shuts the server down as the signal would have.
             let mut serving = StopOnDrop {
                 server: Some(server),
                 grace,
-                core_0,
             };
             match self.signal {
                 Some(signal) => signal.await,
@@ -742,18 +867,15 @@ struct StopOnDrop {
     server: Option<Server>,
     /// The grace period.
     grace: Duration,
-    /// A core of the runtime, to run the shutdown on wherever the future is dropped.
-    core_0: Handle,
 }
 
 impl Drop for StopOnDrop {
     fn drop(&mut self) {
         if let Some(server) = self.server.take() {
-            let grace = self.grace;
-            // Detached: the listeners close and the connections finish on their own cores.
-            drop(self.core_0.spawn(async move {
-                let _report = server.shutdown(grace).await;
-            }));
+            // Here, on the dropping thread: every listener is shut down at once (whether or not
+            // a thread runs core 0, outside `block_on`), and the connections finish on their
+            // own cores.
+            server.shutdown_detached(self.grace);
         }
     }
 }

@@ -332,6 +332,7 @@ fn a_header_read_timeout_serves_http1_and_http2_as_before() -> io::Result<()> {
     let rt = Builder::new().cores(1).build()?;
     let server = tickless_http::Http::new()
         .header_read_timeout(Duration::from_secs(30))
+        .http2(true)
         .serve(&rt, localhost(), ok())?;
     let addr = server.local_addr();
     rt.block_on(async {

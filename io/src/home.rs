@@ -30,17 +30,22 @@ use std::io;
 use std::mem;
 use std::os::fd::{AsRawFd, RawFd};
 
-use mio::unix::SourceFd;
+use std::sync::Arc;
 
+use mio::unix::SourceFd;
+use slab::Slab;
+
+use crate::key::{KeyGuard, KeyLock};
+use crate::registration::{EpollSet, ScheduledIo};
 use crate::stats::SharedCounters;
 use crate::unparker::Unparker;
 
 #[cfg(loom)]
-use loom::sync::atomic::{AtomicBool, Ordering};
+use loom::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 #[cfg(loom)]
 use loom::sync::{Mutex, MutexGuard};
 #[cfg(not(loom))]
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 #[cfg(not(loom))]
 use std::sync::{Mutex, MutexGuard};
 
@@ -71,8 +76,34 @@ pub(crate) fn set_current(home: Option<&Home>) {
     let _gone = CURRENT_HOME.try_with(|h| h.set(address));
 }
 
+/// One entry of a reactor's slab.
+pub(crate) struct Slot {
+    /// Readiness and wakers, shared with the `Registration`.
+    pub(crate) io: Arc<ScheduledIo>,
+    /// Must match the token's generation for an event to reach this slot.
+    pub(crate) generation: usize,
+}
+
+/// The reactor's slab, held through its home's key: whoever holds it may dispatch events into
+/// the slots and touch their waiters (see [`ScheduledIo`]).
+pub(crate) type Key<'a> = KeyGuard<'a, Slab<Slot>>;
+
+/// A descriptor of the owner's own that a harvester took an event of (see
+/// [`Home::hand_back`]): the timerfd.
+pub(crate) const TAKEN_TIMER: u8 = 1;
+/// The unparker's eventfd.
+pub(crate) const TAKEN_UNPARK: u8 = 1 << 1;
+
 /// A reactor's cross-thread part, shared by the reactor and each of its registrations.
 pub(crate) struct Home {
+    /// The reactor's live registrations, keyed by the low bits of their token: the key to
+    /// dispatching events and to every registration's waiters. The owner takes it around its
+    /// dispatch, a slot's insertion and removal, and a task's wait; a harvester (another core,
+    /// when the owner could not poll for a while) around its own `epoll_wait` and dispatch.
+    slots: KeyLock<Slab<Slot>>,
+    /// The owner's own events a harvester took ([`TAKEN_TIMER`], [`TAKEN_UNPARK`]), for the
+    /// owner's next poll to report as its own.
+    taken: AtomicU8,
     /// A duplicate of the epoll descriptor, to deregister from any thread.
     registry: mio::Registry,
     /// Slab keys of registrations dropped away from the owner, or moved away from it (`true`:
@@ -93,6 +124,8 @@ impl Home {
     /// The home of a reactor created on this thread, polling `poll`, woken by `unparker`.
     pub(crate) fn new(poll: &mio::Poll, unparker: Unparker) -> io::Result<Home> {
         Ok(Home {
+            slots: KeyLock::new(Slab::new()),
+            taken: AtomicU8::new(0),
             registry: poll.registry().try_clone()?,
             orphans: Mutex::new(Vec::new()),
             pending: AtomicBool::new(false),
@@ -107,6 +140,46 @@ impl Home {
     #[inline]
     pub(crate) fn epoll_fd(&self) -> RawFd {
         self.registry.as_raw_fd()
+    }
+
+    /// The epoll set and its counters, for a level-triggered registration's `epoll_ctl` calls.
+    #[inline]
+    pub(crate) fn epoll_set(&self) -> EpollSet<'_> {
+        EpollSet {
+            fd: self.registry.as_raw_fd(),
+            counters: &self.counters,
+        }
+    }
+
+    /// The key (see [`slots`](Self::slots)), waiting for a harvester that holds it: the owner's
+    /// dispatch and its slab changes, which no user code runs inside.
+    #[inline]
+    pub(crate) fn key(&self) -> Key<'_> {
+        self.slots.lock()
+    }
+
+    /// The key if nobody holds it: a task's wait (which, held by a harvester, polls again
+    /// rather than wait) and a harvester's look.
+    #[inline]
+    pub(crate) fn try_key(&self) -> Option<Key<'_>> {
+        self.slots.try_lock()
+    }
+
+    /// A harvester took events of the owner's own descriptors (`taken`, [`TAKEN_TIMER`] and
+    /// [`TAKEN_UNPARK`] bits): records them for the owner's next poll and unparks the owner,
+    /// which may be waiting in `epoll_wait` for the very edge the harvester took.
+    pub(crate) fn hand_back(&self, taken: u8) {
+        self.taken.fetch_or(taken, Ordering::Release);
+        self.unparker.unpark();
+    }
+
+    /// The owner's events a harvester took since the last call: one relaxed load when none.
+    #[inline]
+    pub(crate) fn take_handed_back(&self) -> u8 {
+        if self.taken.load(Ordering::Relaxed) == 0 {
+            return 0;
+        }
+        self.taken.swap(0, Ordering::Acquire)
     }
 
     /// Whether this home's reactor is the one entered on this thread.

@@ -8,6 +8,7 @@ mod async_fd;
 mod context;
 mod cpu;
 mod home;
+mod key;
 mod net;
 mod pipe;
 mod reactor;
@@ -47,8 +48,8 @@ pub mod internal {
         pub use crate::cpu::*;
     }
     pub use crate::context::EnterGuard;
-    pub use crate::net::addr::{Resolve, Resolving};
-    pub use crate::reactor::{Polled, Reactor};
+    pub use crate::net::addr::{Addrs, Resolve, Resolving};
+    pub use crate::reactor::{Harvester, Polled, Reactor};
     pub use crate::ready::{Direction, ReadyEvent};
     pub use crate::registration::Registration;
     pub use crate::stats::IoStats;

@@ -15,9 +15,8 @@ use std::time::Duration;
 
 use mio::unix::SourceFd;
 use mio::{Interest, Token};
-use slab::Slab;
 
-use crate::home::Home;
+use crate::home::{Home, Key, Slot, TAKEN_TIMER, TAKEN_UNPARK};
 use crate::net::addr::Resolve;
 use crate::ready::Ready;
 use crate::registration::{Level, ScheduledIo};
@@ -48,12 +47,87 @@ fn token(key: usize, generation: usize) -> Token {
     Token((generation & GENERATION_MASK) << KEY_BITS | key)
 }
 
-/// One slab entry.
-struct Slot {
-    /// Readiness and wakers, shared with the `Registration`.
-    io: Arc<ScheduledIo>,
-    /// Must match the token's generation for an event to reach this slot.
-    generation: usize,
+/// epoll events a harvest fetches at most (more stay for the owner or the next harvest).
+const HARVEST_EVENTS: usize = 64;
+
+/// Dispatches `events` into the slots `key` holds, moving the wakers concerned into `wake`;
+/// returns the events of the reactor's own descriptors among them ([`TAKEN_TIMER`],
+/// [`TAKEN_UNPARK`]: the unparker is not drained here).
+#[inline(always)]
+fn dispatch(
+    events: &[libc::epoll_event],
+    key: &Key<'_>,
+    wake: &mut VecDeque<Waker>,
+    home: &Home,
+) -> u8 {
+    let mut own = 0;
+    for event in events {
+        let (bits, data) = (event.events, event.u64);
+        match Token(data as usize) {
+            TIMER_TOKEN => own |= TAKEN_TIMER,
+            UNPARK_TOKEN => own |= TAKEN_UNPARK,
+            Token(token) => {
+                let slot = key.get(token & KEY_MASK);
+                if let Some(slot) = slot.filter(|s| s.generation == token >> KEY_BITS) {
+                    slot.io
+                        .dispatch(Ready::from_epoll(bits), wake, home.epoll_set());
+                }
+            }
+        }
+    }
+    own
+}
+
+/// Another thread's way into a reactor's ready I/O: what a core that runs uses to take the
+/// events of a core that cannot poll them (its thread is off its CPU, or inside a long poll),
+/// so that the tasks waiting on them are not held up by that core.
+///
+/// `Send` and `Sync`, unlike the [`Reactor`] it comes from ([`Reactor::harvester`]); it keeps
+/// the epoll set open, not the reactor alive.
+///
+/// # Implementation
+///
+/// A harvest takes the reactor's key (its home's slab lock) if nobody holds it, fetches the
+/// events ready now (`epoll_wait` with no timeout) and dispatches them into the registrations
+/// as the owner's own poll would, under the key; the wakers go to the caller, who wakes them
+/// outside every lock. Events of the reactor's own timerfd and unparker are not the harvester's:
+/// it hands them back (`Home::hand_back`: a flag the owner's next poll reads, and an unpark,
+/// since the owner may be waiting in `epoll_wait` for the very edge the harvester took).
+#[derive(Clone)]
+pub struct Harvester {
+    /// The harvested reactor's cross-thread part.
+    home: Arc<Home>,
+}
+
+impl Harvester {
+    /// Dispatches the events ready in the reactor's epoll set now, at most 64, moving the
+    /// wakers they concern into `wake` (to be woken by the caller, outside this call). `None`
+    /// if another thread holds the reactor's key (its owner dispatching, or another harvester)
+    /// or the reactor is gone; otherwise the number of events of registrations taken.
+    pub fn harvest(&self, wake: &mut VecDeque<Waker>) -> Option<usize> {
+        if self.home.is_closed() {
+            return None;
+        }
+        let key = self.home.try_key()?;
+        let mut events = [sys::NO_EVENT; HARVEST_EVENTS];
+        // An error can only mean a broken epoll descriptor: nothing taken.
+        let n =
+            sys::epoll_wait(self.home.epoll_fd(), &mut events, sys::Wait::Millis(0)).unwrap_or(0);
+        let own = dispatch(&events[..n], &key, wake, &self.home);
+        drop(key);
+        if own != 0 {
+            self.home.hand_back(own);
+        }
+        Some(n - own.count_ones() as usize)
+    }
+}
+
+impl fmt::Debug for Harvester {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Harvester")
+            .field("home", &self.home)
+            .finish()
+    }
 }
 
 /// What one [`Reactor::poll`] saw.
@@ -124,8 +198,6 @@ pub struct Reactor {
     /// that a poll borrows once. Borrowed mutably only inside `poll`, and never while a waker
     /// runs.
     poll: RefCell<(mio::Poll, Box<[libc::epoll_event]>)>,
-    /// Live registrations, keyed by the low bits of their token.
-    registrations: RefCell<Slab<Slot>>,
     /// The generation the next registration gets.
     next_generation: Cell<usize>,
     /// Wakers collected during dispatch, woken after, first in first out; kept to reuse its
@@ -170,7 +242,6 @@ impl Reactor {
         Ok(Rc::new(Reactor {
             home,
             poll: RefCell::new((poll, vec![sys::NO_EVENT; EVENTS_CAPACITY].into())),
-            registrations: RefCell::new(Slab::new()),
             next_generation: Cell::new(0),
             wake_list: RefCell::new(VecDeque::new()),
             unparker,
@@ -203,6 +274,14 @@ impl Reactor {
     /// The cross-thread part its registrations hold.
     pub(crate) fn home(&self) -> &Arc<Home> {
         &self.home
+    }
+
+    /// A handle through which another thread takes this reactor's ready events when this
+    /// reactor's thread cannot (see [`Harvester`]).
+    pub fn harvester(&self) -> Harvester {
+        Harvester {
+            home: Arc::clone(&self.home),
+        }
     }
 
     /// A handle that wakes this reactor's blocking [`poll`](Self::poll) from any thread.
@@ -347,6 +426,10 @@ impl Reactor {
     }
 
     /// One wait and the dispatch of its events.
+    ///
+    /// The wait itself holds no lock: a core that harvests this reactor's events meanwhile
+    /// (see [`Harvester`]) reads the same epoll set. The dispatch holds the home's key, and
+    /// adds the events of this reactor's own descriptors that a harvester took and handed back.
     fn wait(&self, wait: sys::Wait) -> io::Result<Polled> {
         let mut polled = Polled::default();
         {
@@ -360,22 +443,25 @@ impl Reactor {
                 }
                 Err(e) => return Err(e),
             };
-            let mut wake = self.wake_list.borrow_mut();
-            let registrations = self.registrations.borrow();
-            for event in &events[..n] {
-                polled.events += 1;
-                let (bits, data) = (event.events, event.u64);
-                match Token(data as usize) {
-                    TIMER_TOKEN => polled.timer_event = true,
-                    UNPARK_TOKEN => polled.unparked |= self.unparker.drain(),
-                    Token(token) => {
-                        let slot = registrations.get(token & KEY_MASK);
-                        if let Some(slot) = slot.filter(|s| s.generation == token >> KEY_BITS) {
-                            slot.io
-                                .dispatch(Ready::from_epoll(bits), &mut wake, &self.home);
-                        }
-                    }
-                }
+            // An empty poll (a spin's look) takes no key.
+            let own = if n > 0 {
+                let mut wake = self.wake_list.borrow_mut();
+                let key = self.home.key();
+                dispatch(&events[..n], &key, &mut wake, &self.home)
+            } else {
+                0
+            };
+            // A harvester that took the owner's own events hands them back before it unparks
+            // the owner (`Home::hand_back`): they are read with the unparker's event.
+            let own = if own & TAKEN_UNPARK != 0 {
+                own | self.home.take_handed_back()
+            } else {
+                own
+            };
+            polled.events = n;
+            polled.timer_event = own & TAKEN_TIMER != 0;
+            if own & TAKEN_UNPARK != 0 {
+                polled.unparked |= self.unparker.drain();
             }
         }
         self.counters.events.add(polled.events as u64);
@@ -401,8 +487,9 @@ impl Reactor {
     fn free_orphans(&self) {
         let orphans = self.home.take_orphans();
         // Bind the slots so they (and any wakers they hold) drop after the slab borrow ends.
+        let mut slab = self.home.key();
         let slots: Vec<(Slot, bool)> = {
-            let mut registrations = self.registrations.borrow_mut();
+            let registrations = &mut *slab;
             orphans
                 .into_iter()
                 .filter_map(|(key, moved)| Some((registrations.try_remove(key)?, moved)))
@@ -417,6 +504,7 @@ impl Reactor {
                 slot.io.take_waiters(&mut wake);
             }
         }
+        drop(slab);
         drop(wake);
         drop(slots);
     }
@@ -444,7 +532,7 @@ impl Reactor {
             wakes: self.counters.wakes.get(),
             waker_panics: self.counters.waker_panics.get(),
             orphans_freed: self.counters.orphans.get(),
-            registrations: self.registrations.borrow().len() as u64,
+            registrations: self.home.key().len() as u64,
             registered: self.counters.registered.get(),
             epoll_ctls: self.home.counters.epoll_ctls.get(),
             read_would_blocks: self.home.counters.read_would_blocks.get(),
@@ -472,7 +560,7 @@ impl Reactor {
         level: bool,
         join_now: bool,
     ) -> io::Result<(usize, Arc<ScheduledIo>)> {
-        let mut registrations = self.registrations.borrow_mut();
+        let mut registrations = self.home.key();
         let entry = registrations.vacant_entry();
         let key = entry.key();
         if key > KEY_MASK {
@@ -491,7 +579,7 @@ impl Reactor {
                 token.0 as u64,
                 interest,
                 join_now,
-                &self.home,
+                &self.home.counters,
             )?)
         } else {
             self.home.counters.epoll_ctls.incr();
@@ -514,32 +602,29 @@ impl Reactor {
     /// Removes `fd` from the epoll set (unless a level-triggered registration has left it
     /// already) and its slot from the slab.
     pub(crate) fn deregister(&self, key: usize, fd: RawFd) {
-        let in_set = self
-            .registrations
-            .borrow()
-            .get(key)
-            .is_none_or(|slot| slot.io.in_epoll_set());
-        if !in_set {
-            let slot = self.registrations.borrow_mut().try_remove(key);
-            drop(slot);
-            return;
+        let mut slots = self.home.key();
+        let in_set = slots.get(key).is_none_or(|slot| slot.io.in_epoll_set());
+        if in_set {
+            self.home.counters.epoll_ctls.incr();
+            let result = self
+                .poll
+                .borrow()
+                .0
+                .registry()
+                .deregister(&mut SourceFd(&fd));
+            // It can only fail if the descriptor was closed before its registration was
+            // dropped, breaking `Registration`'s invariant; the kernel has then dropped it from
+            // the epoll set already, so there is nothing left to undo, and a drop cannot report
+            // an error.
+            debug_assert!(
+                result.is_ok(),
+                "deregistering fd {fd} failed (closed before its registration?): {result:?}"
+            );
         }
-        self.home.counters.epoll_ctls.incr();
-        let result = self
-            .poll
-            .borrow()
-            .0
-            .registry()
-            .deregister(&mut SourceFd(&fd));
-        // It can only fail if the descriptor was closed before its registration was dropped,
-        // breaking `Registration`'s invariant; the kernel has then dropped it from the epoll
-        // set already, so there is nothing left to undo, and a drop cannot report an error.
-        debug_assert!(
-            result.is_ok(),
-            "deregistering fd {fd} failed (closed before its registration?): {result:?}"
-        );
-        // Bind the slot so it (and any wakers it holds) drops after the slab borrow ends.
-        let slot = self.registrations.borrow_mut().try_remove(key);
+        // Out of the set before the slot goes, under the key: a harvester's events name live
+        // slots only. Bound so that the slot (and any wakers it holds) drops after the key.
+        let slot = slots.try_remove(key);
+        drop(slots);
         drop(slot);
     }
 }

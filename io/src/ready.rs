@@ -54,6 +54,18 @@ impl Ready {
         ready
     }
 
+    /// The bits, for an atomic word that keeps them.
+    #[inline(always)]
+    pub(crate) const fn bits(self) -> u8 {
+        self.0
+    }
+
+    /// The readiness of `bits` read back from [`bits`](Self::bits).
+    #[inline(always)]
+    pub(crate) const fn from_bits(bits: u8) -> Ready {
+        Ready(bits)
+    }
+
     /// True if no bit is set.
     pub fn is_empty(self) -> bool {
         self.0 == 0

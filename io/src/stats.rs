@@ -44,8 +44,9 @@ pub struct IoStats {
     /// Connections accepted by the listeners this reactor drives (TCP and Unix).
     pub accepts: u64,
     /// I/O objects (or one direction of one: a split stream's half) polled here while bound to
-    /// another reactor, which then moved here: each registered its descriptor with this
-    /// reactor, and left the other's epoll set if no direction stayed there.
+    /// another reactor, which then registered their descriptor with this reactor too: each
+    /// moved here (leaving the other's epoll set if no direction stayed there), or, polled
+    /// from several cores at once, stays registered with both.
     pub rebinds: u64,
 }
 

@@ -136,12 +136,30 @@ pub(crate) fn send_nosignal(fd: BorrowedFd<'_>, buf: &[u8]) -> io::Result<usize>
     })
 }
 
+/// How [`reuseport_listener`] binds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Share {
+    /// `SO_REUSEPORT` before the bind: shares the address with every socket of the same user
+    /// that has it (this process's or another's).
+    Join,
+    /// `SO_REUSEPORT` after the bind: the bind fails with `EADDRINUSE` if any socket holds the
+    /// address (with `SO_REUSEPORT` or not), and the sockets bound with [`Share::Join`] on it
+    /// afterwards share it.
+    First,
+}
+
 /// Creates a non-blocking TCP listener with `SO_REUSEADDR` and `SO_REUSEPORT` set, bound to
 /// `addr` and listening.
 ///
 /// `SO_REUSEPORT` is what lets every core bind its own listener to one port and have the kernel
-/// spread incoming connections across them.
-pub(crate) fn reuseport_listener(addr: SocketAddr, backlog: i32) -> io::Result<OwnedFd> {
+/// spread incoming connections across them. Linux checks it at `bind(2)` (each socket already on
+/// the address must have it, and the same user) and reads it live: so set after the bind
+/// ([`Share::First`]), the bind is as exclusive as a plain one, and later binds join.
+pub(crate) fn reuseport_listener(
+    addr: SocketAddr,
+    backlog: i32,
+    share: Share,
+) -> io::Result<OwnedFd> {
     let domain = match addr {
         SocketAddr::V4(_) => libc::AF_INET,
         SocketAddr::V6(_) => libc::AF_INET6,
@@ -152,8 +170,13 @@ pub(crate) fn reuseport_listener(addr: SocketAddr, backlog: i32) -> io::Result<O
     // SAFETY: socket succeeded, so `raw` is open and owned by nobody else.
     let fd = unsafe { own(raw) };
     set_flag(fd.as_raw_fd(), libc::SO_REUSEADDR)?;
-    set_flag(fd.as_raw_fd(), libc::SO_REUSEPORT)?;
+    if share == Share::Join {
+        set_flag(fd.as_raw_fd(), libc::SO_REUSEPORT)?;
+    }
     bind(fd.as_raw_fd(), addr)?;
+    if share == Share::First {
+        set_flag(fd.as_raw_fd(), libc::SO_REUSEPORT)?;
+    }
     // SAFETY: `fd` is an open socket; listen takes no pointers.
     cvt(unsafe { libc::listen(fd.as_raw_fd(), backlog) })?;
     Ok(fd)

@@ -110,17 +110,19 @@ fn a_stream_polled_under_another_live_reactor_on_its_own_thread_moves_there() ->
     let second = Reactor::new()?;
     let (mut a, mut b) = std::os::unix::net::UnixStream::pair()
         .and_then(|(a, b)| Ok((UnixStream::from_std(a)?, b)))?;
+    std::io::Write::write_all(&mut b, b"w")?;
     {
+        // A read that completes: no task is left waiting on the first reactor.
         let _enter = first.enter();
-        assert!(poll_read(&mut a).is_none());
+        assert!(matches!(poll_read(&mut a), Some(Ok(1))));
     }
     // Another runtime's core on the same thread: the read moves there (a thread check alone
     // would pass, and wait on a reactor nobody polls).
     let _enter = second.enter();
     assert!(poll_read(&mut a).is_none(), "nothing to read: it waits");
     assert_eq!(second.stats().rebinds, 1);
-    // Nothing waited to write on the first: the whole stream moved, and the first reactor
-    // frees its slot at its next poll.
+    // Nothing waited on the first: the whole stream moved, and the first reactor frees its
+    // slot at its next poll.
     first.poll(Some(Duration::ZERO))?;
     assert_eq!(
         (first.stats().registrations, first.stats().orphans_freed),
@@ -135,6 +137,50 @@ fn a_stream_polled_under_another_live_reactor_on_its_own_thread_moves_there() ->
     assert!(matches!(write, Some(Ok(1))));
     assert_eq!(second.stats().rebinds, 1, "one move");
     assert_eq!(second.stats().registrations, 1);
+    Ok(())
+}
+
+#[test]
+fn a_stream_read_on_two_reactors_while_a_task_waits_stays_on_both() -> io::Result<()> {
+    let first = Reactor::new()?;
+    let second = Reactor::new()?;
+    let (a, mut b) = std::os::unix::net::UnixStream::pair()
+        .and_then(|(a, b)| Ok((UnixStream::from_std(a)?, b)))?;
+    let mut buf = [0u8; 1];
+    let mut reader = &a;
+    let mut waiting = reader.read(&mut buf);
+    {
+        let _enter = first.enter();
+        assert!(futures_lite::future::block_on(poll_once(&mut waiting)).is_none());
+    }
+    {
+        // A task waits to read on the first: the read is polled from two cores, so it stays
+        // registered with both (the second reactor registers it: one rebind), the write where
+        // it was.
+        let _enter = second.enter();
+        assert!(poll_read(&mut &a).is_none(), "nothing to read: it waits");
+    }
+    first.poll(Some(Duration::ZERO))?;
+    let registrations = |r: &Reactor| r.stats().registrations;
+    assert_eq!((registrations(&first), registrations(&second)), (1, 1));
+    assert_eq!((first.stats().rebinds, second.stats().rebinds), (0, 1));
+    // A byte reaches both epoll sets: the first reactor's event wakes its waiting task, which
+    // reads it there; the second's finds it gone (a `WouldBlock`), and waits again.
+    std::io::Write::write_all(&mut b, b"x")?;
+    {
+        let _enter = first.enter();
+        assert_eq!(block_on(&first, &mut waiting)?, 1);
+    }
+    drop(waiting);
+    // Used again on either reactor, it registers nowhere anew.
+    for r in [&first, &second] {
+        let _enter = r.enter();
+        assert!(poll_read(&mut &a).is_none());
+    }
+    assert_eq!(
+        (first.stats().registered, second.stats().registered),
+        (1, 1)
+    );
     Ok(())
 }
 
@@ -258,24 +304,26 @@ fn connect_and_accept_futures_are_send() {
 }
 
 #[test]
-fn a_stream_that_comes_back_to_a_reactor_it_left_moves_a_direction_at_a_time() -> io::Result<()> {
+fn a_stream_that_comes_back_to_a_reactor_it_left_stays_on_both() -> io::Result<()> {
     let (first, second) = (Reactor::new()?, Reactor::new()?);
-    let (mut a, _b) = UnixStream::pair()?;
+    let (mut a, mut b) = std::os::unix::net::UnixStream::pair()
+        .and_then(|(a, b)| Ok((UnixStream::from_std(a)?, b)))?;
+    std::io::Write::write_all(&mut b, b"w")?;
     let registrations = |r: &Reactor| r.stats().registrations;
     {
         let _enter = first.enter();
-        assert!(poll_read(&mut a).is_none());
+        assert!(matches!(poll_read(&mut a), Some(Ok(1))));
     }
     {
-        // Nothing waits to write on the first: the whole stream moves.
+        // Nothing waits on the first: the whole stream moves.
         let _enter = second.enter();
         assert!(poll_read(&mut a).is_none());
     }
     first.poll(Some(Duration::ZERO))?;
     assert_eq!((registrations(&first), registrations(&second)), (0, 1));
     {
-        // Back where it was: shared by two cores, as far as it can tell, so the read moves
-        // alone and the write stays on the second.
+        // Back where it was: polled from two cores, as far as it can tell, so the read stays
+        // registered with both from now on, and the write stays on the second.
         let _enter = first.enter();
         assert!(poll_read(&mut a).is_none());
     }
@@ -283,7 +331,7 @@ fn a_stream_that_comes_back_to_a_reactor_it_left_moves_a_direction_at_a_time() -
     assert_eq!((registrations(&first), registrations(&second)), (1, 1));
     assert_eq!((first.stats().rebinds, second.stats().rebinds), (1, 1));
     {
-        // The write joins the read; the second reactor frees its slot.
+        // The write comes back too: it joins the read's binding here, and stays on both.
         let _enter = first.enter();
         let wrote = futures_lite::future::block_on(poll_once(futures_lite::AsyncWriteExt::write(
             &mut a, b"y",
@@ -291,10 +339,15 @@ fn a_stream_that_comes_back_to_a_reactor_it_left_moves_a_direction_at_a_time() -
         assert!(matches!(wrote, Some(Ok(1))));
     }
     second.poll(Some(Duration::ZERO))?;
-    assert_eq!((registrations(&first), registrations(&second)), (1, 0));
+    assert_eq!((registrations(&first), registrations(&second)), (1, 1));
+    // Used on either, from now on, it registers nowhere anew.
+    for r in [&first, &second, &first] {
+        let _enter = r.enter();
+        assert!(poll_read(&mut a).is_none());
+    }
     assert_eq!(
-        first.stats().rebinds,
-        1,
+        (first.stats().rebinds, second.stats().rebinds),
+        (1, 1),
         "the write joined the read's binding"
     );
     Ok(())

@@ -28,3 +28,34 @@ fn a_stop_request_racing_two_accept_loops_reaches_both() {
         assert_eq!(stop.deadline(), Some(deadline));
     });
 }
+
+/// A request racing a loop that closes its listener (its loop ended, or its task was dropped):
+/// the request shuts each listed socket down under the list's lock, and the loop unlists its
+/// own before closing it, so the request never shuts a closed descriptor (whose number another
+/// socket may have taken by then), and the socket is either shut by the request or unlisted by
+/// its loop, once.
+#[test]
+fn a_stop_request_never_shuts_a_listener_its_loop_has_closed() {
+    use loom::sync::atomic::{AtomicBool, Ordering};
+
+    loom::model(|| {
+        const FD: i32 = 7;
+        let stop = Arc::new(Stop::new(1));
+        let closed = Arc::new(AtomicBool::new(false));
+        stop.list(0, FD);
+        let looping = {
+            let (stop, closed) = (stop.clone(), closed.clone());
+            thread::spawn(move || {
+                let unlisted = stop.unlist(0);
+                closed.store(true, Ordering::Relaxed); // `close(2)`, after the unlist
+                unlisted
+            })
+        };
+        let shut = stop.request_with(Instant::now(), |fd| {
+            assert_eq!(fd, FD);
+            assert!(!closed.load(Ordering::Relaxed), "shut a closed descriptor");
+        });
+        let unlisted = looping.join().unwrap();
+        assert_eq!(shut + usize::from(unlisted), 1);
+    });
+}

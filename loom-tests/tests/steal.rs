@@ -7,8 +7,9 @@
 //! (stored by its first poll) and wakes it. Whatever the interleaving: the task runs exactly
 //! once from the queue (by A or by B, never both, never neither), and the wake lands in the
 //! inbox of the core that ran it (its home by then), never in the other's: a stolen task
-//! belongs to its thief before it runs there. Skipping the re-home in `steal_into` makes the
-//! wake go to A after B ran the task, and the model fails.
+//! belongs to its thief before it runs there, and its count on the cores' loads is the
+//! thief's. Skipping the re-home in `steal_into` makes the wake go to A after B ran the task,
+//! and the model fails.
 #![cfg(loom)]
 
 use std::collections::VecDeque;
@@ -74,6 +75,8 @@ fn a_stolen_task_runs_once_and_its_wakes_go_to_its_thief() {
             .metadata(TaskMeta::for_model(&a, peers.clone()))
             .spawn(move |_| future, schedule);
         task.detach();
+        // Counted on A, where it was spawned.
+        a.count_task_for_model();
         // Its first poll, on A, before the model starts: the waker is out.
         WHO.with(|w| w.set(0));
         runnable.run();
@@ -144,6 +147,9 @@ fn a_stolen_task_runs_once_and_its_wakes_go_to_its_thief() {
         if !on_b.is_empty() {
             assert_eq!(ran[0], 1, "a wake routed to B, but A ran the task");
         }
+        // Its count moved with it, once: it is on the core that ran it.
+        let loads = (a.load_for_model(), b.load_for_model());
+        assert_eq!(loads, if ran[0] == 0 { (1, 0) } else { (0, 1) }, "{ran:?}");
         drop((on_a, on_b));
         drop((ra, rb));
     });

@@ -1,5 +1,6 @@
-//! The hand-over of core 0's tokio runtime between the stand-in thread and the thread in
-//! `block_on`, on the production code: `tickless`'s `HandOver` (`runtime::tokio_hand_over`),
+//! The hand-over of core 0's tokio runtime (and, where the stand-in runs core 0 itself, of
+//! core 0's lease) between the stand-in thread and the threads in `block_on`, on the
+//! production code: `tickless`'s `HandOver` (`runtime::tokio_hand_over`),
 //! whose `left`, `entered` and `stop` core 0's `block_on` and the runtime's shutdown call
 //! (through `runtime::tokio_stand_in::StandIn`), and whose `drive` is the stand-in thread's
 //! body. In production `drive` runs each [`Turn`] with tokio's `Runtime::block_on`; here with
@@ -21,7 +22,7 @@ use std::task::{Context, Poll};
 use loom::cell::UnsafeCell;
 use loom::sync::{Condvar, Mutex};
 use loom::thread;
-use tickless::loom_exports::{HandOver, Turn};
+use tickless::loom_exports::{HandOver, Lease, Turn};
 
 /// Who drives core 0's tokio runtime.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -111,12 +112,19 @@ impl Future for Driven<'_> {
 }
 
 /// The stand-in thread, started as `StandIn::left` starts it: `drive`, with a `block_on` that
-/// holds the runtime while it runs.
-fn stand_in(hand_over: &Arc<HandOver>, runtime: &Arc<Runtime>) -> thread::JoinHandle<()> {
+/// holds the runtime while it runs; with `lease`, it runs core 0 itself, holding core 0's
+/// lease for the turn (`core_zero`'s `DriveCoreZero`), else core 0's tokio runtime alone.
+fn stand_in(
+    hand_over: &Arc<HandOver>,
+    runtime: &Arc<Runtime>,
+    lease: Option<&Arc<Lease>>,
+) -> thread::JoinHandle<()> {
     let hand_over = hand_over.clone();
     let runtime = runtime.clone();
+    let lease = lease.cloned();
     thread::spawn(move || {
         hand_over.drive(|turn| {
+            let _held = lease.as_ref().map(|l| l.take());
             runtime.take(Driver::StandIn);
             *runtime.turns.0.lock().unwrap() += 1;
             runtime.turns.1.notify_all();
@@ -129,12 +137,24 @@ fn stand_in(hand_over: &Arc<HandOver>, runtime: &Arc<Runtime>) -> thread::JoinHa
     })
 }
 
-/// Core 0's `block_on` between `entered` and `left`: it drives the runtime.
-fn block_on(hand_over: &HandOver, runtime: &Runtime) {
+/// Core 0's `block_on`, as `CoreZero::block_on` orders it: `entered`, the lease, the runtime
+/// driven, the lease given back, `left`.
+fn block_on(hand_over: &HandOver, lease: &Lease, runtime: &Runtime) {
     hand_over.entered();
-    runtime.take(Driver::BlockOn);
-    runtime.check(Driver::BlockOn);
-    runtime.give_back(Driver::BlockOn);
+    {
+        let _held = lease.take();
+        runtime.take(Driver::BlockOn);
+        runtime.check(Driver::BlockOn);
+        runtime.give_back(Driver::BlockOn);
+    }
+    hand_over.left();
+}
+
+/// The first `block_on` of the runtime, which returns here (nobody drives the runtime yet):
+/// the stand-in is started after it.
+fn first_block_on(hand_over: &HandOver) {
+    hand_over.entered();
+    assert!(hand_over.left());
 }
 
 #[test]
@@ -142,13 +162,14 @@ fn entered_on_another_thread_returns_once_the_stand_in_gave_the_runtime_back() {
     loom::model(|| {
         let hand_over = Arc::new(HandOver::new());
         let runtime = Runtime::new();
+        let lease = Arc::new(Lease::new());
         // The first `block_on` returns here: the stand-in is started.
-        assert!(hand_over.left());
-        let thread = stand_in(&hand_over, &runtime);
+        first_block_on(&hand_over);
+        let thread = stand_in(&hand_over, &runtime, None);
         // The next one starts on another thread, whenever the stand-in is.
         let next = {
             let (hand_over, runtime) = (hand_over.clone(), runtime.clone());
-            thread::spawn(move || block_on(&hand_over, &runtime))
+            thread::spawn(move || block_on(&hand_over, &lease, &runtime))
         };
         next.join().unwrap();
         // The runtime's drop.
@@ -162,8 +183,8 @@ fn a_stop_ends_the_stand_in_wherever_it_is() {
     loom::model(|| {
         let hand_over = Arc::new(HandOver::new());
         let runtime = Runtime::new();
-        assert!(hand_over.left());
-        let thread = stand_in(&hand_over, &runtime);
+        first_block_on(&hand_over);
+        let thread = stand_in(&hand_over, &runtime, None);
         // Before the thread's first wait, in it, before or in its turn.
         let stop = {
             let hand_over = hand_over.clone();
@@ -180,7 +201,8 @@ fn a_stop_racing_left_ends_the_stand_in() {
         let hand_over = Arc::new(HandOver::new());
         let runtime = Runtime::new();
         // The thread waits for its first `left`, which races the stop.
-        let thread = stand_in(&hand_over, &runtime);
+        hand_over.entered();
+        let thread = stand_in(&hand_over, &runtime, None);
         let left = {
             let hand_over = hand_over.clone();
             thread::spawn(move || hand_over.left())
@@ -189,6 +211,7 @@ fn a_stop_racing_left_ends_the_stand_in() {
         let _ = left.join().unwrap();
         thread.join().unwrap();
         // A `left` after the stop was refused: nothing is left to start.
+        hand_over.entered();
         assert!(!hand_over.left());
     });
 }
@@ -198,16 +221,43 @@ fn each_left_wakes_the_stand_in_and_each_entered_wakes_its_turn() {
     loom::model(|| {
         let hand_over = Arc::new(HandOver::new());
         let runtime = Runtime::new();
-        assert!(hand_over.left());
-        let thread = stand_in(&hand_over, &runtime);
+        let lease = Arc::new(Lease::new());
+        first_block_on(&hand_over);
+        let thread = stand_in(&hand_over, &runtime, Some(&lease));
         // The stand-in drives (its turn polled or about to be) when the next `block_on`
         // starts: a lost wake leaves both waiting.
         runtime.wait_for_turns(1);
-        block_on(&hand_over, &runtime);
+        block_on(&hand_over, &lease, &runtime);
         // Left again: the thread, waiting for it or about to, drives once more.
-        assert!(hand_over.left());
         runtime.wait_for_turns(2);
-        block_on(&hand_over, &runtime);
+        block_on(&hand_over, &lease, &runtime);
+        hand_over.stop();
+        thread.join().unwrap();
+    });
+}
+
+#[test]
+fn a_block_on_waiting_for_the_lease_never_loses_it_to_the_stand_in() {
+    loom::model(|| {
+        let hand_over = Arc::new(HandOver::new());
+        let runtime = Runtime::new();
+        let lease = Arc::new(Lease::new());
+        first_block_on(&hand_over);
+        // The stand-in runs core 0 itself (it takes the lease for its turns).
+        let thread = stand_in(&hand_over, &runtime, Some(&lease));
+        // Two `block_on`s at once on two threads: the second waits for the lease while the
+        // first holds it, and the first's `left` must not let the stand-in take it in
+        // between (that would leave the second waiting for ever: a deadlock).
+        let others: Vec<_> = (0..2)
+            .map(|_| {
+                let (hand_over, lease, runtime) =
+                    (hand_over.clone(), lease.clone(), runtime.clone());
+                thread::spawn(move || block_on(&hand_over, &lease, &runtime))
+            })
+            .collect();
+        for other in others {
+            other.join().unwrap();
+        }
         hand_over.stop();
         thread.join().unwrap();
     });

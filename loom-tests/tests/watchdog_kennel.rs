@@ -2,7 +2,9 @@
 //! `tickless`'s `sleep_while_idle` (the watchdog's side: lie down, fence, look at every core,
 //! park), `Shared::running_again` (a core woken from its park: "running" in its sleep word,
 //! then `Kennel::rouse`'s fence and look at the kennel), `Watch::enter` (a thread starts
-//! running a core, as core 0's `block_on` does), `Kennel::attach` and `Kennel::stop`.
+//! running a core, as core 0's `block_on` does), `Watch::tokio_runs` (the core's tokio runtime
+//! wakes from its park on the core's thread, whose sleep word still says "asleep": "running
+//! tokio" in the watch, then the same fence), `Kennel::attach` and `Kennel::stop`.
 //!
 //! Whatever the interleaving, a watchdog that lay down while a core was waking does not stay
 //! parked once the core runs (a lost wake leaves it parked for good: loom reports the
@@ -54,6 +56,24 @@ fn a_core_waking_from_its_park_wakes_the_watchdog_that_lay_down() {
         };
         core.join().unwrap();
         // It saw core 1 running and stayed up, or was woken: a parked watchdog is a deadlock.
+        dog.join().unwrap();
+    });
+}
+
+#[test]
+fn a_core_s_tokio_runtime_waking_in_its_park_wakes_the_watchdog_that_lay_down() {
+    loom::model(|| {
+        let kennel = Arc::new(Kennel::default());
+        let (_reactors, cores) = parked_cores(2, &kennel);
+        let dog = watchdog(cores.clone(), kennel.clone());
+        // Core 1 is parked in its tokio runtime (`Builder::tokio_context`), which wakes for a
+        // tokio task: the core's sleep word still says "asleep", and a tokio task that blocks
+        // now must be watched.
+        let core = {
+            let core = cores[1].clone();
+            thread::spawn(move || core.watch().tokio_runs())
+        };
+        core.join().unwrap();
         dog.join().unwrap();
     });
 }

@@ -19,7 +19,8 @@ struct Settings {
     timer_policy: Option<Ident>,
     /// `default_slack_us = N`.
     default_slack_us: Option<LitInt>,
-    /// `tokio_context = true` (needs tickless's `tokio-compat` feature).
+    /// `tokio_context = BOOL` (`true` needs tickless's `tokio-compat` feature, where it is the
+    /// default).
     tokio_context: Option<LitBool>,
     /// `pin = true`: each core pinned to its CPU.
     pin: Option<LitBool>,
@@ -64,7 +65,7 @@ fn settings(args: TokenStream) -> syn::Result<Settings> {
             Err(meta.error(
                 "unknown setting: expected `cores = N`, `pin = true`, `start_paused = true`, \
                  `timer_policy = Eager|OnIdle|Lazy`, `default_slack_us = N` or \
-                 `tokio_context = true`",
+                 `tokio_context = true|false`",
             ))
         }
     });
@@ -114,8 +115,14 @@ fn expand(args: TokenStream, item: TokenStream, test: bool) -> TokenStream {
     });
     // Through a trait that only the `tokio-compat` feature implements: without it, the error
     // names the feature.
+    // `tokio_context = false` compiles without the feature too (there is no context to turn
+    // off there).
     let tokio = settings.tokio_context.map(|on| {
-        quote! { ::tickless::__macro_support::TokioContext::tokio_context(&mut builder, #on); }
+        if on.value {
+            quote! { ::tickless::__macro_support::TokioContext::tokio_context(&mut builder, #on); }
+        } else {
+            quote! { ::tickless::__macro_support::no_tokio_context(&mut builder); }
+        }
     });
     let body = &f.block;
     let test_attr = test.then(|| quote! { #[::core::prelude::v1::test] });
@@ -144,9 +151,9 @@ fn expand(args: TokenStream, item: TokenStream, test: bool) -> TokenStream {
 
 /// Runs `async fn main` on a tickless runtime: one core per CPU (`cores = N` to choose,
 /// `pin = true` to pin each core to its CPU), real time (`start_paused = true` to pause it), the default re-arm policy
-/// (`timer_policy = Eager`, `OnIdle` or `Lazy`) and slack (`default_slack_us = N`), and a tokio
-/// context on every core for libraries written for tokio (`tokio_context = true`, with
-/// tickless's `tokio-compat` feature; see `Builder::tokio_context`).
+/// (`timer_policy = Eager`, `OnIdle` or `Lazy`) and slack (`default_slack_us = N`), and, where
+/// tickless's `tokio-compat` feature is on, a tokio context on every core for libraries
+/// written for tokio (`tokio_context = false` to go without; see `Builder::tokio_context`).
 ///
 /// ```ignore
 /// #[tickless::main]
@@ -161,8 +168,9 @@ pub fn main(args: TokenStream, item: TokenStream) -> TokenStream {
 
 /// Runs an `async fn` test on a tickless runtime of one core (`cores = N` for more), with
 /// `start_paused = true` for paused time, as `#[tokio::test(start_paused = true)]`; also
-/// `pin = true`, `timer_policy = ...`, `default_slack_us = N` and `tokio_context = true`, as for
-/// [`main`](macro@main).
+/// `pin = true`, `timer_policy = ...`, `default_slack_us = N` and `tokio_context = false`, as
+/// for [`main`](macro@main): with the `tokio-compat` feature a renamed `#[tokio::test]` has its
+/// tokio context.
 ///
 /// ```ignore
 /// #[tickless::test(start_paused = true)]

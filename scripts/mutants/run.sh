@@ -7,6 +7,7 @@
 #   scripts/mutants/run.sh blocking           # the blocking pool and shutdown by ownership
 #   scripts/mutants/run.sh registration       # tickless-io's registration: binding, home, reactor gone
 #   scripts/mutants/run.sh movement           # work that moves: stealing, spill queues, placement
+#   scripts/mutants/run.sh harvest            # a core that runs taking a stuck core's ready I/O
 #   scripts/mutants/run.sh -p CRATE           # any package
 #   scripts/mutants/run.sh timer/src/wheel.rs 'io/src/**'   # some files (globs quoted)
 #   scripts/mutants/run.sh timer -- --re queue # anything after `--` goes to cargo mutants
@@ -56,7 +57,7 @@ BLOCKING_FILES=('executor/src/blocking.rs' 'executor/src/worker/shutdown.rs')
 BLOCKING_TESTS=(--lib task_blocking rt_drop rt_dead_core rt_panics time_paused fs_file rt_placement)
 # --- registration: a registration bound to the core that polls it (moving with it), its home and
 # the reactor-gone state, against every test of tickless-io (none named: all of them).
-REGISTRATION_FILES=('io/src/home.rs' 'io/src/registration/*.rs' 'io/src/context.rs')
+REGISTRATION_FILES=('io/src/home.rs' 'io/src/key.rs' 'io/src/registration/*.rs' 'io/src/context.rs')
 REGISTRATION_TESTS=()
 # --- movement: an idle core taking another's backlog (steal.rs), the queues it takes from
 # (spill.rs), where a spawn after an accept goes (placement.rs) and core 0 handing its tasks on
@@ -66,6 +67,11 @@ MOVEMENT_FILES=('executor/src/worker/steal.rs' 'executor/src/worker/spill.rs'
     'executor/src/worker/placement.rs' 'executor/src/runtime/core_zero.rs')
 MOVEMENT_TESTS=(--lib rt_steal net_follow rt_placement net_serve rt_cores rt_send tokio_compat
     rt_drop)
+# --- harvest: a core that runs taking the ready I/O of a peer that has not come back to its loop
+# (harvest.rs: when to look, the harvested wakes), against the tests that block a core and the
+# library's.
+HARVEST_FILES=('executor/src/worker/harvest.rs')
+HARVEST_TESTS=(--lib rt_harvest)
 # -----------------------------------------------------------------------------------------------
 
 # Proptest cases per property under mutation: a tenth of the default runs, enough to catch the
@@ -99,7 +105,7 @@ if (($# == 0)) || [[ "$1" == "timer" ]]; then
     name=timer
     target_args=(--package tickless-timer)
 elif [[ "$1" == "executor" || "$1" == "blocking" || "$1" == "registration" \
-        || "$1" == "movement" ]]; then
+        || "$1" == "movement" || "$1" == "harvest" ]]; then
     name="$1"
     case "$1" in
         executor) package=tickless; files=("${EXECUTOR_FILES[@]}"); tests=("${EXECUTOR_TESTS[@]}") ;;
@@ -107,6 +113,7 @@ elif [[ "$1" == "executor" || "$1" == "blocking" || "$1" == "registration" \
         registration)
             package=tickless-io; files=("${REGISTRATION_FILES[@]}"); tests=("${REGISTRATION_TESTS[@]}") ;;
         movement) package=tickless; files=("${MOVEMENT_FILES[@]}"); tests=("${MOVEMENT_TESTS[@]}") ;;
+        harvest) package=tickless; files=("${HARVEST_FILES[@]}"); tests=("${HARVEST_TESTS[@]}") ;;
     esac
     target_args=(--package "$package")
     for f in "${files[@]}"; do

@@ -235,6 +235,18 @@ impl<T> Inbox<T> {
     /// [installed](RemoteArming::install) programs that device for the timer's deadline instead
     /// of waking the core (module docs).
     pub fn push(&self, op: Op<T>) -> Result<Wake, Op<T>> {
+        self.push_if(op, || true)
+    }
+
+    /// [`push`](Self::push), if `accept` says so: `accept` is asked under the lock that
+    /// [`drain_locked`](Self::drain_locked) takes, so a state the core changes before such a
+    /// drain (core 0 no longer run by any thread, say) is seen by every push that the drain
+    /// does not take.
+    ///
+    /// # Errors
+    ///
+    /// The operation back, untouched, if `accept` said no or the core has closed its inbox.
+    pub fn push_if(&self, op: Op<T>, accept: impl FnOnce() -> bool) -> Result<Wake, Op<T>> {
         let (deadline, arm_at) = match &op {
             Op::Insert {
                 deadline, slack, ..
@@ -247,8 +259,8 @@ impl<T> Inbox<T> {
             Op::Now(_) => (0, None),
         };
         match self.ops.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
-            Some(ops) => ops.push(op),
-            None => return Err(op),
+            Some(ops) if accept() => ops.push(op),
+            _ => return Err(op),
         }
         Ok(self.notify_or_arm(deadline, arm_at))
     }
@@ -372,6 +384,16 @@ impl<T> Inbox<T> {
         if !self.is_dirty() {
             return;
         }
+        self.word.fetch_and(!DIRTY, Ordering::AcqRel);
+        if let Some(ops) = self.ops.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+            out.append(ops);
+        }
+    }
+
+    /// Core side: takes every pushed operation, appending to `out`, looking under the lock
+    /// whatever `DIRTY` says (a push sets it only after it unlocks): after this, every
+    /// [`push_if`](Self::push_if) either was taken or saw what the core changed before it.
+    pub fn drain_locked(&self, out: &mut Vec<Op<T>>) {
         self.word.fetch_and(!DIRTY, Ordering::AcqRel);
         if let Some(ops) = self.ops.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
             out.append(ops);

@@ -246,3 +246,29 @@ fn always_waking_wakes_a_sleeping_core_on_every_push() {
     assert!(default.try_sleep(Some(1_000)));
     assert_eq!(default.notify(9_000), Wake::NotNeeded);
 }
+
+#[test]
+fn a_conditional_push_is_refused_untouched_when_its_condition_fails_and_a_locked_drain_takes_all() {
+    let h = Inbox::<u32>::new();
+    // Refused: handed back, nothing pushed, no wake decided, the word untouched.
+    match h.push_if(Op::Now(7), || false) {
+        Err(Op::Now(7)) => {}
+        _ => panic!("refused, and handed back as it came"),
+    }
+    assert!(!h.is_dirty());
+    assert_eq!(wakes(&h), (0, 0));
+    // Accepted: as `push`.
+    assert_eq!(h.push_if(Op::Now(8), || true).unwrap(), Wake::NotNeeded);
+    assert!(h.is_dirty());
+    // The locked drain takes it, and what a clean word would have hidden from `drain`.
+    let mut out = Vec::new();
+    h.drain_locked(&mut out);
+    assert_eq!(values(&out), vec![Some(8)]);
+    assert!(!h.is_dirty());
+    // Closed: refused whatever the condition.
+    drop(h.close());
+    assert!(h.push_if(Op::Now(9), || true).is_err());
+    out.clear();
+    h.drain_locked(&mut out);
+    assert!(out.is_empty());
+}

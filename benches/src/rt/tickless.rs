@@ -111,7 +111,8 @@ pub const BUILDER_ENV: &str = "TICKLESS_BENCH_BUILDER";
 /// the runtime with and without an observer (`timeout_cost.py --builder`): `stall=off` (no
 /// stall detector), `stall=<ms>` (its threshold), `poll_time_histogram` (tokio's, on),
 /// `loop_histograms` (`enable_metrics_loop_histograms`), `governor=off` (`idle_governor(false)`:
-/// park at once), `park_when_busy` (`park_when_busy(true)`: a busy core's spins cut to a look).
+/// park at once), `park_when_busy` (`park_when_busy(true)`: a busy core's spins cut to a look),
+/// `crowded=yield` (`yield_when_crowded(true)`), `harvest=off` (`harvest_after(None)`).
 ///
 /// # Panics
 ///
@@ -141,6 +142,12 @@ pub fn from_env(b: &mut Builder) {
             Some(("governor", "off")) => {
                 b.idle_governor(false);
             }
+            Some(("crowded", "yield")) => {
+                b.yield_when_crowded(true);
+            }
+            Some(("harvest", "off")) => {
+                b.harvest_after(None);
+            }
             Some(("stall", ms)) => {
                 let ms = ms
                     .parse()
@@ -149,8 +156,8 @@ pub fn from_env(b: &mut Builder) {
             }
             _ => panic!(
                 "{BUILDER_ENV}: unknown setting {setting:?} \
-                 (stall=off|<ms>, governor=off, park_when_busy, poll_time_histogram, \
-                 loop_histograms)"
+                 (stall=off|<ms>, governor=off, crowded=yield, harvest=off, park_when_busy, \
+                 poll_time_histogram, loop_histograms)"
             ),
         }
     }

@@ -10,7 +10,7 @@ use tickless_timer::{Config, RearmPolicy, Slack};
 use crate::blocking::{BlockingPool, DEFAULT_KEEP_ALIVE, DEFAULT_MAX_THREADS};
 use crate::histogram::{DEFAULT_LATENESS_HISTOGRAM, DEFAULT_POLL_TIME_HISTOGRAM};
 use crate::runtime::thread::core_thread;
-use crate::runtime::watchdog::Watchdog;
+use crate::runtime::watchdog::{Duties, Watchdog};
 use crate::runtime::Runtime;
 use crate::task::hooks::{Observers, MIN_STALL_THRESHOLD};
 use crate::worker::config::{CoreConfig, DefaultSlack};
@@ -43,6 +43,10 @@ pub const MAX_WAKEUP_LEAD: Duration = Duration::from_millis(10);
 /// How long runnable `Send` tasks wait on a core that does not run them before an idle core
 /// takes them, by default (see [`Builder::steal_after`]).
 pub const DEFAULT_STEAL_AFTER: Duration = Duration::from_micros(250);
+
+/// How long a core goes without coming back to its loop before a core that runs takes its
+/// ready I/O, by default (see [`Builder::harvest_after`]).
+pub const DEFAULT_HARVEST_AFTER: Duration = Duration::from_micros(500);
 
 /// Configures a [`Runtime`].
 ///
@@ -121,8 +125,10 @@ impl Builder {
                 device: ClockDevice::TimerFd,
                 placement: Placement::Spread,
                 steal_after: Some(DEFAULT_STEAL_AFTER),
+                harvest_after: Some(DEFAULT_HARVEST_AFTER),
+                yield_when_crowded: false,
                 resolver: crate::dns::resolve_on_pool,
-                tokio: None,
+                tokio: DEFAULT_TOKIO_CONTEXT,
                 poll_times_on: false,
                 poll_times: DEFAULT_POLL_TIME_HISTOGRAM,
                 loop_histograms: false,
@@ -145,9 +151,10 @@ impl Builder {
     ///
     /// # Sharing the CPUs with a busy process
     ///
-    /// A core's connections are read by that core's thread alone: while the scheduler keeps
-    /// it off its CPU, their requests wait, and no other core can take them (a core with
-    /// nothing to do takes only tasks already woken). Where another process needs a CPU of
+    /// A core's connections are read by that core's thread, and, once it has not been through
+    /// its loop for [`harvest_after`](Self::harvest_after), by a core that runs: while the
+    /// scheduler keeps it off its CPU, their requests wait up to that long. Where another
+    /// process needs a CPU of
     /// the mask most of the time (a database, a load generator), fewer cores than CPUs can
     /// serve more. On 2 CPUs shared with a closed-loop load generator that used most of one,
     /// one core served 1.3-1.7x the requests of two, with 0.21-0.28x their p99, and at half
@@ -211,22 +218,36 @@ impl Builder {
     /// core takes them (work stealing); `None`: tasks never move that way (core 0's still leave
     /// it when its `block_on` returns, below). Default 250 µs.
     ///
-    /// A core keeps its first 16 runnable tasks to itself and queues the rest where the other
-    /// cores can reach them. A core with nothing to do takes half of another core's queue,
-    /// oldest first, once that queue has been non-empty for this long without draining: the
-    /// core is stuck in a long poll, its thread was preempted, or it is overloaded. A core that
-    /// keeps up is never stolen from. Only tasks from [`tickless::spawn`](crate::spawn),
-    /// [`Handle::spawn`](crate::Handle::spawn) and [`Handle::spawn_at`](crate::Handle::spawn_at)
-    /// move, between polls; `spawn_local` tasks never do. A moved task's streams and timers
-    /// move with it, at its next poll on its new core.
+    /// Two cases, both only from a core that cannot run its tasks:
+    ///
+    /// - **A core that does not come back to its run queue** for this long (a task blocks its
+    ///   thread in a synchronous call or a long computation, or the kernel keeps the thread
+    ///   off its CPU): an idle core takes *every* runnable `Send` task it has queued, 16 or
+    ///   fewer too. The core says when it queues a `Send` task behind another since it last
+    ///   went idle (a plain store, and one peer, a parked one first, is told once); an idle
+    ///   core then watches its poll count, and takes the tasks if that has not moved for this
+    ///   long. A core that keeps up has moved on by then: nothing moves. (A lone task queued
+    ///   behind the poll, with nothing else queued since the core went idle, is not
+    ///   announced, so that a same-core ping-pong pays nothing: it waits for its core.) The
+    ///   owner's own pushes and pops stay free of atomic read-modify-writes and
+    ///   fences; the thief pays a `membarrier` system call (Linux 4.14; where the kernel or a
+    ///   seccomp filter refuses it, only the second case applies).
+    /// - **An overloaded core**: a core queues the runnable `Send` tasks beyond its first 16
+    ///   where other cores can reach them, and a core with nothing to do takes half of those,
+    ///   oldest first, once they have waited this long without draining.
+    ///
+    /// Only tasks from [`tickless::spawn`](crate::spawn), [`Handle::spawn`](crate::Handle::spawn)
+    /// and [`Handle::spawn_at`](crate::Handle::spawn_at) move, between polls; `spawn_local`
+    /// and [`Handle::spawn_pinned`](crate::Handle::spawn_pinned) tasks never do, nor does the
+    /// task being polled. A moved task's streams and timers move with it, at its next poll on
+    /// its new core. Steals are counted in [`CoreStats::steals`](crate::CoreStats::steals).
     ///
     /// Core 0's `Send` tasks also leave it when its [`block_on`](crate::Runtime::block_on)
     /// returns (no thread runs core 0 until the next one): handed to a core that runs,
     /// whatever this setting.
     ///
-    /// A core's ready I/O is read by that core alone: a task waiting for its stream is not
-    /// runnable until its core polls its epoll set, so stealing does not reach it (see
-    /// [`cores`](Self::cores), *Sharing the CPUs with a busy process*).
+    /// A task waiting for its stream on a core that does not run is reached by harvesting
+    /// instead (see [`harvest_after`](Self::harvest_after)).
     ///
     /// ```
     /// use std::time::Duration;
@@ -240,6 +261,64 @@ impl Builder {
     /// ```
     pub fn steal_after(&mut self, age: Option<Duration>) -> &mut Self {
         self.core.steal_after = age;
+        self
+    }
+
+    /// How long a core may go without coming back to its loop (a task's poll that blocks its
+    /// thread, or a thread the kernel keeps off its CPU for another process) before a core
+    /// that runs takes its ready I/O: the events waiting in its epoll set are dispatched by
+    /// the core that runs, and the `Send` tasks they wake move there, with their streams and
+    /// timers (see `docs/thread-per-core.md`, *When a core cannot run*). `spawn_local` and
+    /// `spawn_pinned` tasks stay on their core. `None`: never; each core's I/O then waits for
+    /// its own thread. Default [`DEFAULT_HARVEST_AFTER`] (500 µs).
+    ///
+    /// A core looks at its peers where it parks and at its fairness polls; a core that parks
+    /// is told of a peer stuck in a long poll by the stall detector's watchdog (see
+    /// [`stall_threshold`](Self::stall_threshold)): with the detector off, only cores that run
+    /// harvest. Counted in [`CoreStats::harvests`](crate::CoreStats::harvests) and
+    /// [`CoreStats::harvested_events`](crate::CoreStats::harvested_events); a runtime whose
+    /// cores keep up harvests nothing.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let rt = tickless::Builder::new()
+    ///     .cores(2)
+    ///     .harvest_after(Some(Duration::from_millis(2)))
+    ///     .build()?;
+    /// # drop(rt);
+    /// # std::io::Result::Ok(())
+    /// ```
+    pub fn harvest_after(&mut self, after: Option<Duration>) -> &mut Self {
+        self.core.harvest_after = after;
+        self
+    }
+
+    /// Serve with fewer cores while another process keeps the runtime's threads waiting for
+    /// CPUs, and with all of them again once the CPUs have room (default `false`).
+    ///
+    /// On CPUs shared with a busy process (a load generator, a database, neighbours on a
+    /// virtual machine), a core thread that waits for a CPU holds up its connections, and
+    /// two cores on two crowded CPUs can serve less than one. With this on, the stall
+    /// detector's watchdog (see [`stall_threshold`](Self::stall_threshold): it does nothing
+    /// with the detector off) measures, every 100 ms while a core is busy, how long the core
+    /// threads waited for a CPU (the kernel's run-queue wait); above a fifth of the time they
+    /// were runnable, the highest core that serves steps back: it takes no new work, its
+    /// `Send` tasks move to the others (their streams and timers follow), what its accept loop
+    /// accepts is placed on the others, and it keeps only its `spawn_local` and
+    /// `spawn_pinned` tasks. It serves again once the cores that serve are saturated (busy
+    /// 80% of the time) with three quarters of a CPU idle beside them, or once a CPU and a
+    /// half is idle (the other process has gone). A change holds at least 1 s, longer (up to
+    /// 16 s) when changes keep undoing each other. Core 0 never steps back.
+    /// Counted in [`CoreStats::yields`](crate::CoreStats::yields).
+    ///
+    /// ```
+    /// let rt = tickless::Builder::new().cores(2).yield_when_crowded(true).build()?;
+    /// # drop(rt);
+    /// # std::io::Result::Ok(())
+    /// ```
+    pub fn yield_when_crowded(&mut self, yes: bool) -> &mut Self {
+        self.core.yield_when_crowded = yes;
         self
     }
 
@@ -264,8 +343,9 @@ impl Builder {
     /// [`ClockDevice::TimerFd`]. With [`ClockDevice::Epoll`] a core re-programs nothing: its
     /// `epoll_pwait2` times out at the deadline, which saves the `timerfd_settime` of each
     /// timer wakeup (`compare`'s `tickless_epoll` contender measures it). A runtime with a
-    /// tokio context (`tokio_context`, feature `tokio-compat`) uses the timerfd whatever this
-    /// says: its cores wait in tokio's reactor, whose timeout is tokio's.
+    /// tokio context (`tokio_context`, the default with the feature
+    /// `tokio-compat`) uses the timerfd whatever this says: its cores wait in tokio's reactor,
+    /// whose timeout is tokio's. Turn the context off for this device there.
     ///
     /// ```
     /// use tickless::{Builder, ClockDevice};
@@ -500,7 +580,11 @@ impl Builder {
     /// on pinned threads. An idle core never spins; a core whose spins catch nothing, or whose
     /// wakeups come late, stops; so, for a growing while, does a core whose thread is not
     /// pinned and that finds another core of the runtime on its CPU (a spin there holds off
-    /// the other core). The rules, and the measurements behind their constants, are in the
+    /// the other core). No spin goes toward a timer whose slack covers a park's wakeup (20 µs,
+    /// or the learned wakeup lead): the core parks with its device armed for the end of the
+    /// timer's window instead (`CoreStats::slack_parks`; a fixed
+    /// [`spin_before_park`](Self::spin_before_park) window does the same). The rules, and the
+    /// measurements behind their constants, are in the
     /// `worker/governor.rs` module's documentation; `CoreStats::governor_spins`,
     /// `governor_caught`, `governor_crowded`, `governor_spun_us` and `governor_window_ns`
     /// count what it decided.
@@ -669,11 +753,15 @@ impl Builder {
         self
     }
 
-    /// Gives every core a tokio context (feature `tokio-compat`; default `false`): a tokio
-    /// current-thread runtime of the core's own, driven by the core's thread, so that
-    /// libraries written for tokio, which call `tokio::spawn`, `tokio::time` or `tokio::net`
-    /// inside (sqlx, reqwest, tonic, redis), work from tickless tasks, and run on the core that
-    /// called them.
+    /// Gives every core a tokio context (feature `tokio-compat`; default `true` where the
+    /// feature is on, so that `Runtime::new`, `#[tickless::main]` and `#[tickless::test]` have
+    /// it): a tokio current-thread runtime of the core's own, driven by the core's thread, so
+    /// that libraries written for tokio, which call `tokio::spawn`, `tokio::time` or
+    /// `tokio::net` inside (sqlx, reqwest, tonic, redis), work from tickless tasks, and run on
+    /// the core that called them. `tokio_context(false)` (`#[tickless::test(tokio_context =
+    /// false)]`) turns it off: a runtime that needs no tokio library then has no tokio runtime
+    /// per core, no stand-in thread for core 0, and its cores wait in their own `epoll_wait`
+    /// (with the clock device [`clock_device`](Self::clock_device) chooses).
     ///
     /// # How it runs
     ///
@@ -686,8 +774,12 @@ impl Builder {
     /// that runtime. Nothing crosses threads that the library did not send across itself.
     ///
     /// Core 0 runs only inside [`Runtime::block_on`]; while no thread is in it, a thread of the
-    /// runtime's drives core 0's tokio runtime instead, so that what was started there (a
-    /// pooled connection's task, a sqlx pool's maintenance) keeps going.
+    /// runtime's runs core 0 instead, its tokio runtime with it, so that what was started
+    /// there (a pooled connection's task, a sqlx pool's maintenance, axum's `on_upgrade`
+    /// task over a tickless stream, with its tickless timers) keeps going; the next
+    /// `block_on` takes core 0 back. (While a `spawn_local` task of core 0 lives, or its clock
+    /// is paused, that thread drives core 0's tokio runtime alone: tickless streams and
+    /// timers used by core 0's tokio tasks then wait for the next `block_on`.)
     ///
     /// # Costs and differences from tokio
     ///
@@ -704,11 +796,20 @@ impl Builder {
     /// - As on tokio's current-thread runtime, `tokio::task::block_in_place` panics inside a
     ///   `tokio::spawn`ed task (a tickless task may call it), and a tickless runtime with a
     ///   tokio context cannot run inside a tokio runtime's `block_on`.
+    /// - Each core holds a tokio runtime (its epoll instance, eventfd, timer wheel), and once
+    ///   `block_on` has returned, one thread more runs core 0. An idle core still sleeps
+    ///   with no wakeup (tokio's wait has no timeout while it has no timer).
+    /// - A `spawn_local` task started on core 0 while that thread runs it (by a task there,
+    ///   `Handle::spawn_pinned` onto core 0, `tickless_http::on_core` for a request core 0
+    ///   serves) belongs to that thread: while it lives, `block_on` panics as on any thread
+    ///   other than the one a `spawn_local` task of core 0 belongs to. Keep a `block_on`
+    ///   running (`#[tickless::main]` does), or turn the context off.
     ///
     /// # Examples
     ///
     /// ```
-    /// let rt = tickless::Builder::new().cores(1).tokio_context(true).build()?;
+    /// // The default with the `tokio-compat` feature: `.tokio_context(true)` says it.
+    /// let rt = tickless::Builder::new().cores(1).build()?;
     /// let n = rt.block_on(async {
     ///     tokio::time::sleep(std::time::Duration::from_millis(1)).await; // tokio's timer
     ///     let on = std::thread::current().id();
@@ -720,7 +821,7 @@ impl Builder {
     /// ```
     #[cfg(feature = "tokio-compat")]
     pub fn tokio_context(&mut self, enabled: bool) -> &mut Self {
-        self.core.tokio = enabled.then_some(crate::worker::idle::tokio_before_park as fn());
+        self.core.tokio = enabled.then_some(crate::worker::idle::TOKIO_PARK_HOOKS);
         self
     }
 
@@ -818,6 +919,10 @@ impl Builder {
         if n < 2 {
             // Nobody to steal: a core alone never spills its runnable tasks.
             config.steal_after = None;
+        } else if config.steal_after.is_some() {
+            // Registered now, not at a thief's first look (the registration may wait for a
+            // grace period); without it, run queues are not stolen from (`worker::runq`).
+            crate::worker::runq::heavy_barrier_available();
         }
         // Core 0 is the calling thread: pin it for the runtime's life, and give it its old
         // affinity back when the runtime is dropped.
@@ -863,7 +968,13 @@ impl Builder {
         if let (Some(threshold), Some(kennel)) = (threshold, siblings.kennel) {
             let hook = self.observers.stall_hook();
             let cores = rt.shared.clone();
-            rt.watchdog = Some(Watchdog::start(cores, kennel, threshold, hook, allowed)?);
+            let duties = Duties {
+                harvest: self.core.harvest_after.is_some(),
+                yield_when_crowded: self.core.yield_when_crowded,
+            };
+            rt.watchdog = Some(Watchdog::start(
+                cores, kennel, threshold, hook, allowed, duties,
+            )?);
         }
         Ok(rt)
     }
@@ -898,3 +1009,12 @@ impl Runtime {
         Builder::new().build()
     }
 }
+
+/// The tokio context is on by default where the `tokio-compat` feature is (see
+/// [`Builder::tokio_context`]): a renamed `#[tokio::test]` runs code that needs one.
+#[cfg(feature = "tokio-compat")]
+const DEFAULT_TOKIO_CONTEXT: Option<crate::worker::tokio_context::ParkHooks> =
+    Some(crate::worker::idle::TOKIO_PARK_HOOKS);
+/// Without the `tokio-compat` feature there is no tokio context.
+#[cfg(not(feature = "tokio-compat"))]
+const DEFAULT_TOKIO_CONTEXT: Option<crate::worker::tokio_context::ParkHooks> = None;

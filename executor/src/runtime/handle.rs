@@ -5,7 +5,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use crate::blocking::{BlockingPool, BlockingTask};
-use crate::context::{with_current, NO_RUNTIME};
+use crate::context::{lent, with_current, Lent, NO_RUNTIME};
 use crate::runtime::RuntimeMetrics;
 use crate::task::{spawn_remote, JoinHandle};
 use crate::worker::shared::{Peers, Shared};
@@ -80,14 +80,55 @@ impl Handle {
     /// # std::io::Result::Ok(())
     /// ```
     pub fn current() -> Handle {
-        with_current(|core| {
+        match Handle::try_current() {
+            Ok(handle) => handle,
+            Err(e) if e.is_thread_local_destroyed() => panic!("{e}"),
+            Err(_) => panic!("{NO_RUNTIME}"),
+        }
+    }
+
+    /// The handle of the core running the caller, or an error outside a runtime, as tokio's
+    /// `Handle::try_current`: for code that asks whether it runs inside a runtime (a `Drop`
+    /// that spawns its clean-up where it can, a library choosing a runtime).
+    ///
+    /// Inside a [`spawn_blocking`](crate::task::spawn_blocking) closure it is the handle of the
+    /// core that spawned the job (no core runs on the pool's thread).
+    ///
+    /// # Errors
+    ///
+    /// [`TryCurrentError`]: [`is_missing_context`](TryCurrentError::is_missing_context) on a
+    /// thread that runs no core of a runtime (nor a blocking job of one),
+    /// [`is_thread_local_destroyed`](TryCurrentError::is_thread_local_destroyed) while the
+    /// thread exits.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tickless::runtime::Handle;
+    ///
+    /// let err = Handle::try_current().unwrap_err(); // no runtime on this thread
+    /// assert!(err.is_missing_context());
+    /// let rt = tickless::Builder::new().cores(2).build()?;
+    /// let core = rt.block_on(async { Handle::try_current().map(|h| h.core()) });
+    /// assert_eq!(core.unwrap(), 0);
+    /// # std::io::Result::Ok(())
+    /// ```
+    pub fn try_current() -> Result<Handle, TryCurrentError> {
+        let on_core = with_current(|core| {
             Handle::new(
                 core.shared().clone(),
                 core.peers().clone(),
                 core.blocking().clone(),
             )
-        })
-        .expect(NO_RUNTIME)
+        });
+        if let Some(handle) = on_core {
+            return Ok(handle);
+        }
+        match lent() {
+            Ok(Some((shared, peers, blocking))) => Ok(Handle::new(shared, peers, blocking)),
+            Ok(None) => Err(TryCurrentError(Missing::Context)),
+            Err(()) => Err(TryCurrentError(Missing::ThreadLocal)),
+        }
     }
 
     /// Runs `f` on the runtime's blocking pool; its result wakes a task on this core, which
@@ -108,13 +149,18 @@ impl Handle {
         F: FnOnce() -> R + Send + 'static,
         R: Send + 'static,
     {
-        spawn_remote(
-            &self.peers,
-            &self.shared,
-            BlockingTask::new(self.blocking.clone(), f),
-            None,
-            true,
-        )
+        let pool = self.blocking.clone();
+        let task = async move {
+            // On the core that runs the task: the closure runs in its context (see
+            // `task::spawn_blocking`).
+            let lent = with_current(Lent::of);
+            BlockingTask::new(pool, move || match lent {
+                Some(lent) => lent.run(f),
+                None => f(),
+            })
+            .await
+        };
+        spawn_remote(&self.peers, &self.shared, task, None, true)
     }
 }
 
@@ -315,3 +361,53 @@ impl fmt::Debug for Handle {
             .finish()
     }
 }
+
+/// The error of [`Handle::try_current`] outside a runtime, as tokio's `TryCurrentError`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct TryCurrentError(Missing);
+
+/// What [`Handle::try_current`] found missing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Missing {
+    /// No runtime runs on this thread.
+    Context,
+    /// The thread-local that says which was destroyed (the thread exits).
+    ThreadLocal,
+}
+
+impl TryCurrentError {
+    /// Whether the call was made outside a runtime (on a thread that runs no core of one,
+    /// nor a blocking job of one).
+    pub fn is_missing_context(&self) -> bool {
+        self.0 == Missing::Context
+    }
+
+    /// Whether the call was made while the thread exits, once the runtime's thread-local is
+    /// gone (from another thread-local's destructor).
+    pub fn is_thread_local_destroyed(&self) -> bool {
+        self.0 == Missing::ThreadLocal
+    }
+}
+
+impl fmt::Debug for TryCurrentError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("TryCurrentError").field(&self.0).finish()
+    }
+}
+
+impl fmt::Display for TryCurrentError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Missing::Context => f.write_str(
+                "there is no tickless runtime running, must be called from the context of a \
+                 tickless runtime (a task, `block_on`, or a `spawn_blocking` closure)",
+            ),
+            Missing::ThreadLocal => f.write_str(
+                "the tickless context thread-local variable has been destroyed (the thread is \
+                 exiting)",
+            ),
+        }
+    }
+}
+
+impl std::error::Error for TryCurrentError {}

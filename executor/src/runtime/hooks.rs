@@ -160,14 +160,21 @@ impl Builder {
     }
 
     /// The stall detector's threshold (default: `Some(25 ms)`, seastar's; `None` turns the
-    /// detector off): a core whose one poll (a task's, or the `block_on` future's) runs longer
+    /// detector off): a core whose one poll (a task's, the `block_on` future's, or, with the
+    /// tokio context, what tokio runs on the core's thread: a `tokio::spawn` task) runs longer
     /// than this is reported once, from another thread, to [`on_stall`](Self::on_stall), and
     /// counted in [`CoreStats::stalls`](crate::CoreStats::stalls). A task that blocks its core
     /// (a synchronous call, a long computation, a lock held elsewhere) stops every connection
-    /// on that core: the report names the core, the task's id and spawn location, how long
-    /// the poll has run so far, and the stalled thread's backtrace.
+    /// on that core: the report names the core, the task's id, spawn location and name
+    /// ([`task::Builder::name`](crate::task::Builder::name)), how long the poll has run so
+    /// far, what the thread did meanwhile, and the stalled thread's backtrace, with the
+    /// innermost frame of the user's code (by its name where the binary has no debug info).
     ///
-    /// A core parked in epoll is idle, not stalled, however long it sleeps.
+    /// A core parked in epoll (or in its tokio runtime) is idle, not stalled, however long it
+    /// sleeps. A poll whose thread the host kept off its CPU (it waited for one longer than it
+    /// ran and was blocked, and ran and was blocked less than a threshold) is a preemption,
+    /// not a stall: counted in [`CoreStats::preemptions`](crate::CoreStats::preemptions), not
+    /// reported (see [`ThreadTimes`](crate::runtime::ThreadTimes)).
     ///
     /// # How it works, and what it costs
     ///
@@ -222,7 +229,8 @@ impl Builder {
     /// `f` is called on the watchdog's thread, once per stall, while the poll still runs. The
     /// default writes the report's one line to stderr, as
     /// `tickless: core 1 stalled: task 12 (spawned at src/main.rs:9:5) has been in one poll for
-    /// at least 26ms (threshold 25ms); in app::handler at src/main.rs:30`. A panic of `f` is
+    /// at least 26ms (threshold 25ms), running 0ns and blocked 13ms of the last 13ms; in
+    /// app::handler at src/main.rs:30`. A panic of `f` is
     /// caught. `f` holds up the watchdog (and so the next reports, and the runtime's drop,
     /// which joins the watchdog's thread) while it runs; the
     /// report's `Display` resolves the backtrace's innermost user frame, which the first time

@@ -210,6 +210,19 @@ impl RuntimeMetrics {
         self.total(|s| s.tasks_started)
     }
 
+    /// Times core `worker` took another core's ready I/O because that core had not come back
+    /// to its loop for [`Builder::harvest_after`](crate::Builder::harvest_after)
+    /// (`CoreStats::harvests`; tickless only).
+    pub fn worker_harvests(&self, worker: usize) -> u64 {
+        self.worker_stats(worker).harvests
+    }
+
+    /// Events of other cores' registrations core `worker`'s harvests dispatched
+    /// (`CoreStats::harvested_events`; tickless only).
+    pub fn worker_harvested_events(&self, worker: usize) -> u64 {
+        self.worker_stats(worker).harvested_events
+    }
+
     /// Tasks core `worker` took from other cores (work stealing).
     pub fn worker_steal_count(&self, worker: usize) -> u64 {
         self.worker_stats(worker).steals
@@ -222,8 +235,8 @@ impl RuntimeMetrics {
         self.worker_stats(worker).device_spurious
     }
 
-    /// Always 0. A core keeps its first 16 runnable tasks to itself and queues the rest where
-    /// other cores can take them, with no bound, so nothing overflows in tokio's sense; the
+    /// Always 0. A core keeps its first 16 runnable tasks in its run queue and queues the rest
+    /// where other cores can take them, with no bound, so nothing overflows in tokio's sense; the
     /// tasks queued that way are [`CoreStats::tasks_spilled`](crate::CoreStats::tasks_spilled).
     pub fn worker_overflow_count(&self, worker: usize) -> u64 {
         self.core(worker);
@@ -246,7 +259,8 @@ impl RuntimeMetrics {
     }
 
     /// Descriptors registered with the cores' reactors so far (an I/O object registers with
-    /// the core that polls it, and again with another if it moves there).
+    /// the core that polls it, and again with another if it moves there or is polled there
+    /// too).
     pub fn io_driver_fd_registered_count(&self) -> u64 {
         self.total(|s| s.io_registered)
     }

@@ -3,6 +3,7 @@
 
 mod builder;
 mod core_zero;
+mod crowding;
 mod handle;
 mod histograms;
 mod hooks;
@@ -24,13 +25,13 @@ use std::thread::JoinHandle as ThreadHandle;
 use std::time::{Duration, Instant};
 
 pub use crate::histogram::HistogramConfiguration;
-pub use crate::stall::{StallBacktrace, StallReport};
+pub use crate::stall::{StallBacktrace, StallReport, ThreadTimes};
 pub use crate::task::hooks::{TaskMeta, DEFAULT_STALL_THRESHOLD, MIN_STALL_THRESHOLD};
 pub use builder::{
-    Builder, DEFAULT_SLACK_KNEE, DEFAULT_SLACK_MAX, DEFAULT_WAKEUP_LEAD_MAX, MAX_SLACK,
-    MAX_TIMER_RESOLUTION, MAX_WAKEUP_LEAD,
+    Builder, DEFAULT_HARVEST_AFTER, DEFAULT_SLACK_KNEE, DEFAULT_SLACK_MAX, DEFAULT_WAKEUP_LEAD_MAX,
+    MAX_SLACK, MAX_TIMER_RESOLUTION, MAX_WAKEUP_LEAD,
 };
-pub use handle::Handle;
+pub use handle::{Handle, TryCurrentError};
 pub use metrics::RuntimeMetrics;
 #[cfg(feature = "metrics")]
 pub use reporter::{RuntimeMetricsReporter, RuntimeMetricsReporterBuilder};

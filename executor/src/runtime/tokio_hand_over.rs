@@ -1,6 +1,6 @@
-//! [`HandOver`]: who drives core 0's tokio runtime, the stand-in thread or the thread in
-//! `block_on`, and how one gives it to the other (`runtime::tokio_stand_in` starts and joins
-//! the thread; this is the protocol between them).
+//! [`HandOver`]: who drives core 0's tokio runtime (and, where it can, core 0 itself), the
+//! stand-in thread or the thread in `block_on`, and how one gives it to the other
+//! (`runtime::tokio_stand_in` starts and joins the thread; this is the protocol between them).
 //!
 //! Generic over what drives the stand-in's future (tokio's `Runtime::block_on` in
 //! production), and on `crate::sync`'s lock and condition variable, so that
@@ -16,13 +16,15 @@ use crate::sync::{lock, Condvar, Mutex, MutexGuard};
 /// What the stand-in thread and core 0's `block_on` share.
 #[derive(Default)]
 struct State {
-    /// No thread is in `block_on`: the stand-in drives the runtime.
-    left: bool,
+    /// The threads in core 0's `block_on` or on their way into it (from [`HandOver::entered`],
+    /// before the lease, to [`HandOver::left`], after it): the stand-in drives only while
+    /// there are none.
+    inside: usize,
     /// The runtime stops: the thread ends.
     stop: bool,
     /// The thread holds the runtime (is in its `block_on`).
     driving: bool,
-    /// The driving future's waker, while it waits for `left` to clear.
+    /// The driving future's waker, while it waits for a thread to come in.
     waker: Option<Waker>,
 }
 
@@ -31,15 +33,21 @@ struct State {
 ///
 /// # Protocol
 ///
-/// `left` sets `left` under the lock and signals the condition variable; the thread, woken,
-/// sets `driving` and drives the runtime on a [`Turn`], a future that checks `left` under the
-/// same lock and, while it is set, stores its waker there. `entered` clears `left` and takes
-/// the waker under the lock, wakes it after, and waits for `driving` to clear (the thread
-/// clears it under the lock when its `block_on` returns, and signals). A poll either sees
-/// `left` cleared, or stored its waker before `entered` took it: no wake is lost, and
-/// `entered` returns once the runtime is free, so core 0's tokio tasks run on the `block_on`
-/// thread from then on. `stop` is `entered` with `stop` set, less the wait (the caller joins
-/// the thread): the thread, in its wait or in a turn, sees `stop` and returns.
+/// A `block_on` calls `entered` before it takes core 0's lease and `left` after it gave it
+/// back, so `inside` counts the threads that hold the lease or wait for it. `left` lowers
+/// `inside` under the lock and signals the condition variable; the thread, woken with
+/// `inside` at zero, sets `driving` and drives on a [`Turn`] (core 0 itself, the lease taken,
+/// with the turn as its `block_on` future; or core 0's tokio runtime alone), a future that
+/// checks `inside` under the same lock and, while it is zero, stores its waker there.
+/// `entered` raises `inside` and takes the waker under the lock, wakes it after, and waits for
+/// `driving` to clear (the thread clears it under the lock once its turn has returned, and
+/// with it the lease, and signals). A poll either sees `inside` raised, or stored its waker
+/// before `entered` took it: no wake is lost, and `entered` returns once the runtime (and the
+/// lease) is free, so core 0 and its tokio tasks run on the `block_on` thread from then on. A
+/// second `block_on` that comes in while the first holds the lease keeps `inside` above zero
+/// when the first leaves, so the stand-in never takes the lease from a thread that waits for
+/// it. `stop` is `entered` with `stop` set, less the wait (the caller joins the thread): the
+/// thread, in its wait or in a turn, sees `stop` and returns.
 ///
 /// [`drive`]: HandOver::drive
 /// [`entered`]: HandOver::entered
@@ -49,7 +57,7 @@ struct State {
 pub struct HandOver {
     /// The flags and the waker, each written under this lock.
     state: Mutex<State>,
-    /// Signalled when `left` or `stop` is set (the thread waits for them) and when `driving`
+    /// Signalled when `inside` falls or `stop` is set (the thread waits for them) and when `driving`
     /// clears (`entered` waits for it).
     changed: Condvar,
 }
@@ -67,12 +75,12 @@ impl HandOver {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// A `block_on` starts: the thread gives the runtime back, and this waits until it has
-    /// (the task it may be polling ends first).
+    /// A `block_on` starts (before it takes core 0's lease): the thread gives the runtime and
+    /// core 0 back, and this waits until it has (the task it may be polling ends first).
     pub fn entered(&self) {
         let waker = {
             let mut state = lock(&self.state);
-            state.left = false;
+            state.inside += 1;
             state.waker.take()
         };
         if let Some(waker) = waker {
@@ -84,15 +92,16 @@ impl HandOver {
         }
     }
 
-    /// The `block_on` returned: the thread drives the runtime until the next one. False if
-    /// the runtime stops (the thread is not to be started).
+    /// A `block_on` returned (after it gave core 0's lease back): once none is left inside,
+    /// the thread drives until the next one. False if the runtime stops (the thread is not to
+    /// be started).
     pub fn left(&self) -> bool {
         {
             let mut state = lock(&self.state);
+            state.inside -= 1;
             if state.stop {
                 return false;
             }
-            state.left = true;
         }
         self.changed.notify_all();
         true
@@ -112,13 +121,14 @@ impl HandOver {
         }
     }
 
-    /// The thread's body: whenever core 0 is left, `block_on` a [`Turn`] (the runtime's
-    /// `block_on`, which runs its tasks until the turn ends), until the stop.
+    /// The thread's body: whenever no thread is in core 0's `block_on`, `block_on` a [`Turn`]
+    /// (core 0's or its tokio runtime's `block_on`, which runs their tasks until the turn
+    /// ends), until the stop.
     pub fn drive(&self, mut block_on: impl FnMut(Turn<'_>)) {
         loop {
             {
                 let mut state = lock(&self.state);
-                while !state.left && !state.stop {
+                while state.inside > 0 && !state.stop {
                     state = self.wait(state);
                 }
                 if state.stop {
@@ -134,7 +144,8 @@ impl HandOver {
     }
 }
 
-/// The stand-in's turn with the runtime: ends when core 0 is entered or the runtime stops.
+/// The stand-in's turn with the runtime: ends when a thread comes into core 0's `block_on` or
+/// the runtime stops.
 #[must_use = "a future does nothing unless polled"]
 pub struct Turn<'a>(&'a HandOver);
 
@@ -143,7 +154,7 @@ impl Future for Turn<'_> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let mut state = lock(&self.0.state);
-        if !state.left || state.stop {
+        if state.inside > 0 || state.stop {
             return Poll::Ready(());
         }
         if !state

@@ -10,6 +10,18 @@
 //! reported between one and one and a half thresholds after it started, and one shorter than
 //! one and a half thresholds may go unreported.
 //!
+//! # Stall or preemption
+//!
+//! The threshold is wall time, and a thread the host kept off its CPU that long (a crowded
+//! machine) looks the same from here. So from the second check that sees a poll on, each check
+//! looks at its thread (`stall::sched::Window`: its CPU clock and its state, a clock read and a
+//! small file read, only for polls that already ran half a threshold, which a healthy core has
+//! few of), and the check that would report it decides: a poll whose thread mostly waited for
+//! a CPU over that window, and ran or was blocked less than a threshold, is a preemption
+//! (`ThreadTimes::is_preempted`): counted once (`CoreStats::preemptions`), not reported, and
+//! still watched. A window shorter than a quarter threshold (the watchdog itself was late)
+//! tells nothing: the next check decides.
+//!
 //! # Sleeping with the cores
 //!
 //! While some core runs, the watchdog wakes every half threshold: 80 wakeups a second at the
@@ -24,7 +36,9 @@ use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
+use super::crowding::Crowding;
 use crate::catch::call_caught;
+use crate::stall::sched::Window;
 use crate::stall::{trace, StallBacktrace, StallReport};
 use crate::sync;
 use crate::task::hooks::StallHook;
@@ -48,6 +62,14 @@ struct Seen {
     since: Option<Instant>,
     /// The last poll it reported.
     reported: u64,
+    /// The last poll it counted as preempted.
+    preempted: u64,
+    /// Whether it has started looking at the poll's thread (at its second look at the poll).
+    looking: bool,
+    /// What the thread did since, if the kernel says.
+    window: Option<Window>,
+    /// Whether it woke a sleeping core to harvest this poll's core (`worker::harvest`).
+    nudged: bool,
 }
 
 impl Watchdog {
@@ -64,6 +86,7 @@ impl Watchdog {
         threshold: Duration,
         hook: StallHook,
         cpus: Vec<usize>,
+        duties: Duties,
     ) -> io::Result<Watchdog> {
         let thread = {
             let kennel = kennel.clone();
@@ -74,7 +97,7 @@ impl Watchdog {
                     kennel.attach();
                     // Best effort: where it cannot, it shares the building thread's CPUs.
                     let _ = tickless_io::internal::cpu::set_current_affinity(&cpus);
-                    watch(&cores, &kennel, threshold, &hook);
+                    watch(&cores, &kennel, threshold, &hook, duties);
                 })?
         };
         Ok(Watchdog {
@@ -94,8 +117,27 @@ impl Drop for Watchdog {
     }
 }
 
+/// What the watchdog does beside reporting stalls.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Duties {
+    /// Tell a sleeping core of a core stuck in one poll (`Builder::harvest_after`).
+    pub(crate) harvest: bool,
+    /// Make a core step back while the CPUs are crowded (`Builder::yield_when_crowded`).
+    pub(crate) yield_when_crowded: bool,
+}
+
 /// The watchdog's loop.
-fn watch(cores: &[Arc<Shared>], kennel: &Kennel, threshold: Duration, hook: &StallHook) {
+fn watch(
+    cores: &[Arc<Shared>],
+    kennel: &Kennel,
+    threshold: Duration,
+    hook: &StallHook,
+    duties: Duties,
+) {
+    let harvest = duties.harvest;
+    let mut crowding = duties
+        .yield_when_crowded
+        .then(|| Crowding::new(cores.len()));
     let signal = trace::install();
     let period = (threshold / 2).max(Duration::from_micros(100));
     let mut seen = vec![Seen::default(); cores.len()];
@@ -108,37 +150,92 @@ fn watch(cores: &[Arc<Shared>], kennel: &Kennel, threshold: Duration, hook: &Sta
         let mut idle = true;
         for (index, (shared, seen)) in cores.iter().zip(seen.iter_mut()).enumerate() {
             idle &= is_idle(shared);
-            let (poll, task) = shared.watch.sample();
+            let (poll, polled) = shared.watch.sample();
             if poll == 0 || !shared.watch.is_active() {
                 *seen = Seen {
                     reported: seen.reported,
+                    preempted: seen.preempted,
                     ..Seen::default()
                 };
                 continue;
             }
+            let tid = shared.watch.tid();
             if poll != seen.poll {
-                seen.poll = poll;
-                seen.since = Some(now);
+                *seen = Seen {
+                    poll,
+                    since: Some(now),
+                    reported: seen.reported,
+                    preempted: seen.preempted,
+                    ..Seen::default()
+                };
                 continue;
             }
-            let elapsed = seen.since.map_or(Duration::ZERO, |t| now - t);
-            if elapsed < threshold || seen.reported == poll {
+            if harvest && !seen.nudged {
+                // The same poll at two checks: a core that sleeps may take this core's ready
+                // I/O (it looks at its peers before it parks again).
+                seen.nudged = true;
+                shared.watch.mark_stuck(poll);
+                nudge_a_sleeper(cores, index);
+            }
+            if seen.reported == poll {
                 continue;
+            }
+            let times = match (seen.looking, seen.window.as_mut()) {
+                (false, _) => {
+                    seen.looking = true;
+                    seen.window = Window::start(tid);
+                    if seen.window.is_some() {
+                        // No window yet to decide by: the next check does.
+                        continue;
+                    }
+                    None
+                }
+                (true, Some(window)) => window.look(),
+                (true, None) => None,
+            };
+            let elapsed = seen.since.map_or(Duration::ZERO, |t| now - t);
+            if elapsed < threshold {
+                continue;
+            }
+            if let Some(times) = times {
+                if times.window() < threshold / 4 {
+                    continue;
+                }
+                if times.is_preempted(threshold) {
+                    if seen.preempted != poll {
+                        seen.preempted = poll;
+                        shared.watch.count_preemption();
+                    }
+                    continue;
+                }
             }
             seen.reported = poll;
             shared.watch.count_stall();
             let backtrace = signal.and_then(|signal| {
-                let tid = shared.watch.tid();
                 trace::capture(signal, tid, shared.watch.poll_word(), poll)
                     .map(StallBacktrace::from_handler)
                     .ok_or("the poll ended before its thread's backtrace was taken")
             });
-            let report = StallReport::new(index, task, elapsed, threshold, backtrace);
+            let report = StallReport::new(index, polled, elapsed, threshold, times, backtrace);
             call_caught(|| hook(&report));
         }
         if idle {
             sleep_while_idle(cores, kennel);
+        } else if let Some(crowding) = crowding.as_mut() {
+            crowding.check(cores, now);
         }
+    }
+}
+
+/// Wakes the first core after `stuck` that sleeps, if one does, so that it harvests `stuck`'s
+/// ready I/O.
+fn nudge_a_sleeper(cores: &[Arc<Shared>], stuck: usize) {
+    let n = cores.len();
+    let sleeper = (1..n)
+        .map(|k| &cores[(stuck + k) % n])
+        .find(|s| s.takes_placed_work() && s.inbox.sleeping_until().is_some());
+    if let Some(sleeper) = sleeper {
+        sleeper.notify_now();
     }
 }
 

@@ -13,7 +13,7 @@ use crate::time::{self, Instant};
 
 use super::conns::{ConnInfo, Conns};
 use super::stats::Counters;
-use super::stop::Stop;
+use super::stop::{Listed, Stop};
 
 /// The accept-error hook's type.
 pub(super) type ErrorHook = Arc<dyn Fn(usize, &io::Error) + Send + Sync>;
@@ -28,6 +28,8 @@ pub(super) struct Config {
     pub(super) nodelay: bool,
     /// Called with the core and the error at the first failure of each run.
     pub(super) on_error: ErrorHook,
+    /// How connections' tasks are spawned (their name).
+    pub(super) task: crate::task::Builder,
 }
 
 /// What one core's loop reports when it ends.
@@ -164,8 +166,8 @@ impl Adopted {
 pub(super) struct Loop<H> {
     /// This core's index.
     pub(super) core: usize,
-    /// The listener, bound on the calling thread; registered here.
-    pub(super) listener: std::net::TcpListener,
+    /// The listener, bound on the calling thread, listed with the stop; registered here.
+    pub(super) listener: Listed,
     /// Core 0's listener, served here while core 0 runs nothing (core 1's loop only).
     pub(super) adopt: Option<Adopt>,
     /// Makes each connection's future.
@@ -187,7 +189,7 @@ where
     pub(super) async fn run(self) -> io::Result<CoreReport> {
         let Loop {
             core,
-            listener,
+            mut listener,
             adopt,
             handler,
             config,
@@ -195,7 +197,7 @@ where
             counters,
         } = self;
         let mut adopted = adopt.map(Adopted::Idle);
-        let listener = match crate::net::TcpListener::from_std(listener) {
+        let registered = match listener.registered() {
             Ok(l) => l,
             Err(e) => {
                 Counters::bump(&counters.error_reports);
@@ -204,7 +206,7 @@ where
             }
         };
         // Declared after the listener, so dropped before it closes.
-        let _shut_if_leaked = ShutIfLeaked::register(&listener);
+        let _shut_if_leaked = ShutIfLeaked::register(registered);
         let conns = Conns::new(Arc::clone(&counters));
         let mut backoff = config.backoff;
         // Whether the current run of failures has been reported.
@@ -219,7 +221,7 @@ where
                 streak = 0;
                 crate::yield_now().await;
             }
-            let either = poll_fn(|cx| match listener.poll_accept(cx) {
+            let either = poll_fn(|cx| match registered.poll_accept(cx) {
                 Poll::Ready(got) => Poll::Ready(got),
                 Poll::Pending => adopted
                     .as_mut()
@@ -237,6 +239,8 @@ where
                     spawn_connection(&conns, &handler, &config, stream, peer, core);
                     continue;
                 }
+                // The stop shut the listener down (on another thread) since it was checked.
+                Err(_) if stop.is_requested() => break,
                 Err(e) => e,
             };
             Counters::bump(&counters.accept_errors);
@@ -259,9 +263,12 @@ where
             }
             backoff = next_backoff(backoff, config.max_backoff);
         }
-        // Stop accepting first: new connections go to the cores still listening, or are
-        // refused once every listener is closed.
-        drop(listener);
+        // Stop accepting first (the stop has shut every core's listener down already; this
+        // closes the descriptors): the duplicate of core 0's too, so that nothing listens
+        // while the connections drain.
+        drop(_shut_if_leaked);
+        listener.close();
+        drop(adopted);
         Ok(drain(&conns, &stop, &counters).await)
     }
 }
@@ -289,8 +296,9 @@ fn spawn_connection<H, F>(
         conns.track(|info| handler(stream, info), peer, core)
     }));
     if let Ok(task) = made {
-        // Detached: the connection set is what shutdown uses to reach it.
-        drop(crate::spawn_local(task));
+        // Detached: the connection set is what shutdown uses to reach it. (A spawn on the
+        // current core's thread, inside the accept loop's poll: it cannot fail.)
+        drop(config.task.spawn_local(task));
     }
 }
 

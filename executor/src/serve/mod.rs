@@ -22,6 +22,7 @@ pub use stats::{ServeCounters, ServeStats};
 
 use accept::{Adopt, Config, CoreReport, ErrorHook, Loop};
 use stats::Counters;
+use stop::Listed;
 #[cfg(loom)]
 pub use stop::Stop;
 #[cfg(not(loom))]
@@ -76,8 +77,12 @@ pub struct Serve {
     max_backoff: Duration,
     /// Set `TCP_NODELAY` on accepted streams.
     nodelay: bool,
+    /// Share the address with other `SO_REUSEPORT` sockets instead of refusing a taken one.
+    reuse_port: bool,
     /// The accept-error hook; `None`: print to stderr.
     on_error: Option<ErrorHook>,
+    /// How connections' tasks are spawned: with a name, or none.
+    task: crate::task::Builder,
 }
 
 impl Serve {
@@ -103,8 +108,33 @@ impl Serve {
             backoff: Duration::from_millis(10),
             max_backoff: Duration::from_secs(1),
             nodelay: true,
+            reuse_port: false,
             on_error: None,
+            task: crate::task::Builder::new(),
         }
+    }
+
+    /// Names each connection's task `name` ([`task::Builder::name`](crate::task::Builder::name)),
+    /// which the stall detector's reports give next to the task's spawn location (the accept
+    /// loop's, the same for every connection). Default: no name; `tickless_http` names them
+    /// after the service it serves.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tickless::net::Serve;
+    ///
+    /// let rt = tickless::Builder::new().cores(2).build()?;
+    /// let server = Serve::new("127.0.0.1:0".parse().unwrap())
+    ///     .task_name("echo")
+    ///     .start(&rt, |_stream, _conn| async {})?;
+    /// rt.block_on(server.shutdown(Duration::from_secs(5)))?;
+    /// # std::io::Result::Ok(())
+    /// ```
+    pub fn task_name(&mut self, name: &'static str) -> &mut Self {
+        self.task = crate::task::Builder::new().name(name);
+        self
     }
 
     /// How long an accept loop sleeps after an `accept` failed for want of descriptors or
@@ -171,6 +201,44 @@ impl Serve {
         self
     }
 
+    /// Whether the listeners share their address with other sockets that set `SO_REUSEPORT`
+    /// (tokio's `TcpSocket::set_reuseport`): another server of this process, another process
+    /// of the same user. The kernel then spreads new connections over all of them.
+    ///
+    /// Default `false`: an address that any socket holds (another copy of the server, another
+    /// server in this process, a listener without `SO_REUSEPORT`) fails [`start`](Self::start)
+    /// with `AddrInUse`, as tokio's `TcpListener::bind` does; the runtime's own per-core
+    /// listeners share the address all the same. With `true`, the bind fails only where a
+    /// socket without `SO_REUSEPORT`, or of another user, holds it.
+    ///
+    /// # Examples
+    ///
+    /// Two servers sharing one port on purpose (the old and the new version during a
+    /// deploy):
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tickless::net::Serve;
+    ///
+    /// let rt = tickless::Builder::new().cores(2).build()?;
+    /// let old = Serve::new("127.0.0.1:0".parse().unwrap())
+    ///     .reuse_port(true)
+    ///     .start(&rt, |_stream, _conn| async {})?;
+    /// let new = Serve::new(old.local_addr())
+    ///     .reuse_port(true)
+    ///     .start(&rt, |_stream, _conn| async {})?; // without both settings: AddrInUse
+    /// assert_eq!(new.local_addr(), old.local_addr());
+    /// rt.block_on(async {
+    ///     old.shutdown(Duration::from_secs(5)).await?; // the new one serves on
+    ///     new.shutdown(Duration::from_secs(5)).await
+    /// })?;
+    /// # std::io::Result::Ok(())
+    /// ```
+    pub fn reuse_port(&mut self, reuse_port: bool) -> &mut Self {
+        self.reuse_port = reuse_port;
+        self
+    }
+
     /// Called, on the core's thread, with the core's index and the error, at the first failed
     /// `accept` of a run of failures (not at each retry). Connection-level errors
     /// (`ECONNABORTED` and the like) are not reported; [`Server::stats`] counts everything.
@@ -215,8 +283,9 @@ impl Serve {
     ///
     /// # Errors
     ///
-    /// Binding a listener failed (`AddrInUse`, `EACCES` for a privileged port, `EMFILE`);
-    /// nothing was started then.
+    /// Binding a listener failed: `AddrInUse` where any socket holds the address (unless
+    /// [`reuse_port`](Self::reuse_port)), `EACCES` for a privileged port, `EMFILE`; nothing was
+    /// started then.
     ///
     /// # Examples
     ///
@@ -253,8 +322,14 @@ impl Serve {
     /// Binds one listener for each of `cores` cores on the calling thread (so a bind error is
     /// returned at once, and port 0 becomes one port shared by all cores).
     fn bind(&self, cores: usize) -> io::Result<Bound> {
-        // The first bind fixes the port (port 0 picks one); the others share it.
-        let first = crate::net::TcpListener::bind_reuseport_std(self.addr)?;
+        // The first bind fixes the port (port 0 picks one); the others share it. Unless asked
+        // to share, the first is bound as only a free address allows (see
+        // `bind_reuseport_first_std`: no window in which another server could join).
+        let first = if self.reuse_port {
+            crate::net::TcpListener::bind_reuseport_std(self.addr)?
+        } else {
+            crate::net::TcpListener::bind_reuseport_first_std(self.addr)?
+        };
         let addr = first.local_addr()?;
         let mut listeners = vec![first];
         for _ in 1..cores {
@@ -275,6 +350,7 @@ impl Serve {
             backoff: self.backoff,
             max_backoff: self.max_backoff,
             nodelay: self.nodelay,
+            task: self.task,
             on_error: self.on_error.clone().unwrap_or_else(|| {
                 let max = self.max_backoff;
                 Arc::new(move |core, e| {
@@ -305,7 +381,7 @@ impl Serve {
             .map(|(core, (listener, handle))| {
                 let l = Loop {
                     core,
-                    listener,
+                    listener: Listed::new(Arc::clone(&stop), core, listener),
                     adopt: if core == 1 { adopt.take() } else { None },
                     handler: handler.clone(),
                     config: Arc::clone(&config),
@@ -369,7 +445,9 @@ impl fmt::Debug for Serve {
             .field("backoff", &self.backoff)
             .field("max_backoff", &self.max_backoff)
             .field("nodelay", &self.nodelay)
+            .field("reuse_port", &self.reuse_port)
             .field("on_error", &self.on_error.as_ref().map(|_| ".."))
+            .field("task", &self.task)
             .finish()
     }
 }
@@ -606,11 +684,7 @@ impl Server {
     /// # std::io::Result::Ok(())
     /// ```
     pub async fn shutdown(self, grace: Duration) -> io::Result<ShutdownReport> {
-        let now = crate::time::Instant::now();
-        let deadline = now
-            .checked_add(grace)
-            .unwrap_or_else(|| now + Duration::from_secs(86_400 * 365));
-        self.stop.request(deadline.into_std());
+        self.request_stop(grace);
         let mut report = ShutdownReport::default();
         let mut first_error = None;
         for handle in self.loops {
@@ -631,6 +705,45 @@ impl Server {
             Some(e) => Err(e),
             None => Ok(report),
         }
+    }
+}
+
+impl Server {
+    /// Starts the graceful shutdown that [`shutdown`](Self::shutdown) does and returns at
+    /// once, without waiting for it: every core's listener is shut down here, on the calling
+    /// thread (any thread, in the runtime or not; new connections are refused from now on,
+    /// even on a core that no thread runs, core 0 outside `block_on`), and each core drains
+    /// its connections by itself, within `grace`. What dropping `tickless-http`'s serving
+    /// future does.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tickless::net::TcpStream;
+    ///
+    /// let rt = tickless::Builder::new().cores(2).build()?;
+    /// let addr = "127.0.0.1:0".parse().unwrap();
+    /// let server = tickless::net::serve_per_core(&rt, addr, |_stream, _conn| async {})?;
+    /// let bound = server.local_addr();
+    /// server.shutdown_detached(Duration::from_secs(5)); // outside `block_on`
+    /// rt.block_on(async {
+    ///     assert!(TcpStream::connect(bound).await.is_err()); // refused at once
+    /// });
+    /// # std::io::Result::Ok(())
+    /// ```
+    pub fn shutdown_detached(self, grace: Duration) {
+        self.request_stop(grace);
+    }
+
+    /// Asks every core to stop, with connections aborted `grace` from now, and shuts every
+    /// listener down.
+    fn request_stop(&self, grace: Duration) {
+        let now = crate::time::Instant::now();
+        let deadline = now
+            .checked_add(grace)
+            .unwrap_or_else(|| now + Duration::from_secs(86_400 * 365));
+        self.stop.request(deadline.into_std());
     }
 }
 

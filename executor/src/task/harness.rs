@@ -1,6 +1,7 @@
 //! A task's future as the executor runs it: panics caught, aborts honoured, the result handed
-//! to the join slot, and an entry in its core's live-task set from its first poll until it is
-//! dropped. It keeps the task's id and spawn location ([`Meta`]): the core publishes them
+//! to the join slot, an entry in its core's live-task set from its first poll until it is
+//! dropped, and its count taken off its home core's load when it is dropped (`worker::load`'s
+//! books). It keeps the task's id and spawn location ([`Meta`]): the core publishes them
 //! while the task is polled (`task::id`, the stall detector), and the task hooks are given them.
 //!
 //! Every place here that runs user code (the poll, the future's destructor, the output's
@@ -10,6 +11,7 @@
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe, Location};
 use std::pin::Pin;
+use std::ptr::NonNull;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
@@ -21,7 +23,7 @@ use crate::task::join_error::JoinError;
 use crate::task::join_slot::JoinSlot;
 use crate::worker::id::CoreKey;
 use crate::worker::registry;
-use crate::worker::shared::Shared;
+use crate::worker::shared::{Shared, TaskMeta};
 
 /// Where a task leaves its result for its handle.
 pub(crate) type ResultSlot<T> = Arc<JoinSlot<Result<T, JoinError>>>;
@@ -39,6 +41,9 @@ pin_project_lite::pin_project! {
         tracked: Option<(CoreKey, usize)>,
         // Its id and spawn location.
         meta: Meta,
+        // The metadata of the task that runs it (set as the task is created): its home, whose
+        // load counts it.
+        task: Option<InTask>,
         // The runtime's task hooks, if any is set.
         hooks: Option<Arc<Hooks>>,
     }
@@ -56,10 +61,31 @@ pin_project_lite::pin_project! {
             if let Some(hooks) = this.hooks {
                 hooks::call(&hooks.terminate, *this.meta);
             }
-            if let Some((core, key)) = *this.tracked {
-                untrack(core, key);
-            }
+            leave_books(*this.tracked, this.task.as_ref().map(InTask::meta));
         }
+    }
+}
+
+/// A reference to the metadata of the task a [`TaskFuture`] runs in, which async-task keeps in
+/// the task's header.
+#[derive(Clone, Copy)]
+struct InTask(NonNull<TaskMeta>);
+
+// SAFETY: it is used as a `&TaskMeta` (see `meta`), and `TaskMeta` is `Sync`: sending or sharing
+// it is sending or sharing that reference.
+unsafe impl Send for InTask {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for InTask {}
+
+impl InTask {
+    /// The task's metadata.
+    fn meta(&self) -> &TaskMeta {
+        // SAFETY: the pointer comes from the reference async-task hands the future's
+        // constructor (`TaskFuture::in_task`): the metadata is in the task's header, pinned
+        // there before the future is made, and dropped only after the future is (async-task's
+        // `spawn_unchecked` lets a future borrow it for this reason). The reference is held by
+        // the future, so it is used only while the future lives. No `&mut` to it is ever made.
+        unsafe { self.0.as_ref() }
     }
 }
 
@@ -82,9 +108,17 @@ impl<F: Future> TaskFuture<F> {
             slot: slot.clone(),
             tracked: None,
             meta,
+            task: None,
             hooks,
         };
         (wrapped, slot)
+    }
+
+    /// The future, in the task whose metadata is `meta` (async-task's constructor hands it
+    /// over): when dropped, it takes its count off its home's load then.
+    pub(crate) fn in_task(mut self, meta: &TaskMeta) -> TaskFuture<F> {
+        self.task = Some(InTask(NonNull::from(meta)));
+        self
     }
 }
 
@@ -134,18 +168,32 @@ fn poll_hooked<F: Future>(
     poll
 }
 
-/// Takes a task out of the live-task set of `core` (its future is being dropped): here, if this
-/// thread runs that core; through the core's orphans otherwise (a moved task dropped on
-/// another core, or a `Send` task dropped by a thread of no core).
-fn untrack(core: CoreKey, key: usize) {
+/// A task's future is being dropped: takes it out of the live-task set of the core `tracked`
+/// names, if any (here, if this thread runs that core; through the core's orphans otherwise: a
+/// moved task dropped on another core, or a `Send` task dropped by a thread of no core), and its
+/// count off its home's load (its own word if this thread runs it, the remote one otherwise).
+fn leave_books(tracked: Option<(CoreKey, usize)>, task: Option<&TaskMeta>) {
     let done = with_current(|here| {
-        if here.key() == core {
-            here.untrack_task(key);
-        } else {
-            here.orphan_on(core, key);
+        if let Some(meta) = task {
+            if meta.is_home(here.key()) {
+                here.shared().load.remove();
+            } else if let Some(home) = meta.try_home_shared() {
+                home.load.remove_remote();
+            }
+        }
+        match tracked {
+            Some((core, key)) if here.key() == core => here.untrack_task(key),
+            Some((core, key)) => here.orphan_on(core, key),
+            None => {}
         }
     });
-    if done.is_none() {
+    if done.is_some() {
+        return;
+    }
+    if let Some(home) = task.and_then(TaskMeta::try_home_shared) {
+        home.load.remove_remote();
+    }
+    if let Some((core, key)) = tracked {
         if let Some(shared) = registry::find(core.id()) {
             shared.orphan(key);
         }

@@ -1,6 +1,7 @@
 //! Task ids, as tokio's `tokio::task::Id`: unique in the process, from one global counter; and
 //! what a task's wrapper keeps of itself (its id, where it was spawned).
 
+use std::cell::Cell;
 use std::fmt;
 use std::num::NonZeroU64;
 use std::panic::Location;
@@ -67,19 +68,40 @@ impl fmt::Debug for Id {
     }
 }
 
-/// A task's id and where it was spawned: kept in the task's wrapper, published by its core
-/// while it is polled.
+/// A task's id, where it was spawned and its name: kept in the task's wrapper, published by
+/// its core while it is polled.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Meta {
     /// The task's id.
     pub(crate) id: Id,
     /// The call to `spawn` (or `spawn_local`, `Handle::spawn`, ...) that made it.
     pub(crate) at: &'static Location<'static>,
+    /// Its name, if it was spawned with one (`task::Builder::name`), interned: one word, that
+    /// the core publishes with one store.
+    pub(crate) name: Option<&'static &'static str>,
 }
 
 impl Meta {
-    /// A new task's: a fresh id, spawned at `at`.
+    /// A new task's: a fresh id, spawned at `at`, named by the `task::Builder` whose spawn
+    /// this is, if any (see `task::name`). The name is taken, so that a task the spawn makes
+    /// in turn (a spawn hook that spawns) is not named too.
     pub(crate) fn new(at: &'static Location<'static>) -> Meta {
-        Meta { id: Id::next(), at }
+        Meta {
+            id: Id::next(),
+            at,
+            name: NEXT_NAME.with(Cell::take),
+        }
     }
+}
+
+thread_local! {
+    /// The name for the task being spawned on this thread now, set by a `task::Builder` for
+    /// the one spawn it makes (so that no spawn function has to carry it); `None` otherwise.
+    static NEXT_NAME: Cell<Option<&'static &'static str>> = const { Cell::new(None) };
+}
+
+/// Names (or, `None`, does not name) the next task spawned on this thread: `task::Builder`'s,
+/// around its spawn.
+pub(crate) fn name_next(name: Option<&'static &'static str>) {
+    NEXT_NAME.with(|n| n.set(name));
 }

@@ -11,6 +11,7 @@ pub(crate) mod join_error;
 mod join_handle;
 mod join_set;
 pub(crate) mod join_slot;
+mod name;
 mod spawn;
 mod yield_now;
 
@@ -20,6 +21,7 @@ pub use id::Id;
 pub use join_error::JoinError;
 pub use join_handle::JoinHandle;
 pub use join_set::JoinSet;
+pub use name::Builder;
 #[cfg(not(loom))]
 pub(crate) use spawn::spawn_remote;
 #[cfg(loom)]

@@ -9,11 +9,13 @@ use tickless_timer::internal::Op;
 use tickless_timer::Slack;
 
 use crate::blocking::BlockingTask;
-use crate::context::{with_current, NO_RUNTIME};
+use crate::context::{with_current, Lent, NO_RUNTIME};
 use crate::task::bound::Bound;
 use crate::task::deferred::DeferredStart;
 use crate::task::harness::{ResultSlot, TaskFuture};
 use crate::task::join_handle::JoinHandle;
+use crate::worker::harvest::Harvesting;
+use crate::worker::load::move_tasks;
 use crate::worker::shared::{Due, Peers, Runnable, Shared, TaskMeta};
 use crate::worker::Core;
 
@@ -42,16 +44,37 @@ pub fn schedule(runnable: Runnable) {
 #[inline(never)]
 fn schedule_away(runnable: Runnable) {
     let meta = runnable.metadata();
-    let home = meta.home_shared();
-    if home.takes_placed_work() || !meta.movable() || home.keeps_work_while_paused() {
-        let shared = Arc::clone(home);
-        return shared.schedule_remote(runnable);
+    // Cloned before the hand-over: the task may run and be freed on its core before it returns.
+    let home = Arc::clone(meta.home_shared());
+    if !meta.movable() || home.keeps_work_while_paused() {
+        return home.schedule_remote(runnable);
     }
+    // Woken by a harvest of its core's I/O (that core did not come back to its loop for a
+    // while: `worker::harvest`), it moves to the harvesting core, as below. Otherwise to its
+    // core if a thread runs it, decided under the inbox's lock against core 0's evacuation
+    // (see `Shared::schedule_if_driven`); else it moves.
+    // A core that steps back (crowded CPUs: `runtime::crowding`) hands its tasks on the same way.
+    let runnable = if Harvesting::is_from(home.id.index) || home.is_yielded() {
+        runnable
+    } else {
+        let Err(runnable) = home.schedule_if_driven(runnable) else {
+            return;
+        };
+        runnable
+    };
     // The waking core, if it is one of the task's runtime and runs.
     let mut runnable = Some(runnable);
     with_current(|core| {
         let meta = runnable.as_ref().expect("not taken yet").metadata();
         if Arc::ptr_eq(core.peers(), meta.peers()) && core.shared().takes_placed_work() {
+            // Its count comes here with it (this thread runs the new home, not the old).
+            move_tasks(
+                &meta.home_shared().load,
+                false,
+                &core.shared().load,
+                true,
+                1,
+            );
             meta.set_home(core.key());
             core.schedule_local(runnable.take().expect("taken once"));
         }
@@ -60,6 +83,9 @@ fn schedule_away(runnable: Runnable) {
     let meta = runnable.metadata();
     let home = meta.home_shared();
     let target = Arc::clone(meta.peers().driven_other(home.id.index).unwrap_or(home));
+    // This thread runs neither (the old home is not the current core, and the current core,
+    // if any, does not take work, so it is not the target).
+    move_tasks(&home.load, false, &target.load, false, 1);
     meta.set_home(target.id.key());
     target.schedule_remote(runnable);
 }
@@ -81,7 +107,7 @@ where
     let (wrapped, slot) = TaskFuture::new(future, at, core.shared());
     let (runnable, task) = async_task::Builder::new()
         .metadata(TaskMeta::new(core.key(), core.peers().clone(), true))
-        .spawn(move |_| wrapped, schedule);
+        .spawn(move |meta| wrapped.in_task(meta), schedule);
     queue_own(core, runnable, task, slot)
 }
 
@@ -104,7 +130,7 @@ where
         async_task::Builder::new().metadata(TaskMeta::new(core.key(), core.peers().clone(), false));
     if core.id().index != 0 {
         let (wrapped, slot) = TaskFuture::new(future, at, core.shared());
-        let (runnable, task) = builder.spawn_local(move |_| wrapped, schedule);
+        let (runnable, task) = builder.spawn_local(move |meta| wrapped.in_task(meta), schedule);
         return queue_own(core, runnable, task, slot);
     }
     let bound = Bound::new(future, core.shared().clone());
@@ -118,9 +144,11 @@ where
     // rest of the wrapper is thread-safe: the join slot is an `Arc` of a locked slot, to which
     // a drop elsewhere writes only a cancellation (the output is written on the spawning
     // thread, when the future completes, and the future is dropped right then), and the
-    // live-task key is given back through the core the dropping thread runs. The schedule
+    // live-task key is given back through the core the dropping thread runs (and its count
+    // through its home's load, whose words are atomic). The schedule
     // function is a plain `fn` (`Send`, `Sync`, `'static`) and the future is `'static`.
-    let (runnable, task) = unsafe { builder.spawn_unchecked(move |_| wrapped, schedule) };
+    let (runnable, task) =
+        unsafe { builder.spawn_unchecked(move |meta| wrapped.in_task(meta), schedule) };
     queue_own(core, runnable, task, slot)
 }
 
@@ -175,7 +203,7 @@ where
     let (wrapped, slot) = TaskFuture::new(future, at, shared);
     let (runnable, task) = async_task::Builder::new()
         .metadata(TaskMeta::new(shared.id.key(), peers.clone(), movable))
-        .spawn(move |_| wrapped, schedule);
+        .spawn(move |meta| wrapped.in_task(meta), schedule);
     task.detach();
     shared.load.add_remote();
     let waker = runnable.waker();
@@ -199,6 +227,36 @@ where
     // Queued where a thread runs: `evacuate` moves it off core 0 when that thread leaves.
     let movable = movable && deadline.is_none() && shared.takes_placed_work();
     JoinHandle::new(slot, waker, shared.id, movable, deferred)
+}
+
+/// Spawns a `Send` future that placement sent from `core` (this thread's) to `target`: queued
+/// there if a thread still runs it, decided under its inbox's lock (core 0's `block_on` may have
+/// returned since placement looked: see `Shared::schedule_if_driven`), else here, its count
+/// moved back with it.
+fn spawn_placed<F, T>(
+    core: &Core,
+    target: &Arc<Shared>,
+    future: F,
+    at: &'static Location<'static>,
+) -> JoinHandle<T>
+where
+    F: Future<Output = T> + Send + 'static,
+    T: Send + 'static,
+{
+    let (wrapped, slot) = TaskFuture::new(future, at, target);
+    let (runnable, task) = async_task::Builder::new()
+        .metadata(TaskMeta::new(target.id.key(), core.peers().clone(), true))
+        .spawn(move |meta| wrapped.in_task(meta), schedule);
+    task.detach();
+    target.load.add_remote();
+    let waker = runnable.waker();
+    let Err(runnable) = target.schedule_if_driven(runnable) else {
+        return JoinHandle::new(slot, waker, target.id, true, None);
+    };
+    move_tasks(&target.load, false, &core.shared().load, true, 1);
+    runnable.metadata().set_home(core.key());
+    core.schedule_local(runnable);
+    JoinHandle::new(slot, waker, core.id(), true, None)
 }
 
 /// Spawns a `!Send` future on the current core.
@@ -251,9 +309,13 @@ where
 /// and an eventfd write only if that core sleeps. `Builder::placement(Placement::Local)` keeps
 /// every task on its spawning core; [`spawn_local`] always does.
 ///
+/// Inside a [`spawn_blocking`] closure (no core runs on its thread) the task goes to the core
+/// that spawned the blocking job, as [`Handle::current().spawn`](crate::Handle::spawn) would:
+/// tokio's `spawn` from a blocking thread spawns onto its runtime the same way.
+///
 /// # Panics
 ///
-/// Outside a tickless runtime.
+/// Outside a tickless runtime (and outside a `spawn_blocking` closure of one).
 ///
 /// # Examples
 ///
@@ -273,11 +335,27 @@ where
     F::Output: Send + 'static,
 {
     let at = Location::caller();
+    if with_current(|_| ()).is_none() {
+        // No core here: a `spawn_blocking` thread spawns onto the core that lent it its
+        // context (`context::Lent`), as `Handle::current().spawn` would.
+        return spawn_lent(future, at);
+    }
     with_current(|core| match core.placement_target() {
-        Some(target) => spawn_remote_at(core.peers(), &target, future, None, true, at),
+        Some(target) => spawn_placed(core, &target, future, at),
         None => spawn_on(core, future, at),
     })
     .expect(NO_RUNTIME)
+}
+
+/// [`spawn`] where no core runs: onto the core lent to this `spawn_blocking` thread.
+#[cold]
+fn spawn_lent<F>(future: F, at: &'static Location<'static>) -> JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let (shared, peers, _pool) = crate::context::lent().ok().flatten().expect(NO_RUNTIME);
+    spawn_remote_at(&peers, &shared, future, None, true, at)
 }
 
 /// Runs `f` on the runtime's blocking pool, so that work that blocks (a password hash, a file
@@ -295,6 +373,13 @@ where
 /// the shutdown's timeout. Jobs submitted together each get a thread while the cap allows, so
 /// one job may wait for another. While the pool has work queued or running, a paused clock does
 /// not jump (see [`time::pause`](crate::time::pause)).
+///
+/// `f` runs in the runtime's context, as on tokio: [`Handle::current`](crate::Handle::current)
+/// is the handle of the core that spawned it, [`spawn`] spawns onto that core, and with a
+/// tokio context (`Builder::tokio_context`, feature `tokio-compat`) that core's tokio
+/// runtime is entered, so `tokio::runtime::Handle::current().block_on(..)` works inside. No
+/// core runs on the pool's thread, so what needs one (a tickless timer polled there,
+/// [`core_id`](crate::core_id), [`spawn_local`]) still panics there: spawn it instead.
 ///
 /// If the system refuses to start a pool thread while none is alive (`EAGAIN`: out of threads
 /// or memory), the queued jobs cannot run: each one's handle gives a [`JoinError`] whose
@@ -325,6 +410,144 @@ where
     R: Send + 'static,
 {
     let at = Location::caller();
-    with_current(|core| spawn_on(core, BlockingTask::new(core.blocking().clone(), f), at))
-        .expect(NO_RUNTIME)
+    with_current(|core| {
+        // The closure runs in its core's context: `Handle::current`, `spawn` (and the tokio
+        // context's `tokio::runtime::Handle::current`) work there, as on tokio.
+        let lent = Lent::of(core);
+        spawn_on(
+            core,
+            BlockingTask::new(core.blocking().clone(), move || lent.run(f)),
+            at,
+        )
+    })
+    .expect(NO_RUNTIME)
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use std::sync::{Arc, Mutex};
+    use std::task::{Poll, Waker};
+
+    /// A one-shot signal another thread sets: what a channel's receiver does with its waker.
+    #[derive(Clone, Default)]
+    struct Signal(Arc<Mutex<(bool, Option<Waker>)>>);
+
+    impl Signal {
+        fn send(&self) {
+            let waker = {
+                let mut s = self.0.lock().unwrap();
+                s.0 = true;
+                s.1.take()
+            };
+            if let Some(w) = waker {
+                w.wake();
+            }
+        }
+
+        async fn recv(&self) {
+            std::future::poll_fn(|cx| {
+                let mut s = self.0.lock().unwrap();
+                if s.0 {
+                    return Poll::Ready(());
+                }
+                s.1 = Some(cx.waker().clone());
+                Poll::Pending
+            })
+            .await
+        }
+    }
+
+    /// A spawn placement sent to core 0 while core 0's `block_on` was returning (core 0 runs
+    /// nothing by the time of the push) runs on the spawning core, not at the next `block_on`.
+    #[test]
+    fn a_placed_spawn_onto_a_core_that_stopped_running_stays_on_the_spawning_core() {
+        let rt = crate::Builder::new().cores(2).build().unwrap();
+        let zero = rt.handle(0).shared().clone();
+        // No thread is in `block_on`: core 0 runs nothing, though placement found it running.
+        let placed = rt.handle(1).spawn_pinned(move || async move {
+            let at = std::panic::Location::caller();
+            let task = crate::context::with_current(|core| {
+                super::spawn_placed(core, &zero, async { crate::core_id() }, at)
+            });
+            // (In a tuple: a task whose output is a future reads as a mistake.)
+            (task.unwrap(),)
+        });
+        let (placed,) = placed.join().unwrap();
+        let start = std::time::Instant::now();
+        while !placed.is_finished() && start.elapsed() < std::time::Duration::from_secs(60) {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        assert!(placed.is_finished(), "it waits in core 0's inbox");
+        assert_eq!(placed.join().unwrap(), 1);
+        let (zero, one) = (rt.handle(0).shared().clone(), rt.handle(1).shared().clone());
+        let start = std::time::Instant::now();
+        while one.load() != 0 && start.elapsed() < std::time::Duration::from_secs(60) {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        assert_eq!((zero.load(), one.load()), (0, 0));
+    }
+
+    /// A task of core 0 woken while core 0 runs nothing, by a task of another runtime's core,
+    /// moves to a core of its own runtime, not to the waker's.
+    #[test]
+    fn a_wake_from_another_runtime_re_homes_the_task_in_its_own() {
+        let rt = crate::Builder::new().cores(2).build().unwrap();
+        let other = crate::Builder::new().cores(2).build().unwrap();
+        let (zero, one) = (rt.handle(0).shared().clone(), rt.handle(1).shared().clone());
+        let foreign = other.handle(1);
+        let (first, second) = (Signal::default(), Signal::default());
+        let (a, b) = (first.clone(), second.clone());
+        let ran_on = rt.block_on(async move {
+            let task = crate::spawn(async move {
+                a.recv().await;
+                b.recv().await;
+                crate::core_id()
+            });
+            crate::task::yield_now().await;
+            zero.set_driven(false);
+            foreign.spawn(async move { first.send() }).join().unwrap();
+            assert_eq!((zero.load(), one.load()), (0, 1), "moved to its own core 1");
+            zero.set_driven(true);
+            second.send();
+            task.await.unwrap()
+        });
+        assert_eq!(ran_on, 1);
+        assert_eq!(other.metrics().num_alive_tasks(), 0);
+    }
+
+    /// A task of core 0 woken by a thread of no core while core 0 runs nothing (as between
+    /// `block_on`'s end and its evacuation) moves to core 1, and its count moves with it at the
+    /// wake, not at its next poll there; once it finished, both loads are 0.
+    #[test]
+    fn a_wake_that_re_homes_a_task_moves_its_count_at_the_wake() {
+        let rt = crate::Builder::new().cores(2).build().unwrap();
+        let (zero, one) = (rt.handle(0).shared().clone(), rt.handle(1).shared().clone());
+        let (first, second) = (Signal::default(), Signal::default());
+        let (a, b) = (first.clone(), second.clone());
+        let ran_on = rt.block_on(async move {
+            let task = crate::spawn(async move {
+                a.recv().await;
+                b.recv().await;
+                crate::core_id()
+            });
+            // Polled once on core 0, idle there.
+            crate::task::yield_now().await;
+            assert_eq!((zero.load(), one.load()), (1, 0));
+            // Core 0 runs nothing now (without evacuating): the wake re-homes the task.
+            zero.set_driven(false);
+            std::thread::spawn(move || first.send()).join().unwrap();
+            assert_eq!((zero.load(), one.load()), (0, 1), "moved at the wake");
+            zero.set_driven(true);
+            second.send();
+            task.await.unwrap()
+        });
+        assert_eq!(ran_on, 1);
+        let (zero, one) = (rt.handle(0).shared().clone(), rt.handle(1).shared().clone());
+        let start = std::time::Instant::now();
+        while one.load() != 0 && start.elapsed() < std::time::Duration::from_secs(60) {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        assert_eq!((zero.load(), one.load()), (0, 0));
+        assert_eq!(rt.metrics().num_alive_tasks(), 0);
+    }
 }

@@ -1,14 +1,19 @@
 //! What a core needs to know, from the runtime, to start.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use tickless_io::internal::Resolve;
 use tickless_timer::{Config, Slack};
 
+use crate::blocking::BlockingPool;
 use crate::histogram::HistogramConfiguration;
+use crate::task::hooks::Hooks;
 use crate::worker::device::ClockDevice;
+use crate::worker::kennel::Kennel;
 use crate::worker::placement::Placement;
-use crate::worker::tokio_context::BeforePark;
+use crate::worker::shared::Peers;
+use crate::worker::tokio_context::ParkHooks;
 
 /// Everything a core needs to know, from the runtime, to start.
 #[derive(Debug, Clone, Copy)]
@@ -37,13 +42,20 @@ pub(crate) struct CoreConfig {
     /// How long a backlog of runnable `Send` tasks waits on a core before an idle core takes
     /// half of it (`Builder::steal_after`); `None`: never.
     pub(crate) steal_after: Option<Duration>,
+    /// How long a peer goes without coming back to its loop before the core takes its ready
+    /// I/O (`Builder::harvest_after`); `None`: never.
+    pub(crate) harvest_after: Option<Duration>,
+    /// Whether a core steps back while the CPUs are crowded (`Builder::yield_when_crowded`;
+    /// the watchdog's decision, `runtime::crowding`).
+    pub(crate) yield_when_crowded: bool,
     /// How `TcpStream::connect` looks up host names on the core (the runtime's lookup on its
     /// blocking pool, `dns::resolve_on_pool`: given from above, since it spawns a task).
     pub(crate) resolver: Resolve,
-    /// A tokio runtime of the core's own (`Builder::tokio_context`): what tokio calls before
-    /// it parks on the core's thread (the core's check for work tokio's tasks handed it, given
-    /// from above, since it looks the core up); `None`: no tokio context.
-    pub(crate) tokio: Option<BeforePark>,
+    /// A tokio runtime of the core's own (`Builder::tokio_context`): what tokio calls around
+    /// its parks on the core's thread (the core's check for work tokio's tasks handed it, and
+    /// the stall detector's marks, given from above, since they look the core up); `None`: no
+    /// tokio context.
+    pub(crate) tokio: Option<ParkHooks>,
     /// Whether task polls are timed (`Builder::enable_metrics_poll_time_histogram`).
     pub(crate) poll_times_on: bool,
     /// The poll-time histogram's layout.
@@ -194,4 +206,17 @@ mod tests {
             (0, 16 * 1_024_000)
         );
     }
+}
+
+/// What a core shares with the rest of its runtime.
+#[derive(Clone)]
+pub(crate) struct Siblings {
+    /// The runtime's blocking pool.
+    pub(crate) blocking: Arc<BlockingPool>,
+    /// The runtime's cores, for placing tasks.
+    pub(crate) peers: Arc<Peers>,
+    /// The runtime's task hooks, if any is set.
+    pub(crate) hooks: Option<Arc<Hooks>>,
+    /// Where the runtime's stall detector sleeps, if it has one.
+    pub(crate) kennel: Option<Arc<Kennel>>,
 }

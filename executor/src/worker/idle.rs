@@ -85,6 +85,11 @@ impl Core {
         // the first settles the young timers.
         let now = self.timers.clock().now();
         self.timers.settle(now);
+        // Before the park, a look at the peers that have not come back to their loop.
+        self.follow_yield();
+        if self.harvest_peers(Some(now)) {
+            return;
+        }
         self.busy_until(now);
         if sleep(self) == Slept::Woke {
             self.woke_at(self.timers.clock().now());
@@ -169,6 +174,12 @@ impl Core {
         // From the spin's start, if it spun: the spin counts in the idle time.
         let start = start.unwrap_or_else(|| clock.now());
         self.timers.settle(start);
+        // Before the park, a look at the peers that have not come back to their loop (the
+        // spin's reading is older than now: never early).
+        self.follow_yield();
+        if self.harvest_peers(Some(start)) {
+            return governor.set(g);
+        }
         self.busy_until(start);
         if sleep(self) == Slept::Woke {
             let now = clock.now();
@@ -337,13 +348,13 @@ impl Core {
     /// finds next).
     fn tokio_turn(&self) {
         if let Some(tokio) = self.tokio() {
-            tokio.turn();
+            tokio.turn(&self.shared.watch);
         }
     }
 
     /// Whether something is runnable or handed over.
     fn has_work(&self) -> bool {
-        !self.queue.borrow().is_empty() || self.shared.inbox.is_dirty()
+        self.runnable.get() > 0 || self.shared.inbox.is_dirty()
     }
 
     /// tokio's runtime is about to park on this core's thread (`tokio_before_park`): if the
@@ -353,6 +364,10 @@ impl Core {
     #[cfg(feature = "tokio-compat")]
     fn tokio_before_park(&self) {
         let Some(tokio) = self.tokio() else { return };
+        if tokio.is_inside() {
+            // tokio's poll ends: parked in tokio, the core is idle to the stall detector.
+            self.shared.watch.tokio_rests();
+        }
         let Some(until) = tokio.parked_until() else {
             return;
         };
@@ -396,8 +411,28 @@ impl Core {
 /// the core's check for work tokio's tasks handed it while it is parked in tokio. Nothing on a
 /// thread without a core (core 0's tokio runtime driven outside `block_on`).
 #[cfg(feature = "tokio-compat")]
-pub(crate) fn tokio_before_park() {
+fn tokio_before_park() {
     crate::context::with_current(Core::tokio_before_park);
+}
+
+/// What tokio calls around its parks on a core's thread (`Builder::tokio_context`).
+#[cfg(feature = "tokio-compat")]
+pub(crate) const TOKIO_PARK_HOOKS: super::tokio_context::ParkHooks =
+    super::tokio_context::ParkHooks {
+        before_park: tokio_before_park,
+        after_unpark: tokio_after_unpark,
+    };
+
+/// What tokio calls when its runtime wakes from its park on a core's thread: a poll of
+/// tokio's starts, that the stall detector watches (see `worker/tokio_context.rs`). Nothing
+/// on a thread without a core (core 0's tokio runtime driven outside `block_on`).
+#[cfg(feature = "tokio-compat")]
+fn tokio_after_unpark() {
+    crate::context::with_current(|core| {
+        if core.tokio().is_some_and(|tokio| tokio.is_inside()) {
+            core.shared.watch.tokio_runs();
+        }
+    });
 }
 
 /// Wakes a core whose paused clock waits for the blocking pool: a deadline of "now" through

@@ -23,6 +23,8 @@ pub(crate) mod clock;
 pub(crate) mod config;
 pub mod device;
 pub(crate) mod governor;
+pub(crate) mod harvest;
+pub(crate) mod harvest_state;
 pub(crate) mod id;
 pub(crate) mod idle;
 pub(crate) mod kennel;
@@ -31,16 +33,19 @@ pub(crate) mod loop_watch;
 pub(crate) mod placement;
 pub(crate) mod registry;
 pub(crate) mod run;
+pub(crate) mod runq;
 pub(crate) mod shared;
 pub(crate) mod shutdown;
 pub(crate) mod spill;
 pub(crate) mod steal;
 pub(crate) mod timers;
+pub(crate) mod unpark;
+
+pub(crate) use config::Siblings;
 pub(crate) mod tokio_context;
 pub(crate) mod watch;
 
 use std::cell::{Cell, RefCell};
-use std::collections::VecDeque;
 use std::io;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -54,13 +59,11 @@ use crate::blocking::BlockingPool;
 use crate::catch::{drop_caught, wake_caught, Caught};
 use crate::histogram::Histogram;
 use crate::stats::CoreStats;
-use crate::task::hooks::Hooks;
 use clock::{nanos, Clock};
 use config::CoreConfig;
 use device::ClockDevice;
 use governor::Governor;
 use id::{CoreId, CoreKey};
-use kennel::Kennel;
 use loop_watch::{LoopHistograms, LoopWatch};
 use placement::Placement;
 use shared::{Due, Peers, Runnable, Shared};
@@ -128,12 +131,20 @@ pub(crate) struct Core {
     shared: Arc<Shared>,
     /// Its id in one word.
     key: CoreKey,
-    /// Runnable tasks, woken on this thread (the first few; `Send` ones beyond
-    /// `spill_room` wait in the shared half's stealable queue, `shared.spill`).
-    queue: RefCell<VecDeque<Runnable>>,
-    /// How many runnable tasks `queue` takes before `Send` ones spill (`usize::MAX`: never,
+    /// The run queue's length as this core knows it (`runq::Owned`): exact after its own
+    /// accesses, an upper bound after a thief's, so that "anything queued?" is one load.
+    runnable: Cell<usize>,
+    /// How many runnable tasks the run queue (`shared.runq`, [`queue`](Self::queue)) takes
+    /// before `Send` ones spill to the stealable queue (`shared.spill`; `usize::MAX`: never,
     /// when nothing steals).
     spill_room: usize,
+    /// How many runnable tasks the run queue takes before a push looks further (a spill, or
+    /// a `Send` task queued behind another, which is announced to thieves): 1 with stealing,
+    /// `usize::MAX` without (one compare for both).
+    quiet_room: usize,
+    /// Per core index: the poll word this core last saw that core at, and when (ns), to tell
+    /// a core stuck in one poll (or off its CPU) from one that moves on.
+    seen: RefCell<Vec<(u64, u64)>>,
     /// An upper bound of the stealable queue's length, as this core knows it (it alone adds;
     /// thieves only take): while 0, the queue is not looked at.
     spilled: Cell<usize>,
@@ -146,6 +157,12 @@ pub(crate) struct Core {
     told_backlog: Cell<u64>,
     /// Tasks taken from another core, kept to reuse the allocation.
     stolen_buf: RefCell<Vec<Runnable>>,
+    /// Whether the core has followed the watchdog's "step back" (`Shared::is_yielded`):
+    /// handed its `Send` tasks on.
+    stepped_back: Cell<bool>,
+    /// Taking the ready I/O of peers that do not come back to their loop
+    /// (`Builder::harvest_after`); `None`: never.
+    harvest: Option<harvest_state::Harvest>,
     /// The timers, the clock and the timerfd.
     timers: Timers,
     /// The core's own tokio runtime (`Builder::tokio_context`), which the core parks in.
@@ -193,19 +210,6 @@ pub(crate) struct Core {
     io_observed: bool,
 }
 
-/// What a core shares with the rest of its runtime.
-#[derive(Clone)]
-pub(crate) struct Siblings {
-    /// The runtime's blocking pool.
-    pub(crate) blocking: Arc<BlockingPool>,
-    /// The runtime's cores, for placing tasks.
-    pub(crate) peers: Arc<Peers>,
-    /// The runtime's task hooks, if any is set.
-    pub(crate) hooks: Option<Arc<Hooks>>,
-    /// Where the runtime's stall detector sleeps, if it has one.
-    pub(crate) kennel: Option<Arc<Kennel>>,
-}
-
 /// A reactor with a timerfd, for the timerfd device.
 fn with_timerfd() -> io::Result<(Rc<Reactor>, Option<tickless_io::internal::TimerFd>)> {
     let (reactor, timer) = Reactor::with_timer()?;
@@ -241,12 +245,13 @@ impl Core {
         // Host names given to `TcpStream::connect` are looked up on the blocking pool.
         reactor.set_resolver(config.resolver);
         let tokio = match config.tokio {
-            Some(before_park) => Some(CoreTokio::new(&reactor, before_park)?),
+            Some(hooks) => Some(CoreTokio::new(&reactor, hooks)?),
             None => None,
         };
         let clock = Clock::new(config.paused, config.timer.resolution);
         let mut shared = Shared::with_unparker(id, reactor.unparker(), config.always_wake);
         shared.watch = Watch::new(hooks, kennel);
+        shared.harvester = crate::sync::Mutex::new(Some(reactor.harvester()));
         shared.poll_times = config
             .poll_times_on
             .then(|| Histogram::new(config.poll_times));
@@ -264,14 +269,23 @@ impl Core {
         Ok(Rc::new(Core {
             key: shared.id.key(),
             shared,
-            queue: RefCell::new(VecDeque::new()),
             spill_room: match config.steal_after {
                 Some(_) => spill::LOCAL_ROOM,
                 None => usize::MAX,
             },
+            runnable: Cell::new(0),
+            quiet_room: match config.steal_after {
+                Some(_) => 1,
+                None => usize::MAX,
+            },
+            seen: RefCell::new(Vec::new()),
             spilled: Cell::new(0),
             steal_after: config.steal_after.map(nanos),
             steal_check: Cell::new(None),
+            harvest: config
+                .harvest_after
+                .map(|d| harvest_state::Harvest::new(nanos(d))),
+            stepped_back: Cell::new(false),
             told_backlog: Cell::new(0),
             stolen_buf: RefCell::new(Vec::new()),
             orphan_buf: RefCell::new(Vec::new()),
@@ -339,32 +353,42 @@ impl Core {
         self.tokio.as_ref()
     }
 
-    /// Queues a task woken on this thread: no atomic on the queue, no syscall, while the
-    /// private queue has room; a `Send` task beyond it goes to the stealable queue.
+    /// The run queue, the owner's access (`worker::runq`: two plain stores and a load), which
+    /// leaves its length in `runnable`.
+    #[inline(always)]
+    fn queue(&self) -> runq::Owned<'_, Runnable> {
+        self.shared.runq.owner(&self.runnable)
+    }
+
+    /// Queues a task woken on this thread: no atomic read-modify-write, no syscall, while the
+    /// run queue is quiet; past that, [`schedule_crowded`](Self::schedule_crowded).
     #[inline]
     pub(crate) fn schedule_local(&self, runnable: Runnable) {
         bump(&self.counters.queued);
-        let mut queue = self.queue.borrow_mut();
-        if (queue.len() < self.spill_room && self.spilled.get() == 0)
-            || !runnable.metadata().movable()
-        {
+        let mut queue = self.queue();
+        if queue.len() < self.quiet_room && self.spilled.get() == 0 {
             queue.push_back(runnable);
             return;
         }
         drop(queue);
-        self.spill(runnable);
+        self.schedule_crowded(runnable);
     }
 
-    /// The next task to run: the private queue's, or, when it is empty, the oldest of the
-    /// stealable queue's, which refill it.
+    /// The next task to run: the run queue's, or, when it is empty, the oldest of the
+    /// stealable queue's, which refill it. An empty run queue is not entered.
     #[inline]
     fn next_task(&self) -> Option<Runnable> {
-        let next = self.queue.borrow_mut().pop_front();
-        if next.is_some() || self.spilled.get() == 0 {
-            return next;
+        if self.runnable.get() > 0 {
+            let next = self.queue().pop_front();
+            if next.is_some() {
+                return next;
+            }
+        }
+        if self.spilled.get() == 0 {
+            return None;
         }
         self.refill();
-        self.queue.borrow_mut().pop_front()
+        self.queue().pop_front()
     }
 
     /// Queues a runnable `Send` task where other cores may take it (the private queue is full,
@@ -388,7 +412,7 @@ impl Core {
     #[cold]
     #[inline(never)]
     fn refill(&self) {
-        let mut queue = self.queue.borrow_mut();
+        let mut queue = self.queue();
         let room = self.spill_room.saturating_sub(queue.len()).max(1);
         let left = self
             .shared
@@ -440,12 +464,10 @@ impl Core {
     }
 
     /// Adds a task, at its first poll here, to the live-task set that shutdown reaches;
-    /// returns its key there. A task that moved here from another core adds to this core's
-    /// load (its old core's goes down when that core removes its old key).
+    /// returns its key there. A task polled on another core before (`moved`) is not counted
+    /// as started again. (Its load came here when it moved: `worker::load`'s books.)
     pub(crate) fn track_task(&self, waker: &Waker, moved: bool) -> usize {
-        if moved {
-            self.shared.load.add_own();
-        } else {
+        if !moved {
             bump(&self.counters.started);
         }
         self.tasks.borrow_mut().insert(waker.clone())
@@ -456,7 +478,6 @@ impl Core {
     /// wakers out before waking them.)
     pub(crate) fn untrack_task(&self, key: usize) {
         self.tasks.borrow_mut().try_remove(key);
-        self.shared.load.remove();
     }
 
     /// Removes the keys of tasks that moved away, or were dropped elsewhere, from the live-task
@@ -534,8 +555,7 @@ impl Core {
                 // future's drop reports the cancel to its handle). If it already fired, it is
                 // queued, and its next poll sees the abort.
                 if let Some(value) = deferred.take().and_then(|h| self.timers.cancel(h)) {
-                    // Never polled, so never counted off the load by its drop.
-                    self.shared.load.remove();
+                    // Its future's drop takes it off this core's load.
                     drop_caught(value);
                 }
             }
@@ -587,12 +607,17 @@ impl Core {
             io_events: io.events,
             task_panics: c.task_panics.get(),
             stalls: self.shared.watch.stalls(),
+            preemptions: self.shared.watch.preemptions(),
             drop_panics: self.caught.drops(),
             wake_panics: self.caught.wakes() + io.waker_panics,
             alive_tasks: self.tasks.borrow().len() as u64,
             accepts: io.accepts,
             tasks_placed: c.placed.get(),
             steals: c.steals.get(),
+            yields: self.shared.watch.yields(),
+            harvest_looks: self.harvest.as_ref().map_or(0, |h| h.looks.get()),
+            harvests: self.harvest.as_ref().map_or(0, |h| h.harvests.get()),
+            harvested_events: self.harvest.as_ref().map_or(0, |h| h.events.get()),
             tasks_spilled: c.spilled.get(),
             io_rebinds: io.rebinds,
             io_registrations: io.registrations,
@@ -600,7 +625,7 @@ impl Core {
             local_schedules: c.queued.get().saturating_sub(c.remote_queued.get()),
             remote_schedules: c.remote_queued.get(),
             tasks_started: c.started.get(),
-            local_queue_depth: self.queue.borrow().len() as u64,
+            local_queue_depth: self.queue().len() as u64,
             pending_timers: self.timers.pending() as u64,
             busy_ns: c.busy_ns.get(),
             // Work stealing counts here.

@@ -71,7 +71,9 @@ impl Peers {
         next.set(step + 1);
         let index = if step >= me.id.index { step + 1 } else { step };
         let other = &cores[index];
-        (other.takes_placed_work() && other.load() < me.load()).then(|| other.clone())
+        // A core that steps back (crowded CPUs) places on another whatever the loads.
+        (other.takes_placed_work() && (me.is_yielded() || other.load() < me.load()))
+            .then(|| other.clone())
     }
 }
 

@@ -204,7 +204,7 @@ impl Core {
         let queued = self.counters.queued.get();
         let out = wait();
         let woken = self.counters.queued.get() - queued;
-        let runnable = self.queue.borrow().len() + self.spilled.get();
+        let runnable = self.runnable.get() + self.spilled.get();
         self.loop_watch
             .io_poll_returns(clock.now(), woken, runnable);
         out
@@ -367,15 +367,19 @@ impl Driver for Core {
     }
 
     fn has_ready_tasks(&self) -> bool {
-        !self.queue.borrow().is_empty() || self.spilled.get() > 0
+        self.runnable.get() > 0 || self.spilled.get() > 0
     }
 
     fn poll_io_now(&self) {
         self.poll_io(Some(Duration::ZERO));
+        // A busy core takes the ready I/O of peers that do not come back to their loop too,
+        // and steps back if the watchdog says the CPUs are crowded.
+        self.follow_yield();
+        self.harvest_peers(None);
         // The core's tokio runtime (`Builder::tokio_context`) gets its turn too: its tasks,
         // timers and sockets would otherwise wait for the core to go idle.
         if let Some(tokio) = self.tokio() {
-            tokio.turn();
+            tokio.turn(&self.shared.watch);
         }
     }
 
@@ -405,7 +409,7 @@ impl Driver for Core {
             }
             bump(&self.counters.parks);
             let woken = self.parks_before(programmed);
-            if self.look(|| tokio.park(programmed)) {
+            if self.look(|| tokio.park(programmed, &self.shared.watch)) {
                 let polled = self.look(|| self.reactor.poll(Some(Duration::ZERO)));
                 self.polled(polled, woken);
             }

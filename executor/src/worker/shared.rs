@@ -6,7 +6,9 @@
 use std::sync::{Arc, OnceLock};
 use std::task::Waker;
 
-use tickless_io::internal::Unparker;
+use tickless_io::internal::{Harvester, Unparker};
+
+pub use super::unpark::Unpark;
 use tickless_timer::internal::{Inbox, Op, Wake as WakeDecision};
 
 use crate::histogram::{Histogram, DEFAULT_LATENESS_HISTOGRAM};
@@ -18,8 +20,9 @@ use crate::worker::id::CoreId;
 use crate::worker::id::CoreKey;
 #[cfg(loom)]
 use crate::worker::kennel::Kennel;
-use crate::worker::load::Load;
+use crate::worker::load::{move_tasks, Load};
 use crate::worker::loop_watch::LoopHistograms;
+use crate::worker::runq::RunQueue;
 use crate::worker::spill::Spill;
 use crate::worker::watch::Watch;
 
@@ -83,6 +86,10 @@ impl Peers {
 /// before the hand-over; see `task::spawn::schedule`). The release of the hand-over that
 /// passes the `Runnable` on (the inbox, a spill queue's lock) orders the store before the new
 /// home's loads. Relaxed loads and stores therefore suffice.
+///
+/// Whoever changes `home` moves the task's count from the old home's load to the new one's
+/// in the same step (`worker::load::move_tasks`); the task's future, when dropped, takes it off
+/// the home it names then (`task::harness`).
 pub struct TaskMeta {
     /// The [`CoreKey`] of the core the task belongs to now.
     home: AtomicU64,
@@ -109,6 +116,12 @@ impl TaskMeta {
         TaskMeta::new(home.id.key(), peers, true)
     }
 
+    /// For the loom models: a task of `home` that may not move (a `spawn_local` one's).
+    #[cfg(loom)]
+    pub fn for_model_local(home: &Shared, peers: Arc<Peers>) -> TaskMeta {
+        TaskMeta::new(home.id.key(), peers, false)
+    }
+
     /// The core the task belongs to now, in one word (see the protocol).
     #[inline]
     pub(crate) fn home(&self) -> CoreKey {
@@ -130,16 +143,20 @@ impl TaskMeta {
     /// The shared half of the core the task belongs to now.
     #[inline]
     pub fn home_shared(&self) -> &Arc<Shared> {
+        self.try_home_shared()
+            .expect("a task is woken only once its runtime's cores are set")
+    }
+
+    /// [`home_shared`](Self::home_shared), or `None` while the runtime's cores are not set yet
+    /// (a task dropped while its runtime is being built).
+    #[inline]
+    pub(crate) fn try_home_shared(&self) -> Option<&Arc<Shared>> {
         let key = self.home();
-        let cores =
-            (self.peers.all()).expect("a task exists only once its runtime's cores are set");
+        let cores = self.peers.all()?;
         match cores.get(key.id().index) {
-            Some(core) if core.id.key() == key => core,
+            Some(core) if core.id.key() == key => Some(core),
             // The loom models' runtimes are not indexed from 0.
-            _ => cores
-                .iter()
-                .find(|c| c.id.key() == key)
-                .expect("its core is a peer"),
+            _ => cores.iter().find(|c| c.id.key() == key),
         }
     }
 
@@ -173,19 +190,6 @@ pub enum Due {
     StealCheck,
 }
 
-/// What wakes a core blocked in `epoll_wait`, from another thread: the core's eventfd in
-/// production, a model thread's unpark in `loom-tests/`.
-pub trait Unpark: Send + Sync + 'static {
-    /// Makes the core's current or next blocking poll return.
-    fn unpark(&self);
-}
-
-impl Unpark for Unparker {
-    fn unpark(&self) {
-        Unparker::unpark(self);
-    }
-}
-
 /// The part of a core other threads may touch.
 ///
 /// # Protocol
@@ -212,13 +216,26 @@ pub struct Shared<U = Unparker> {
     /// sends work only to a core that is driven (core 0 runs nothing while no thread is in
     /// `block_on`).
     driven: AtomicBool,
+    /// Whether the core steps back because the CPUs are crowded (`Builder::yield_when_crowded`,
+    /// `runtime::crowding`): it takes no placed work, and a wake of its `Send` tasks from
+    /// another thread moves them; set by the stall detector's watchdog, a hint ordering nothing.
+    yielded: AtomicBool,
     /// Whether the core's clock is paused (`Builder::start_paused`, `time::pause`): a task of
     /// the core woken while no thread runs it then stays for the next `block_on` instead of
     /// moving, since paused time jumps per core. Written by the core's thread whenever its
     /// clock pauses or resumes; a hint, ordering nothing, as `driven` is.
     paused: AtomicBool,
-    /// Tasks spawned onto the core and not yet finished, for placement.
+    /// Tasks that belong to the core now and are not yet finished, for placement and
+    /// `num_alive_tasks` (`worker::load`'s books).
     pub(crate) load: Load,
+    /// The core's runnable tasks, which its thread pushes and pops, and whose `Send` ones a
+    /// thief takes while the core is stuck (`worker::runq`, `worker::steal`).
+    pub(crate) runq: RunQueue<Runnable>,
+    /// Whether the core will look at the other cores by itself (a `Due::StealCheck` waits in
+    /// its wheel or inbox, or it is awake and looks as it goes idle): a core with tasks
+    /// queued behind its poll tells it only otherwise. Set by the core as it arms its check,
+    /// or by the core that tells it; cleared by the core as it looks; a hint.
+    look_due: AtomicBool,
     /// The runnable `Send` tasks the core's private queue had no room for: where idle cores
     /// steal from (`worker::spill`).
     pub(crate) spill: Spill<Runnable>,
@@ -253,6 +270,10 @@ pub struct Shared<U = Unparker> {
     adopter: Mutex<Option<Waker>>,
     /// The poll in progress, for `task::id` and the stall detector; the task hooks.
     pub(crate) watch: Watch,
+    /// Another core's way into this core's ready I/O (`worker::harvest`); `None` in the loom
+    /// models' cores.
+    /// Dropped at the core's shutdown, with its unparker: it keeps the core's epoll set open.
+    pub(crate) harvester: Mutex<Option<Harvester>>,
     /// How long the core's task polls took (`Builder::enable_metrics_poll_time_histogram`);
     /// `None` unless asked for.
     pub(crate) poll_times: Option<Histogram>,
@@ -278,7 +299,10 @@ impl<U: Unpark> Shared<U> {
             stop: AtomicBool::new(false),
             driven: AtomicBool::new(id.index != 0),
             paused: AtomicBool::new(false),
+            yielded: AtomicBool::new(false),
             load: Load::default(),
+            runq: RunQueue::default(),
+            look_due: AtomicBool::new(false),
             spill: Spill::default(),
             orphans: Mutex::new(Vec::new()),
             has_orphans: AtomicBool::new(false),
@@ -291,6 +315,7 @@ impl<U: Unpark> Shared<U> {
             listeners: Mutex::new(Vec::new()),
             adopter: Mutex::new(None),
             watch: Watch::default(),
+            harvester: Mutex::new(None),
             poll_times: None,
             loop_histograms: None,
             lateness: Histogram::new(DEFAULT_LATENESS_HISTOGRAM),
@@ -305,6 +330,20 @@ impl<U: Unpark> Shared<U> {
             index: 1,
         };
         Self::with_unparker(id, unparker, false)
+    }
+
+    /// For the loom models: the shared halves of the cores of one runtime, indexed from 0, each
+    /// driven (core 0 as while a thread is in `block_on`).
+    #[cfg(loom)]
+    pub fn for_model_runtime(unparkers: Vec<U>) -> Vec<Self> {
+        let runtime = CoreId::new_runtime();
+        (unparkers.into_iter().enumerate())
+            .map(|(index, unparker)| {
+                let shared = Self::with_unparker(CoreId { runtime, index }, unparker, false);
+                shared.driven.store(true, Ordering::Relaxed);
+                shared
+            })
+            .collect()
     }
 
     /// For the loom models: the shared half of a core of its own runtime, watched by the
@@ -334,6 +373,25 @@ impl<U: Unpark> Shared<U> {
         &self.spill
     }
 
+    /// For the loom models: the run queue.
+    #[cfg(loom)]
+    pub fn runq(&self) -> &RunQueue<Runnable> {
+        &self.runq
+    }
+
+    /// For the loom models: a task of the core is counted on its load (as a spawn onto it
+    /// does).
+    #[cfg(loom)]
+    pub fn count_task_for_model(&self) {
+        self.load.add_remote();
+    }
+
+    /// For the loom models: the core's load.
+    #[cfg(loom)]
+    pub fn load_for_model(&self) -> usize {
+        self.load.get()
+    }
+
     /// For the loom models: the inbox and its sleep word (its wake counters, the published
     /// sleep).
     #[cfg(loom)]
@@ -347,6 +405,31 @@ impl<U: Unpark> Shared<U> {
     /// `worker::shutdown`), so what is dropped here is a task without its future.
     pub(crate) fn schedule_remote(&self, runnable: Runnable) {
         self.push_now(Due::Schedule(runnable));
+    }
+
+    /// Schedules a task woken on another thread here if a thread runs the core now and it
+    /// takes work ([`takes_placed_work`](Self::takes_placed_work)), asked under the inbox's
+    /// lock; the task back otherwise (and if the core is closed), for the caller to move it.
+    ///
+    /// # Protocol
+    ///
+    /// Core 0's evacuation ([`leave_and_take`](Self::leave_and_take)) stops being driven,
+    /// then takes its inbox under the same lock, whatever its `DIRTY` bit says. So a wake that
+    /// pushed here was taken by that evacuation (its lock came first), or saw core 0 not
+    /// driven and moved its task (its lock came after, and the mutex orders the store before
+    /// its look): none is left in the inbox until the next `block_on`. Checking before the
+    /// push, outside the lock, stranded one exit in about 2,500 (the evacuation had drained
+    /// already). `loom-tests/tests/core_zero_leave.rs` checks it on this code.
+    pub(crate) fn schedule_if_driven(&self, runnable: Runnable) -> Result<(), Runnable> {
+        let op = Op::Now(Due::Schedule(runnable));
+        match self.inbox.push_if(op, || self.takes_placed_work()) {
+            Ok(decision) => {
+                self.kick(decision);
+                Ok(())
+            }
+            Err(Op::Now(Due::Schedule(runnable))) => Err(runnable),
+            Err(_) => unreachable!("the operation comes back as it went"),
+        }
     }
 
     /// Hands the core something it must act on now (a task to run, a waker to wake), as a
@@ -406,11 +489,24 @@ impl<U: Unpark> Shared<U> {
     }
 
     /// Whether a task may be placed here: a thread runs the core now (for core 0, one is in
-    /// `block_on`), and it is neither stopping nor dead. (A hint: a placed spawn that races
-    /// the stop is refused and its handle says cancelled, as any spawn onto a stopped core;
-    /// one that races the end of core 0's `block_on` runs at the next `block_on`.)
+    /// `block_on`), and it is neither stopping nor dead. (A hint, read again under the inbox's
+    /// lock by a wake or a placed spawn, which then stay off a core that stopped running:
+    /// [`schedule_if_driven`](Self::schedule_if_driven).)
     pub(crate) fn takes_placed_work(&self) -> bool {
-        self.driven.load(Ordering::Relaxed) && !self.stop.load(Ordering::Relaxed)
+        self.driven.load(Ordering::Relaxed)
+            && !self.stop.load(Ordering::Relaxed)
+            && !self.yielded.load(Ordering::Relaxed)
+    }
+
+    /// Whether the core steps back because the CPUs are crowded (see `yielded`).
+    #[inline]
+    pub(crate) fn is_yielded(&self) -> bool {
+        self.yielded.load(Ordering::Relaxed)
+    }
+
+    /// The watchdog's decision (`runtime::crowding`): the core steps back, or serves again.
+    pub(crate) fn set_yielded(&self, yielded: bool) {
+        self.yielded.store(yielded, Ordering::Relaxed);
     }
 
     /// Whether a task of the core woken while no thread runs it waits here for the next
@@ -433,8 +529,16 @@ impl<U: Unpark> Shared<U> {
     }
 
     /// Core 0 is left (its `block_on` returns): not driven any more, and the task that serves
-    /// its listener meanwhile, if one waits, is woken.
-    pub(crate) fn leave(&self) {
+    /// its listener meanwhile, if one waits, is woken; then every operation handed over while
+    /// it was driven, into `out` (see [`schedule_if_driven`](Self::schedule_if_driven)'s
+    /// protocol: after this, a wake moves its task itself).
+    pub fn leave_and_take(&self, out: &mut Vec<Op<Due>>) {
+        self.leave();
+        self.inbox.drain_locked(out);
+    }
+
+    /// Not driven any more, and the adopter woken.
+    fn leave(&self) {
         let adopter = {
             let mut adopter = lock(&self.adopter);
             self.driven.store(false, Ordering::Relaxed);
@@ -459,11 +563,11 @@ impl<U: Unpark> Shared<U> {
         driven
     }
 
-    /// Thief side (`thief`, an idle core): takes half of this core's backlog if it started
-    /// `age` ns or more before `now`, into `into`, each task re-homed to the thief before it is
-    /// handed on (so that a wake after its first run there goes to the thief's inbox: see
-    /// [`TaskMeta`]'s protocol). As [`Spill::steal_older_than`]; nothing (`Ok(0)`) from a core
-    /// whose clock is paused.
+    /// Thief side (`thief`, an idle core, on its thread): takes half of this core's backlog if
+    /// it started `age` ns or more before `now`, into `into`, each task re-homed to the thief
+    /// before it is handed on (so that a wake after its first run there goes to the thief's
+    /// inbox: see [`TaskMeta`]'s protocol), and its count moved to the thief's load. As
+    /// [`Spill::steal_older_than`]; nothing (`Ok(0)`) from a core whose clock is paused.
     pub fn steal_into(
         &self,
         thief: &Shared,
@@ -484,7 +588,29 @@ impl<U: Unpark> Shared<U> {
         for runnable in &into[before..] {
             runnable.metadata().set_home(thief.id.key());
         }
+        move_tasks(&self.load, false, &thief.load, true, into.len() - before);
         Ok(taken)
+    }
+
+    /// Whether the core will look at the other cores by itself (see `look_due`).
+    #[inline]
+    pub(crate) fn look_due(&self) -> bool {
+        self.look_due.load(Ordering::Relaxed)
+    }
+
+    /// Records that the core will look at the other cores by itself, or no longer will.
+    #[inline]
+    pub(crate) fn set_look_due(&self, due: bool) {
+        self.look_due.store(due, Ordering::Relaxed);
+    }
+
+    /// The core's poll word (`worker::watch`): a thief that reads the same value
+    /// `steal_after` apart knows the core has not come back to its run queue meanwhile.
+    #[inline]
+    pub(crate) fn poll_word(&self) -> u64 {
+        self.watch
+            .poll_word()
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// A task tracked under `key` in this core's live-task set moved away, or was dropped on
@@ -515,6 +641,8 @@ impl<U: Unpark> Shared<U> {
 
     /// Core side, at the end of shutdown: no kick will write the eventfd after this returns.
     pub fn close_unparker(&self) -> Option<U> {
+        // Nobody harvests a core that has stopped: its epoll set closes with the reactor.
+        lock(&self.harvester).take();
         lock(&self.unparker).take()
     }
 

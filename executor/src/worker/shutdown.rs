@@ -86,7 +86,7 @@ impl Owner for Core {
 
     fn drop_queued(&self) {
         loop {
-            let next = self.queue.borrow_mut().pop_front();
+            let next = self.queue().pop_front();
             if let Some(runnable) = next {
                 // Drops the task's future without polling it; its handle learns it was
                 // cancelled.
@@ -97,7 +97,7 @@ impl Owner for Core {
             let spilled = self.shared.spill.take_all(self.peers.backlogs());
             self.spilled.set(0);
             if !spilled.is_empty() {
-                self.queue.borrow_mut().extend(spilled);
+                self.queue().extend(spilled);
                 continue;
             }
             // Timers hold wakers and `spawn_at` tasks.

@@ -1,8 +1,9 @@
 //! A core's stealable queue: the runnable `Send` tasks its private queue has no room for, where
 //! an idle core may take them when the owner has not run them for a while.
 //!
-//! The owner's queue stays a plain `VecDeque` behind a `RefCell` (no atomic on a local wake):
-//! a core keeps its first [`LOCAL_ROOM`] runnable tasks there and spills the rest here. A core
+//! The owner's run queue (`worker::runq`) costs a local wake no atomic read-modify-write: a
+//! core keeps its first [`LOCAL_ROOM`] runnable tasks there and spills the rest here (a thief
+//! takes the run queue's too, but only from a core stuck in one poll). A core
 //! that keeps up never spills (a ping-pong, a server whose connections get a turn each before
 //! more arrive), so it never touches this lock. A core with a backlog pays one uncontended lock
 //! per spilled task and one per refill of its private queue, and exposes the backlog to the

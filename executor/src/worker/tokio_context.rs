@@ -26,6 +26,13 @@
 //!   tasks and polls its reactor and timers once, without blocking (one `epoll_wait` of
 //!   tokio's).
 //!
+//! - **Watched as the core's polls.** What tokio runs on the core's thread holds the core as a
+//!   task's poll does: from entering tokio's `block_on` (or its waking from its park, tokio's
+//!   `on_thread_unpark` hook) to leaving it (or its parking, `on_thread_park`), the core's
+//!   watch word says a poll of tokio's runs (`Watch::tokio_runs`, `Watch::tokio_rests`), so
+//!   that the stall detector reports a `tokio::spawn` task that blocks the thread; its time
+//!   parked in tokio is idle, as the core's in epoll.
+//!
 //! Core 0 is run only by a thread in `block_on`; while none is, its tokio runtime is driven by
 //! a stand-in thread (`runtime::tokio_stand_in`), so that what was started on it keeps going.
 
@@ -34,9 +41,16 @@ pub(crate) use with_tokio::CoreTokio;
 #[cfg(not(feature = "tokio-compat"))]
 pub(crate) use without_tokio::CoreTokio;
 
-/// What tokio calls before its runtime parks on a core's thread (the core's check, given from
-/// the loop's layer, which can look the core up).
-pub(crate) type BeforePark = fn();
+/// What tokio calls on a core's thread around its runtime's parks (the core's checks, given
+/// from the loop's layer, which can look the core up).
+#[derive(Debug, Clone, Copy)]
+#[cfg_attr(not(feature = "tokio-compat"), allow(dead_code))]
+pub(crate) struct ParkHooks {
+    /// Before each park (tokio's `on_thread_park`).
+    pub(crate) before_park: fn(),
+    /// After each park (tokio's `on_thread_unpark`).
+    pub(crate) after_unpark: fn(),
+}
 
 #[cfg(feature = "tokio-compat")]
 mod with_tokio {
@@ -53,7 +67,8 @@ mod with_tokio {
     use tokio::io::unix::AsyncFd;
     use tokio::io::Interest;
 
-    use super::BeforePark;
+    use super::ParkHooks;
+    use crate::worker::watch::Watch;
 
     /// The core's epoll descriptor, as tokio's reactor watches it: the reactor is held, so
     /// the descriptor (closed only when the reactor drops) stays open while this lives.
@@ -87,17 +102,18 @@ mod with_tokio {
     }
 
     impl CoreTokio {
-        /// A tokio runtime for the core whose reactor is `reactor`, calling `before_park` on
-        /// the core's thread before each of its parks.
+        /// A tokio runtime for the core whose reactor is `reactor`, calling `hooks` on the
+        /// core's thread around each of its parks.
         ///
         /// # Errors
         ///
         /// Creating tokio's runtime (its epoll instance, its eventfd) or registering the
         /// core's epoll descriptor with it failed.
-        pub(crate) fn new(reactor: &Rc<Reactor>, before_park: BeforePark) -> io::Result<CoreTokio> {
+        pub(crate) fn new(reactor: &Rc<Reactor>, hooks: ParkHooks) -> io::Result<CoreTokio> {
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
-                .on_thread_park(before_park)
+                .on_thread_park(hooks.before_park)
+                .on_thread_unpark(hooks.after_unpark)
                 .build()?;
             let epoll = {
                 let _in = runtime.enter();
@@ -136,9 +152,9 @@ mod with_tokio {
         /// [`wake_idle`](Self::wake_idle) is called; tokio's tasks, timers and I/O run
         /// meanwhile. `until`: the instant the core's device is programmed for. Returns whether
         /// the core's descriptor was readable (its epoll has events to take).
-        pub(crate) fn park(&self, until: Option<u64>) -> bool {
+        pub(crate) fn park(&self, until: Option<u64>, watch: &Watch) -> bool {
             self.parked.set(Some(until));
-            let ready = self.inside(|| self.runtime().block_on(Idle(self)));
+            let ready = self.inside(watch, || self.runtime().block_on(Idle(self)));
             self.parked.set(None);
             self.wake.set(false);
             ready
@@ -162,8 +178,8 @@ mod with_tokio {
 
         /// A turn of tokio's runtime without blocking: its queued tasks run (a budget's
         /// worth), its timers fire and its reactor is polled once.
-        pub(crate) fn turn(&self) {
-            self.inside(|| self.runtime().block_on(YieldOnce(false)));
+        pub(crate) fn turn(&self, watch: &Watch) {
+            self.inside(watch, || self.runtime().block_on(YieldOnce(false)));
         }
 
         /// Whether the core's thread is inside tokio's `block_on` (parked, or taking a turn):
@@ -173,16 +189,19 @@ mod with_tokio {
             self.inside.get()
         }
 
-        /// Runs `f` marked as inside tokio's `block_on` (cleared on unwind too).
-        fn inside<R>(&self, f: impl FnOnce() -> R) -> R {
-            struct Outside<'a>(&'a Cell<bool>);
+        /// Runs `f` marked as inside tokio's `block_on`, and as a poll of tokio's in the
+        /// core's `watch` (both cleared on unwind too).
+        fn inside<R>(&self, watch: &Watch, f: impl FnOnce() -> R) -> R {
+            struct Outside<'a>(&'a Cell<bool>, &'a Watch);
             impl Drop for Outside<'_> {
                 fn drop(&mut self) {
+                    self.1.tokio_rests();
                     self.0.set(false);
                 }
             }
             self.inside.set(true);
-            let _outside = Outside(&self.inside);
+            watch.tokio_runs();
+            let _outside = Outside(&self.inside, watch);
             f()
         }
     }
@@ -255,17 +274,15 @@ mod without_tokio {
 
     use tickless_io::internal::Reactor;
 
-    use super::BeforePark;
+    use super::ParkHooks;
+    use crate::worker::watch::Watch;
 
     /// Without the `tokio-compat` feature a core has no tokio runtime: this is never made.
     pub(crate) enum CoreTokio {}
 
     impl CoreTokio {
         /// Never called without the feature (the builder cannot ask for a tokio context).
-        pub(crate) fn new(
-            _reactor: &Rc<Reactor>,
-            _before_park: BeforePark,
-        ) -> io::Result<CoreTokio> {
+        pub(crate) fn new(_reactor: &Rc<Reactor>, _hooks: ParkHooks) -> io::Result<CoreTokio> {
             Err(io::Error::new(
                 io::ErrorKind::Unsupported,
                 "the tokio context needs tickless's `tokio-compat` feature",
@@ -273,12 +290,12 @@ mod without_tokio {
         }
 
         /// See the feature's version.
-        pub(crate) fn park(&self, _until: Option<u64>) -> bool {
+        pub(crate) fn park(&self, _until: Option<u64>, _watch: &Watch) -> bool {
             match *self {}
         }
 
         /// See the feature's version.
-        pub(crate) fn turn(&self) {
+        pub(crate) fn turn(&self, _watch: &Watch) {
             match *self {}
         }
 

@@ -57,7 +57,7 @@ impl TcpListener {
     ///
     /// Creating, configuring, binding or listening failed.
     pub fn bind_reuseport(addr: SocketAddr) -> io::Result<TcpListener> {
-        let fd = sys::reuseport_listener(addr, REUSEPORT_BACKLOG)?;
+        let fd = sys::reuseport_listener(addr, REUSEPORT_BACKLOG, sys::Share::Join)?;
         let listener = mio::net::TcpListener::from_std(std::net::TcpListener::from(fd));
         Ok(TcpListener::from_mio(listener))
     }

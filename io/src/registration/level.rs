@@ -4,8 +4,19 @@ use std::cell::Cell;
 use std::io;
 use std::os::fd::RawFd;
 
-use crate::home::Home;
 use crate::ready::{Direction, Ready};
+use crate::stats::SharedCounters;
+
+/// The epoll set a registration's reactor reads (its home's duplicate descriptor, open as long
+/// as the home), and the counters its `epoll_ctl` calls go to: what a level-triggered
+/// registration changes, from whichever thread holds its home's key.
+#[derive(Clone, Copy)]
+pub(crate) struct EpollSet<'a> {
+    /// The epoll descriptor.
+    pub(crate) fd: RawFd,
+    /// The reactor's shared counters.
+    pub(crate) counters: &'a SharedCounters,
+}
 
 /// The interest a level-triggered registration has in the epoll set, changed only when a task
 /// waits in a direction that is not armed, or an event finds nobody waiting in an armed one.
@@ -42,7 +53,7 @@ impl Level {
         data: u64,
         interest: mio::Interest,
         join_now: bool,
-        home: &Home,
+        counters: &SharedCounters,
     ) -> io::Result<Level> {
         let mut wanted = Ready::EMPTY;
         if interest.is_readable() {
@@ -57,7 +68,7 @@ impl Level {
             Ready::EMPTY
         };
         if join_now {
-            home.counters.epoll_ctls.incr();
+            counters.epoll_ctls.incr();
             epoll_ctl(
                 epfd,
                 libc::EPOLL_CTL_ADD,
@@ -99,7 +110,7 @@ impl Level {
     /// interest) and puts the descriptor back in the set if it left it. One `epoll_ctl` when
     /// something changes, none otherwise. `Some(true)` if it put the descriptor back in the set
     /// (`EPOLL_CTL_ADD`), `None` if epoll refused (no event will come).
-    pub(super) fn arm(&self, dir: Direction, home: &Home) -> Option<bool> {
+    pub(super) fn arm(&self, dir: Direction, set: EpollSet<'_>) -> Option<bool> {
         let armed = self.armed.get();
         let want = armed | Level::bit(dir).intersection(self.interest);
         if want == armed && self.in_set.get() {
@@ -110,14 +121,8 @@ impl Level {
         } else {
             libc::EPOLL_CTL_ADD
         };
-        home.counters.epoll_ctls.incr();
-        match epoll_ctl(
-            home.epoll_fd(),
-            op,
-            self.fd,
-            Level::epoll_events(want),
-            self.data,
-        ) {
+        set.counters.epoll_ctls.incr();
+        match epoll_ctl(set.fd, op, self.fd, Level::epoll_events(want), self.data) {
             Ok(()) => {
                 self.armed.set(want);
                 self.in_set.set(true);
@@ -136,7 +141,7 @@ impl Level {
     /// registration was dropped on another thread, which removed it; the reactor frees the slot
     /// at this poll or the next).
     #[inline]
-    pub(super) fn settle(&self, ready: Ready, waiting: Ready, home: &Home) {
+    pub(super) fn settle(&self, ready: Ready, waiting: Ready, set: EpollSet<'_>) {
         let mut idle = Ready::EMPTY;
         for dir in [Direction::Read, Direction::Write] {
             let concerned = ready.is_empty() || !ready.intersection(dir.mask()).is_empty();
@@ -149,21 +154,21 @@ impl Level {
         if !self.in_set.get() || (keep == armed && !keep.is_empty()) {
             return;
         }
-        self.rearm(keep, home);
+        self.rearm(keep, set);
     }
 
     /// [`settle`](Self::settle)'s change of the armed interest to `keep` (out of the set if
     /// empty): a system call, out of line so that the usual event, which changes nothing,
     /// costs its caller no call.
     #[inline(never)]
-    fn rearm(&self, keep: Ready, home: &Home) {
-        home.counters.epoll_ctls.incr();
+    fn rearm(&self, keep: Ready, set: EpollSet<'_>) {
+        set.counters.epoll_ctls.incr();
         if keep.is_empty() {
-            let _gone = epoll_ctl(home.epoll_fd(), libc::EPOLL_CTL_DEL, self.fd, 0, 0);
+            let _gone = epoll_ctl(set.fd, libc::EPOLL_CTL_DEL, self.fd, 0, 0);
             self.in_set.set(false);
         } else {
             let _gone = epoll_ctl(
-                home.epoll_fd(),
+                set.fd,
                 libc::EPOLL_CTL_MOD,
                 self.fd,
                 Level::epoll_events(keep),
@@ -175,10 +180,10 @@ impl Level {
 
     /// Takes the descriptor out of the set if it is in, whatever is armed: the registration
     /// moved away from this reactor (see `Registration`'s protocol).
-    pub(super) fn leave(&self, home: &Home) {
+    pub(super) fn leave(&self, set: EpollSet<'_>) {
         if self.in_set.get() {
-            home.counters.epoll_ctls.incr();
-            let _gone = epoll_ctl(home.epoll_fd(), libc::EPOLL_CTL_DEL, self.fd, 0, 0);
+            set.counters.epoll_ctls.incr();
+            let _gone = epoll_ctl(set.fd, libc::EPOLL_CTL_DEL, self.fd, 0, 0);
             self.in_set.set(false);
             self.armed.set(Ready::EMPTY);
         }

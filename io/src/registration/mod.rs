@@ -4,9 +4,9 @@
 //! [`Registration`] here is the public face: its try-then-wait loops. The concepts behind it
 //! have a file each:
 //!
-//! - `bound`: binding each direction to a reactor and its home at the first use, moving it
-//!   where it is polled (its `# Protocol`), the check at every use, and the drop, on the
-//!   reactor's thread or elsewhere;
+//! - `bound`: binding each direction to the reactors that poll it, at the first use, moving it
+//!   where it is polled or, polled from several cores, keeping it registered with each (its
+//!   `# Protocol`), the check at every use, and the drop, on the reactor's thread or elsewhere;
 //! - `scheduled`: [`ScheduledIo`], the state shared with the reactor's slab: readiness, its
 //!   tick, and the clears that a `WouldBlock` makes;
 //! - `waiters`: the tasks waiting in each direction;
@@ -32,7 +32,7 @@ use loom::sync::atomic::AtomicBool;
 use std::sync::atomic::AtomicBool;
 
 use bound::{Bindings, Bound};
-pub(crate) use level::Level;
+pub(crate) use level::{EpollSet, Level};
 pub(crate) use scheduled::ScheduledIo;
 
 /// A descriptor registered with a core's [`Reactor`](crate::reactor::Reactor): the building
@@ -51,15 +51,29 @@ pub(crate) use scheduled::ScheduledIo;
 /// Each direction of a registration is driven by the core that polls it: the crate's I/O types
 /// make theirs unbound, and the first poll, wherever a reactor is current, registers the
 /// descriptor with that reactor for both directions. Polled later where another reactor is
-/// current (the task that owns it moved, or was spawned on another core after the stream's
-/// first use, or a split stream's halves run on two cores), that direction moves there: the
-/// descriptor joins that reactor's epoll set, and leaves the old one once no direction is left
-/// there (two `epoll_ctl` calls, counted in `IoStats::rebinds` of the reactor it joins; the
-/// tasks still waiting on the old core are woken to poll again). So a stream accepted on one
-/// core and handed to a task on another is driven by the other, and the two halves of a split
-/// stream wait each on the core that polls it. ([`new`](Self::new) and
-/// [`new_in`](Self::new_in) register at once, with the current or the given reactor.) The
-/// same-core path is one load and one compare with a thread-local, as before moves existed.
+/// current, that direction registers there too, and then:
+///
+/// - it *moves* there when no task waits in it where it was (the task that owns it moved, or
+///   was spawned on another core after the stream's first use, or a split stream's halves run
+///   on two cores): the descriptor leaves the old reactor's epoll set once no direction is left
+///   there (two `epoll_ctl` calls, counted in `IoStats::rebinds` of the reactor it joins; the
+///   tasks still waiting on the old core are woken to poll again). So a stream accepted on one
+///   core and handed to a task on another is driven by the other, and the two halves of a
+///   split stream wait each on the core that polls it;
+/// - it *stays* registered with both when a task waits in it on the core it was on, or when it
+///   comes back to a core it left: it is polled from several cores (an `Arc<UdpSocket>` with a
+///   `recv` loop on each, as tokio shares a socket). From then on it stays registered with
+///   every core where it is polled, the descriptor in each of their epoll sets, each core's
+///   waiters woken by its own reactor's events (an event reaches every core that registered
+///   it, and the tasks there that find nothing to read wait again). So it costs one
+///   registration a core, whatever the traffic, instead of a move at almost every use.
+///
+/// What a registration keeps grows with the cores that poll it, never with its traffic: one
+/// binding (about 200 bytes, with its state) for each core it is registered with, and at most
+/// two for each core it left. ([`new`](Self::new) and [`new_in`](Self::new_in) register at
+/// once, with the current or the given reactor.) The same-core path is one load and one
+/// compare with a thread-local, as before moves existed; a core other than the last one to
+/// register it walks the list of its bindings (a few loads, no lock).
 ///
 /// It is `Send` and `Sync`, so that the types built on it can live in `Send` futures and be
 /// shared by tasks. Once the reactor a direction is bound to is gone (its runtime was shut down
@@ -95,7 +109,7 @@ impl Registration {
         let mut ready = Ready::EMPTY;
         for dir in [Direction::Read, Direction::Write] {
             if let Some(b) = self.here(dir) {
-                ready |= b.io.readiness.get().intersection(dir.mask());
+                ready |= b.io.readiness().intersection(dir.mask());
             }
         }
         ready
@@ -140,20 +154,36 @@ impl Registration {
         }
     }
 
-    /// `b`'s readiness in `dir`, or the task's waker stored; a wait that put the descriptor
-    /// back in the epoll set then checks that `dir` did not move meanwhile (`bound`'s
-    /// protocol, step 6). Inlined, so that the ready case costs its callers a load and a test;
-    /// the wait is a call.
+    /// `b`'s readiness in `dir`, or the task's waker stored under its home's key; a wait that
+    /// put the descriptor back in the epoll set then checks that `dir` did not move meanwhile
+    /// (`bound`'s protocol, step 6). Inlined, so that the ready case costs its callers a load
+    /// and a test; the wait is a call.
     #[inline(always)]
     fn poll_ready_in(&self, b: &Bound, cx: &mut Context<'_>, dir: Direction) -> Poll<ReadyEvent> {
-        match b.io.ready_now(dir) {
+        let word = b.io.word();
+        match ScheduledIo::event_in(word, dir) {
             Some(event) => Poll::Ready(event),
             None => {
-                if b.io.wait(cx, dir, &b.home) {
-                    self.check_still_bound(b, dir, cx);
-                }
+                self.wait_in(b, cx, dir, word);
                 Poll::Pending
             }
+        }
+    }
+
+    /// [`poll_ready_in`](Self::poll_ready_in)'s wait: under the home's key, which the owner
+    /// finds free unless another core is harvesting this reactor's events right now; then the
+    /// task does not wait for the harvester but is woken to poll again (the harvester's
+    /// events may be the ones it waits for).
+    #[inline(never)]
+    fn wait_in(&self, b: &Bound, cx: &mut Context<'_>, dir: Direction, seen: u64) {
+        let Some(key) = b.home.try_key() else {
+            cx.waker().wake_by_ref();
+            return;
+        };
+        let joined = b.io.wait(cx, dir, seen, b.home.epoll_set());
+        drop(key);
+        if joined {
+            self.check_still_bound(b, dir, cx);
         }
     }
 
@@ -309,7 +339,7 @@ impl fmt::Debug for Registration {
             Some(b) => {
                 d.field("key", &b.key).field("home", &b.home);
                 if b.home.is_current() {
-                    d.field("readiness", &b.io.readiness.get());
+                    d.field("readiness", &b.io.readiness());
                 }
                 &mut d
             }

@@ -5,7 +5,7 @@ use std::io;
 use std::thread;
 use std::time::Duration;
 
-use super::lines::{line, zygos_load, Point};
+use super::lines::{cores_note, line, zygos_load, Point};
 use super::server::{Server, Usage};
 use super::{Group, Placement, Report, Shape, Sizes, WAITED};
 use crate::compare::child::fmt_num;
@@ -78,9 +78,15 @@ fn measure(
 /// One member of a group being measured: its server, and its lines and chart points so far.
 struct Member {
     shape: Shape,
+    /// The contender's name (`runtime=` on its lines).
     runtime: &'static str,
+    /// The runtime serving it (`tickless` for `tickless_1core`).
+    serving: &'static str,
+    /// Its cores where they are its own rather than the placement's.
+    own_cores: Option<usize>,
     server: Server,
     lines: Vec<String>,
+    closed_rps: f64,
     unloaded_p50: f64,
     /// (load, p50 µs, p99 µs).
     points: Vec<(f64, f64, f64)>,
@@ -100,22 +106,33 @@ pub(super) fn measure_group(
     report: &mut Report,
 ) -> Vec<Series> {
     let mut members = Vec::new();
-    for &(shape, runtime) in group.members {
-        match Server::start(shape, runtime, placement) {
+    for c in group.members {
+        let Some(cores) = c.cores_on(placement) else {
+            continue;
+        };
+        match Server::start(c.shape, c.runtime, cores, placement) {
             Ok(server) => members.push(Member {
-                shape,
-                runtime,
+                shape: c.shape,
+                runtime: c.name,
+                serving: c.runtime,
+                own_cores: c.cores,
                 server,
                 lines: Vec::new(),
+                closed_rps: f64::NAN,
                 unloaded_p50: f64::NAN,
                 points: Vec::new(),
                 failed: None,
             }),
-            Err(e) => fail(report, &format!("{} {runtime}", shape.name()), placement, e),
+            Err(e) => fail(
+                report,
+                &format!("{} {}", c.shape.name(), c.name),
+                placement,
+                e,
+            ),
         }
     }
     // tokio's maximum sets the loads: without it there is nothing to run the others at.
-    if members.first().map(|m| m.runtime) != Some(group.members[0].1) {
+    if members.first().map(|m| m.runtime) != Some(group.members[0].name) {
         return Vec::new();
     }
     let mut turn = 0;
@@ -133,6 +150,7 @@ pub(super) fn measure_group(
         if let Some(p) = p {
             m.lines
                 .push(line(m.shape, placement, "closed", m.runtime, &p));
+            m.closed_rps = p.outcome.achieved_rps;
             tokio_max.get_or_insert(p.outcome.achieved_rps);
         }
     }
@@ -191,7 +209,31 @@ pub(super) fn measure_group(
             }
         }
     }
+    report.notes.extend(compare_cores(&members, placement));
     finish(members, placement, report)
+}
+
+/// Each member with cores of its own against its twin on the placement's cores (the same
+/// shape and runtime): the closed-loop maximum and p99 at half tokio's.
+fn compare_cores(members: &[Member], placement: &Placement) -> Vec<String> {
+    let half = |m: &Member| m.points.iter().find(|p| p.0 == 0.5).map(|p| p.2);
+    let mut notes = Vec::new();
+    for own in members.iter() {
+        let Some(cores) = own.own_cores else { continue };
+        let twin = members
+            .iter()
+            .find(|m| m.own_cores.is_none() && m.shape == own.shape && m.serving == own.serving);
+        if let Some(twin) = twin {
+            notes.push(cores_note(
+                own.shape,
+                placement,
+                (twin.runtime, placement.cores(), own.runtime, cores),
+                (twin.closed_rps, own.closed_rps),
+                (half(twin), half(own)),
+            ));
+        }
+    }
+    notes
 }
 
 /// One step (the closed loop, the unloaded rate, or a load) run `sizes.repeats` times on every

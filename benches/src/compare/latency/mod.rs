@@ -3,7 +3,9 @@
 //! generator on another) and on shared ones.
 //!
 //! For each group of servers (one shape on both runtimes, tokio first, whose maximum sets the
-//! loads) and placement, every member gets a fresh server process at once (`compare __child
+//! loads; on shared CPUs also tickless with one core, `runtime=tickless_1core`, to tell
+//! whether the placement's cores serve at least as well as one) and placement, every member
+//! gets a fresh server process at once (`compare __child
 //! latency_server <shape> <runtime> cores=N [cpu=K]`, which prints `listening=<addr>` and
 //! serves until its standard input closes; the ones not being loaded sleep), and the generator
 //! (`load::gen`, on a thread of this process) measures the members in turn at each step, each
@@ -27,7 +29,9 @@
 //! p999_us= achieved_rps= cpu_us_per_req= server_waited= gen_waited= runs= offered_rps=
 //! late_share= send_late_p99_us= unanswered=`, then per runtime the ZygOS figure
 //! (`workload=latency_zygos ... zygos_load=`: the highest measured load up to which p99 stays
-//! under 10x the unloaded median), and writes `benches/results/latency_<group>_<cpus>.svg`.
+//! under 10x the unloaded median), and writes `benches/results/latency_<group>_<cpus>.svg`;
+//! a note sets tickless on the placement's cores against `tickless_1core` (closed-loop
+//! requests/s at least its, p99 at 0.5 at most its).
 
 mod driver;
 mod lines;
@@ -79,29 +83,85 @@ impl Shape {
     }
 }
 
+/// A server of a group: a shape on a runtime, and the name its lines carry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Contender {
+    /// The server's shape.
+    pub shape: Shape,
+    /// The runtime it runs on (`tokio` or `tickless`).
+    pub runtime: &'static str,
+    /// Its name on the lines (`runtime=`) and the chart.
+    pub name: &'static str,
+    /// Cores (workers) whatever the placement's; `None`: the placement's.
+    pub cores: Option<usize>,
+}
+
+impl Contender {
+    /// On the placement's cores, named after its runtime.
+    const fn of(shape: Shape, runtime: &'static str) -> Contender {
+        Contender {
+            shape,
+            runtime,
+            name: runtime,
+            cores: None,
+        }
+    }
+
+    /// Its cores on `placement`; `None` where it is not measured there: a contender with
+    /// cores of its own only where the placement gives another count (on dedicated CPUs every
+    /// server has one core already).
+    fn cores_on(&self, placement: &Placement) -> Option<usize> {
+        match self.cores {
+            None => Some(placement.cores()),
+            Some(n) if n == placement.cores() => None,
+            Some(n) => Some(n),
+        }
+    }
+}
+
+/// tickless with one core, measured beside the placement's cores on shared CPUs: whether two
+/// cores serve at least as well as one.
+const fn one_core(shape: Shape) -> Contender {
+    Contender {
+        shape,
+        runtime: "tickless",
+        name: ONE_CORE,
+        cores: Some(1),
+    }
+}
+
+/// The one-core tickless contender's name on the lines.
+pub const ONE_CORE: &str = "tickless_1core";
+
 /// Servers measured together, on one chart: the first is tokio's, whose closed-loop maximum
 /// sets every member's loads.
 #[derive(Debug, Clone, Copy)]
 pub struct Group {
     /// The chart's name.
     pub name: &'static str,
-    /// `(shape, runtime)`, tokio's first.
-    pub members: &'static [(Shape, &'static str)],
+    /// tokio's first.
+    pub members: &'static [Contender],
 }
 
 /// The HTTP group.
 const HTTP: Group = Group {
     name: "http_hello",
-    members: &[(Shape::HttpHello, "tokio"), (Shape::HttpHello, "tickless")],
+    members: &[
+        Contender::of(Shape::HttpHello, "tokio"),
+        Contender::of(Shape::HttpHello, "tickless"),
+        one_core(Shape::HttpHello),
+    ],
 };
 
-/// The key-value group: the tokio shape on both runtimes and tickless's own shape.
+/// The key-value group: the tokio shape on both runtimes (and tickless on one core) and
+/// tickless's own shape.
 const KV: Group = Group {
     name: "kv",
     members: &[
-        (Shape::KvTokioShape, "tokio"),
-        (Shape::KvTokioShape, "tickless"),
-        (Shape::KvPerCore, "tickless"),
+        Contender::of(Shape::KvTokioShape, "tokio"),
+        Contender::of(Shape::KvTokioShape, "tickless"),
+        one_core(Shape::KvTokioShape),
+        Contender::of(Shape::KvPerCore, "tickless"),
     ],
 };
 
@@ -369,7 +429,49 @@ mod tests {
     #[test]
     fn every_group_starts_with_tokio() {
         for g in [HTTP, KV] {
-            assert_eq!(g.members[0].1, "tokio", "{}", g.name);
+            assert_eq!(g.members[0].runtime, "tokio", "{}", g.name);
+            assert_eq!(g.members[0].cores, None, "{}", g.name);
         }
+    }
+
+    #[test]
+    fn the_one_core_member_runs_only_where_the_placement_has_more_cores() {
+        let dedicated = Placement::Dedicated {
+            server: 0,
+            client: 1,
+        };
+        let on = |g: Group, p: &Placement| -> Vec<(&str, &str, usize)> {
+            g.members
+                .iter()
+                .filter_map(|c| Some((c.shape.name(), c.name, c.cores_on(p)?)))
+                .collect()
+        };
+        assert_eq!(
+            on(HTTP, &Placement::Shared { cores: 2 }),
+            [
+                ("http_hello", "tokio", 2),
+                ("http_hello", "tickless", 2),
+                ("http_hello", ONE_CORE, 1),
+            ]
+        );
+        assert_eq!(
+            on(KV, &Placement::Shared { cores: 4 }),
+            [
+                ("kv_tokio_shape", "tokio", 4),
+                ("kv_tokio_shape", "tickless", 4),
+                ("kv_tokio_shape", ONE_CORE, 1),
+                ("kv_per_core", "tickless", 4),
+            ]
+        );
+        for p in [dedicated, Placement::Shared { cores: 1 }] {
+            for g in [HTTP, KV] {
+                let names: Vec<_> = on(g, &p).into_iter().map(|m| m.1).collect();
+                assert!(!names.contains(&ONE_CORE), "{p:?}: {names:?}");
+                assert_eq!(names.len(), g.members.len() - 1, "{p:?}");
+            }
+        }
+        // Its server is tickless's, started with one core.
+        let c = HTTP.members[2];
+        assert_eq!((c.runtime, c.cores), ("tickless", Some(1)));
     }
 }

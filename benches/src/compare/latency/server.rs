@@ -18,12 +18,19 @@ pub(super) struct Server {
 }
 
 impl Server {
-    pub(super) fn start(shape: Shape, runtime: &str, placement: &Placement) -> io::Result<Server> {
+    /// Starts `shape` on `runtime` with `cores` cores or workers, pinned to the server's CPU
+    /// when `placement` is dedicated.
+    pub(super) fn start(
+        shape: Shape,
+        runtime: &str,
+        cores: usize,
+        placement: &Placement,
+    ) -> io::Result<Server> {
         let mut args = vec![
             SERVER.to_string(),
             shape.name().into(),
             runtime.into(),
-            format!("cores={}", placement.cores()),
+            format!("cores={cores}"),
         ];
         if let Placement::Dedicated { server, .. } = placement {
             args.push(format!("cpu={server}"));

@@ -152,7 +152,7 @@ const fn spread(
 
 /// Every core's own series, with a `worker` label: totals since the runtime started
 /// (counters) or levels (gauges).
-pub(super) const PER_WORKER: [(&str, Kind, Read, &str); 20] = [
+pub(super) const PER_WORKER: [(&str, Kind, Read, &str); 22] = [
     (
         "tokio_worker_park_count",
         Kind::Counter,
@@ -248,6 +248,18 @@ pub(super) const PER_WORKER: [(&str, Kind, Read, &str); 20] = [
         Kind::Counter,
         |s| s.governor_busy_looks,
         "Of those, the spins cut to one look (the core busy, park_when_busy) that parked",
+    ),
+    (
+        "tickless_worker_harvests",
+        Kind::Counter,
+        |s| s.harvests,
+        "Looks at another core's ready I/O that took events (that core had not come back to its loop)",
+    ),
+    (
+        "tickless_worker_harvested_events",
+        Kind::Counter,
+        |s| s.harvested_events,
+        "Events of other cores' registrations the core's harvests dispatched",
     ),
     (
         "tickless_worker_slack_parks",

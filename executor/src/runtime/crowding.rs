@@ -1,0 +1,261 @@
+//! Serving with fewer cores while the CPUs are crowded (`Builder::yield_when_crowded`): the
+//! stall detector's watchdog, at its checks, measures how long the runtime's core threads
+//! waited for a CPU (the kernel's run-queue wait, `/proc/self/task/<tid>/schedstat`), and when
+//! another process keeps them waiting, asks the highest core that still serves to step back
+//! (`Shared::set_yielded`): it takes no new work, its `Send` tasks go to the cores that serve
+//! (`Core::follow_yield`), and it parks but for its `spawn_local` tasks and its accept loop,
+//! which places what it accepts on the others. When the machine's CPUs have room again (its
+//! idle time, `/proc/stat`), the lowest core that stepped back serves again.
+//!
+//! # The rule
+//!
+//! Every [`EVALUATION`] (100 ms) of checks, over that window:
+//!
+//! - the **wait share**: of the time the serving cores' threads were runnable (running or
+//!   waiting for a CPU), the share they waited. Above [`CROWDED`] (a fifth) with two cores or
+//!   more serving, one steps back;
+//! - with a core stepped back, it serves again when the machine has room for it: the serving
+//!   cores are saturated (they ran [`SATURATED`] of the window or more, on average) and
+//!   [`ROOM`] CPUs or more were idle (the machine's idle time, `/proc/stat`), or [`EMPTY`] CPUs
+//!   or more were idle whatever the load (the other process is gone). One core that keeps up
+//!   beside the other process stays alone: that is what serves best there.
+//!
+//! A change holds for a dwell time, 1 s at first; a change that undoes the one before within
+//! two dwell times doubles it (at most 16 s), so that interference that comes and goes costs a
+//! few moves a minute at most. Each change is counted on its core (`CoreStats::yields` for a
+//! step back). The checks run only while some core is busy (the watchdog's rule): an idle
+//! runtime reads nothing.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::worker::shared::Shared;
+
+/// How often the rule is applied (the watchdog checks more often).
+const EVALUATION: Duration = Duration::from_millis(100);
+/// The wait share above which a core steps back.
+const CROWDED: f64 = 0.2;
+/// The serving cores' run share at or above which they need another core.
+const SATURATED: f64 = 0.8;
+/// The idle CPUs at or above which a core that stepped back serves again, if the others are
+/// saturated.
+const ROOM: f64 = 0.75;
+/// The idle CPUs at or above which a core that stepped back serves again whatever the load.
+const EMPTY: f64 = 1.5;
+/// The first dwell time.
+const DWELL: Duration = Duration::from_secs(1);
+/// The longest dwell time.
+const DWELL_MAX: Duration = Duration::from_secs(16);
+
+/// The watchdog's side: what it read at the last evaluation.
+pub(crate) struct Crowding {
+    /// When the window began.
+    since: Instant,
+    /// Each core's thread's time running and waiting for a CPU at the window's start (its
+    /// id, and ns), when read.
+    waits: Vec<Option<(i32, Sched)>>,
+    /// The machine's idle and total time at the window's start (clock ticks).
+    machine: Option<(u64, u64)>,
+    /// The last change, and whether it was a step back.
+    changed: Option<(Instant, bool)>,
+    /// How long a change holds.
+    dwell: Duration,
+}
+
+impl Crowding {
+    /// A monitor of `cores` cores.
+    pub(crate) fn new(cores: usize) -> Crowding {
+        Crowding {
+            since: Instant::now(),
+            waits: vec![None; cores],
+            machine: None,
+            changed: None,
+            dwell: DWELL,
+        }
+    }
+
+    /// A watchdog check at `now`: applies the rule once a window has passed.
+    pub(crate) fn check(&mut self, cores: &[Arc<Shared>], now: Instant) {
+        let window = now.saturating_duration_since(self.since);
+        if window < EVALUATION {
+            return;
+        }
+        self.since = now;
+        let (mut ran, mut waited, mut serving) = (0u64, 0u64, 0u32);
+        for (shared, last) in cores.iter().zip(self.waits.iter_mut()) {
+            let tid = shared.watch.tid();
+            let read = (tid > 0).then(|| sched(tid)).flatten();
+            let was = last.take();
+            *last = read.map(|w| (tid, w));
+            if shared.is_yielded() {
+                continue;
+            }
+            if let (Some(now), Some((was_tid, was))) = (read, was) {
+                if was_tid == tid {
+                    ran += now.run.saturating_sub(was.run);
+                    waited += now.wait.saturating_sub(was.wait);
+                    serving += 1;
+                }
+            }
+        }
+        let machine = machine_times();
+        let idle_cpus = match (machine, self.machine) {
+            (Some((idle, _)), Some((was_idle, _))) => {
+                idle.saturating_sub(was_idle) as f64 / ticks_per_second() / window.as_secs_f64()
+            }
+            _ => 0.0,
+        };
+        self.machine = machine;
+        let share = if ran + waited == 0 {
+            0.0
+        } else {
+            waited as f64 / (ran + waited) as f64
+        };
+        let busy = if serving == 0 {
+            0.0
+        } else {
+            ran as f64 / (window.as_nanos() as f64 * f64::from(serving))
+        };
+        if self.changed.is_some_and(|(at, _)| now - at < self.dwell) {
+            return;
+        }
+        let any_yielded = cores.iter().any(|s| s.is_yielded());
+        match verdict(share, serving, busy, idle_cpus, any_yielded) {
+            // The highest core that serves, never core 0 (the caller's `block_on`).
+            Some(true) => {
+                if let Some(core) = cores.iter().skip(1).rev().find(|s| !s.is_yielded()) {
+                    self.change(core, true, now);
+                }
+            }
+            Some(false) => {
+                if let Some(core) = cores.iter().find(|s| s.is_yielded()) {
+                    self.change(core, false, now);
+                }
+            }
+            None => {}
+        }
+    }
+
+    /// Makes `core` step back (`yielded`) or serve again, and wakes it to follow.
+    fn change(&mut self, core: &Shared, yielded: bool, now: Instant) {
+        if let Some((at, was)) = self.changed {
+            if was != yielded && now - at < self.dwell * 2 {
+                self.dwell = (self.dwell * 2).min(DWELL_MAX);
+            } else if now - at >= self.dwell * 4 {
+                self.dwell = DWELL;
+            }
+        }
+        self.changed = Some((now, yielded));
+        core.set_yielded(yielded);
+        core.notify_now();
+    }
+}
+
+/// The rule, over one window (see the module's doc): `Some(true)`, a core steps back;
+/// `Some(false)`, one serves again; `None`, nothing changes. `share`: the serving cores' wait
+/// share; `busy`: their run share; `idle_cpus`: the machine's.
+fn verdict(share: f64, serving: u32, busy: f64, idle_cpus: f64, any_yielded: bool) -> Option<bool> {
+    if share > CROWDED && serving >= 2 {
+        Some(true)
+    } else if any_yielded && (idle_cpus >= EMPTY || (busy >= SATURATED && idle_cpus >= ROOM)) {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+/// A thread's time running and waiting for a CPU so far (ns).
+#[derive(Clone, Copy)]
+struct Sched {
+    /// Running.
+    run: u64,
+    /// Runnable, waiting for a CPU.
+    wait: u64,
+}
+
+/// Thread `tid`'s time running and waiting so far (the first two fields of its `schedstat`).
+fn sched(tid: i32) -> Option<Sched> {
+    let text = std::fs::read_to_string(format!("/proc/self/task/{tid}/schedstat")).ok()?;
+    let mut fields = text.split_whitespace();
+    Some(Sched {
+        run: fields.next()?.parse().ok()?,
+        wait: fields.next()?.parse().ok()?,
+    })
+}
+
+/// The machine's idle (idle and iowait) and total time so far, in clock ticks (`/proc/stat`).
+fn machine_times() -> Option<(u64, u64)> {
+    let text = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = text.lines().next()?.strip_prefix("cpu ")?;
+    let fields: Vec<u64> = line
+        .split_whitespace()
+        .filter_map(|f| f.parse().ok())
+        .collect();
+    let idle = fields.get(3)? + fields.get(4).copied().unwrap_or(0);
+    Some((idle, fields.iter().sum()))
+}
+
+/// Clock ticks a second in `/proc/stat` (`USER_HZ`, which Linux fixes at 100 for user space
+/// whatever its internal tick).
+fn ticks_per_second() -> f64 {
+    100.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::worker::id::CoreId;
+
+    #[test]
+    fn a_core_steps_back_when_the_serving_threads_wait_and_serves_again_when_cpus_idle() {
+        // Crowded, two serving: one steps back; one serving: never the last.
+        assert_eq!(verdict(0.3, 2, 0.5, 0.0, false), Some(true));
+        assert_eq!(verdict(0.9, 1, 1.0, 0.0, true), None);
+        // Not crowded enough.
+        assert_eq!(verdict(0.15, 2, 0.5, 0.0, false), None);
+        // One core keeping up beside the other process, a CPU nearly idle: stays alone.
+        assert_eq!(verdict(0.0, 1, 0.4, 1.0, true), None);
+        // Saturated with room beside it, or the other process gone: serves again.
+        assert_eq!(verdict(0.0, 1, 0.9, 0.8, true), Some(false));
+        assert_eq!(verdict(0.0, 1, 0.3, 1.6, true), Some(false));
+        // None stepped back: nothing to bring back.
+        assert_eq!(verdict(0.0, 2, 0.9, 1.6, false), None);
+    }
+
+    #[test]
+    fn a_change_that_undoes_the_last_one_soon_doubles_the_dwell() {
+        let reactor = tickless_io::internal::Reactor::new().expect("a reactor");
+        let runtime = CoreId::new_runtime();
+        let core = |index| {
+            Arc::new(Shared::with_unparker(
+                CoreId { runtime, index },
+                reactor.unparker(),
+                false,
+            ))
+        };
+        let cores = [core(0), core(1)];
+        let mut c = Crowding::new(2);
+        let t0 = Instant::now();
+        c.change(&cores[1], true, t0);
+        assert!(cores[1].is_yielded());
+        assert_eq!(c.dwell, DWELL);
+        c.change(&cores[1], false, t0 + DWELL);
+        assert!(!cores[1].is_yielded());
+        assert_eq!(c.dwell, DWELL * 2, "undone within two dwells: doubled");
+        c.change(&cores[1], true, t0 + DWELL * 3);
+        assert_eq!(c.dwell, DWELL * 4);
+        // Quiet for a long while: back to the first dwell.
+        c.change(&cores[1], false, t0 + DWELL * 40);
+        assert_eq!(c.dwell, DWELL);
+    }
+
+    #[test]
+    fn this_thread_s_wait_and_the_machine_s_times_read() {
+        // The main thread's id is the process's.
+        let tid = i32::try_from(std::process::id()).expect("a pid fits");
+        assert!(sched(tid).is_some());
+        let (idle, total) = machine_times().expect("/proc/stat");
+        assert!(idle <= total);
+        assert!(ticks_per_second() >= 1.0);
+    }
+}
