@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use tickless::io::{PipeReader, PipeWriter};
-use tickless::time::{sleep, Instant};
+use tickless::time::{sleep, sleep_until, Instant};
 use tickless::{Builder, Runtime};
 
 fn two_cores() -> io::Result<Runtime> {
@@ -487,7 +487,10 @@ fn a_sleep_polled_on_another_core_moves_its_timer_there() -> io::Result<()> {
     let before = rt.stats();
     let handle = rt.handle(1);
     rt.block_on(async move {
-        let mut sleep = Box::pin(sleep(Duration::from_millis(20)));
+        // A deadline given: placed in core 0's wheel at its first poll (a sleep made for a
+        // duration would wait there young, and its cancel count nothing).
+        let at = Instant::now() + Duration::from_millis(20);
+        let mut sleep = Box::pin(sleep_until(at));
         // Registered on core 0's wheel by this first poll.
         assert!(futures_lite::future::poll_once(sleep.as_mut())
             .await
@@ -513,6 +516,50 @@ fn a_sleep_polled_on_another_core_moves_its_timer_there() -> io::Result<()> {
     assert_eq!(
         (c0.timer_inserts, c0.timer_cancels, c0.timer_fires),
         (1, 1, 0)
+    );
+    assert_eq!((c1.timer_inserts, c1.timer_fires), (1, 1));
+    Ok(())
+}
+
+/// The same with a sleep made for a duration: young on core 0 (no deadline yet) until core 0
+/// reads its clock, cancelled there through the inbox, and given its deadline on core 1 (from
+/// a reading of core 1's, later than its creation: never early).
+#[test]
+fn a_young_sleep_polled_on_another_core_moves_there_and_leaves_nothing_behind() -> io::Result<()> {
+    let rt = two_cores()?;
+    let before = rt.stats();
+    let handle = rt.handle(1);
+    let start = Instant::now();
+    let (core, done) = rt
+        .block_on(async move {
+            let mut sleep = Box::pin(sleep(Duration::from_millis(20)));
+            assert!(futures_lite::future::poll_once(sleep.as_mut())
+                .await
+                .is_none());
+            handle
+                .spawn(async move {
+                    sleep.await;
+                    (tickless::core_id(), Instant::now())
+                })
+                .await
+        })
+        .map_err(io::Error::other)?;
+    assert_eq!(core, 1);
+    assert!(done >= start + Duration::from_millis(20), "never early");
+    rt.block_on(tickless::task::yield_now());
+    wait_parked(&rt);
+    let after = rt.stats();
+    let (c0, c1) = (
+        after.cores[0] - before.cores[0],
+        after.cores[1] - before.cores[1],
+    );
+    // Settled on core 0 if it read its clock before the cancel came (it parks meanwhile),
+    // else dropped young there: cancelled either way, never fired.
+    assert_eq!(c0.timer_inserts, c0.timer_cancels, "{c0:?}");
+    assert_eq!(c0.timer_fires, 0);
+    assert_eq!(
+        after.cores[0].pending_timers, 0,
+        "cancelled through the inbox"
     );
     assert_eq!((c1.timer_inserts, c1.timer_fires), (1, 1));
     Ok(())

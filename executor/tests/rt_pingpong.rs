@@ -7,22 +7,38 @@ use std::time::Duration;
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use tickless::io::pipe;
 use tickless::net::{TcpListener, TcpStream};
-use tickless::time::timeout;
+use tickless::time::{timeout, timeout_at, Instant};
 use tickless::{Builder, CoreStats, RearmPolicy, Runtime};
 
-/// `n` round trips of a 4-byte counter between two tasks over two pipes, every read wrapped in
-/// a 1 s timeout if `with_timeout`. Returns the runtime's total counters.
-fn pingpong(rt: &Runtime, n: u32, with_timeout: bool) -> io::Result<CoreStats> {
+/// What every read of a ping-pong is wrapped in.
+#[derive(Clone, Copy, PartialEq)]
+enum Timed {
+    /// Nothing.
+    No,
+    /// `timeout(1 s, read)`: a young timer, given its deadline by the loop's next reading.
+    For,
+    /// `timeout_at(Instant::now() + 1 s, read)`: a deadline given, placed at its first poll.
+    Until,
+}
+
+/// `n` round trips of a 4-byte counter between two tasks over two pipes, every read wrapped as
+/// `timed` says. Returns the runtime's total counters.
+fn pingpong(rt: &Runtime, n: u32, timed: Timed) -> io::Result<CoreStats> {
     rt.block_on(async move {
         let (mut to_b, mut from_a) = pipe()?;
         let (mut to_a, mut from_b) = pipe()?;
         let b = tickless::spawn_local(async move {
             let mut buf = [0u8; 4];
             for i in 0..n {
-                if with_timeout {
-                    timeout(Duration::from_secs(1), from_a.read_exact(&mut buf)).await??;
-                } else {
-                    from_a.read_exact(&mut buf).await?;
+                match timed {
+                    Timed::No => from_a.read_exact(&mut buf).await?,
+                    Timed::For => {
+                        timeout(Duration::from_secs(1), from_a.read_exact(&mut buf)).await??
+                    }
+                    Timed::Until => {
+                        let at = Instant::now() + Duration::from_secs(1);
+                        timeout_at(at, from_a.read_exact(&mut buf)).await??
+                    }
                 }
                 assert_eq!(u32::from_le_bytes(buf), i, "b read a wrong message");
                 to_a.write_all(&(i + 1).to_le_bytes()).await?;
@@ -32,10 +48,15 @@ fn pingpong(rt: &Runtime, n: u32, with_timeout: bool) -> io::Result<CoreStats> {
         let mut buf = [0u8; 4];
         for i in 0..n {
             to_b.write_all(&i.to_le_bytes()).await?;
-            if with_timeout {
-                timeout(Duration::from_secs(1), from_b.read_exact(&mut buf)).await??;
-            } else {
-                from_b.read_exact(&mut buf).await?;
+            match timed {
+                Timed::No => from_b.read_exact(&mut buf).await?,
+                Timed::For => {
+                    timeout(Duration::from_secs(1), from_b.read_exact(&mut buf)).await??
+                }
+                Timed::Until => {
+                    let at = Instant::now() + Duration::from_secs(1);
+                    timeout_at(at, from_b.read_exact(&mut buf)).await??
+                }
             }
             assert_eq!(u32::from_le_bytes(buf), i + 1, "a read a wrong reply");
         }
@@ -48,7 +69,7 @@ fn pingpong(rt: &Runtime, n: u32, with_timeout: bool) -> io::Result<CoreStats> {
 #[test]
 fn pipe_pingpong_same_core() -> io::Result<()> {
     let rt = Runtime::new()?;
-    let s = pingpong(&rt, 10_000, false)?;
+    let s = pingpong(&rt, 10_000, Timed::No)?;
     assert_eq!(s.timer_inserts, 0);
     // Every wake was a same-core wake: the local path, never the inbox.
     assert_eq!((s.remote_wakes_sent, s.remote_wakes_avoided), (0, 0));
@@ -59,16 +80,18 @@ fn pipe_pingpong_same_core() -> io::Result<()> {
 #[test]
 fn per_read_timeouts_rearm_the_timerfd_a_handful_of_times_by_default() -> io::Result<()> {
     let rt = Runtime::new()?;
-    let s = pingpong(&rt, 100_000, true)?;
+    let s = pingpong(&rt, 100_000, Timed::Until)?;
     // A read whose data is already there completes before its timeout is ever polled, and a
     // timeout never polled registers nothing.
     assert!(s.timer_inserts > 190_000, "{s:?}");
     assert_eq!(s.timer_cancels, s.timer_inserts, "no timeout fired: {s:?}");
     assert_eq!(s.timer_fires, 0);
-    // One clock read per timeout, for its deadline: the slack comes from its length, and
-    // nothing else on the way (registering, cancelling, the loop) reads the clock per message.
+    // Two clock reads per timeout: the test's own `Instant::now()` for its deadline, and one
+    // for the time it has left, which its default slack depends on (a `timeout_at` does not
+    // know its length; a `timeout` does: see the next test). Nothing else on the way
+    // (registering, cancelling, the loop) reads the clock per message.
     assert!(
-        s.clock_reads <= s.timer_inserts + 100,
+        s.clock_reads <= 2 * s.timer_inserts + 100,
         "{} clock reads for {} timeouts: {s:?}",
         s.clock_reads,
         s.timer_inserts
@@ -85,14 +108,32 @@ fn per_read_timeouts_rearm_the_timerfd_a_handful_of_times_by_default() -> io::Re
 }
 
 #[test]
+fn per_read_timeouts_for_a_duration_share_the_loop_s_clock_reads() -> io::Result<()> {
+    let rt = Runtime::new()?;
+    let s = pingpong(&rt, 100_000, Timed::For)?;
+    // 200,000 timeouts (a read's data comes one turn of the loop after its timeout is made):
+    // each is young until the loop's next clock reading. The core reads none per message (the
+    // idle governor finds each reply at its first look), so the expiry reads one every 16
+    // turns for the timeouts then alive (two: one per task), and the rest were dropped young:
+    // never inserted, never counted. A read per timeout, as before, would be 200,000.
+    assert!(s.clock_reads <= 40_000, "{s:?}");
+    assert!(s.timer_inserts <= 2 * s.clock_reads + 100, "{s:?}");
+    assert_eq!(s.timer_cancels, s.timer_inserts, "no timeout fired: {s:?}");
+    assert_eq!((s.timer_fires, s.pending_timers), (0, 0));
+    assert!(s.timerfd_rearms <= 10, "{s:?}");
+    Ok(())
+}
+
+#[test]
 fn per_read_timeouts_rearm_once_per_message_when_eager() -> io::Result<()> {
     // Exact timeouts, Eager: each cancel of the armed timeout re-programs the timerfd for
-    // the next one (the 2013 hrtimer regression).
+    // the next one (the 2013 hrtimer regression). Deadlines given: each timeout is placed at
+    // its first poll.
     let rt = Builder::new()
         .timer_policy(RearmPolicy::Eager)
         .default_slack(Duration::ZERO)
         .build()?;
-    let s = pingpong(&rt, 20_000, true)?;
+    let s = pingpong(&rt, 20_000, Timed::Until)?;
     assert_eq!(s.timer_cancels, s.timer_inserts, "{s:?}");
     assert!(s.timerfd_rearms >= 20_000, "{s:?}");
     Ok(())

@@ -201,7 +201,10 @@ fn the_timerfd_is_disarmed_when_its_last_timer_is_cancelled() {
         .expect("a one-core runtime");
     let before = rt.stats().total;
     rt.block_on(async {
-        let mut sleep = std::pin::pin!(exact(Duration::from_millis(2)));
+        // A deadline given: a sleep made for a duration waits for the loop's clock reading
+        // (a young timer), and dropped in the poll that made it never reaches the wheel.
+        let deadline = tickless::time::Instant::now() + Duration::from_millis(2);
+        let mut sleep = std::pin::pin!(tickless::time::sleep_until(deadline).slack(Duration::ZERO));
         // One poll registers it, and Eager arms the timerfd for it.
         let pending =
             std::future::poll_fn(|cx| std::task::Poll::Ready(sleep.as_mut().poll(cx).is_pending()))

@@ -63,3 +63,45 @@ fn a_timer_moved_to_another_core_is_cancelled_on_the_old_one_or_has_fired_there_
         );
     });
 }
+
+/// The same with a young entry (a sleep made for a duration, `TimerQueue::insert_young`): core
+/// A settles it by its loop's reading (then it may fire at once), while core B's cancel races
+/// that. Settled, fired, or cancelled young: the entry goes exactly once, and the stale cancel
+/// never takes the young timer that reused its slot.
+#[test]
+fn a_young_timer_moved_to_another_core_is_cancelled_on_the_old_one_or_has_fired_there_once() {
+    loom::model(|| {
+        let reactor = Reactor::new().unwrap();
+        let shared = Arc::new(Shared::for_model(reactor.unparker()));
+        register(&shared);
+        let core_a = shared.core_id();
+        let mut wheel = TimerQueue::new(FakeDevice::default(), Config::default());
+        let slack = wheel.prepare(Slack::None);
+        let old = wheel.insert_young(1_000, slack, "old entry");
+        let b = thread::spawn(move || remote_cancel(core_a, old));
+        // Core A's loop: hand-overs, then the turn's reading settles (a span of 1,000 from 0),
+        // then expiry at 1,000, then a young timer of its own in the freed slot, hand-overs.
+        let mut cancelled = drain_cancels(&shared, &mut wheel);
+        wheel.settle(0);
+        wheel.advance(1_000);
+        let mut fired = 0;
+        while let Some((_, value)) = wheel.pop_expired() {
+            assert_eq!(value, "old entry");
+            fired += 1;
+        }
+        let mine = wheel.insert_young(5_000, slack, "A's own");
+        b.join().unwrap();
+        cancelled += drain_cancels(&shared, &mut wheel);
+        assert_eq!(
+            fired + cancelled,
+            1,
+            "fired {fired}, cancelled {cancelled}: the old entry must go exactly once"
+        );
+        assert!(
+            wheel.has_young(),
+            "the stale cancel took the young timer in the slot"
+        );
+        assert_eq!(wheel.cancel(mine), Some("A's own"));
+        assert!(!wheel.has_young());
+    });
+}

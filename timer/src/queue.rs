@@ -44,7 +44,9 @@ use crate::lead::Lead;
 use crate::slab::{Fill, TimerHandle};
 use crate::slack::{Slack, Ticks};
 use crate::stats::TimerStats;
-use crate::wheel::{Lane, Wheel};
+use crate::wheel::{Held, Lane, Wheel};
+
+mod young;
 
 /// When the queue re-programs its clock event device.
 ///
@@ -172,6 +174,16 @@ pub struct TimerQueue<T, D> {
     /// At least as many as the timers of `detached` still detached (cancels of detached timers
     /// count it down; a reset that places one does not): where a compaction can stop looking.
     detached_pending: usize,
+    /// Young timers ([`insert_young`](Self::insert_young)): their entries' keys, until
+    /// [`settle`](Self::settle) gives the young timers there their deadlines. Keys, not
+    /// handles: every young timer's key is here (a key may be twice, or be a vacant entry's,
+    /// once its timer is cancelled), and looking one up costs no generation check.
+    young: Vec<u32>,
+    /// How many of `young` are still young (cancels and resets of young timers count it down).
+    young_pending: usize,
+    /// The length of `young` at which stale handles are forgotten (doubled while more than
+    /// half of them are live).
+    young_cap: usize,
     /// Counters.
     stats: TimerStats,
 }
@@ -188,6 +200,10 @@ pub struct PreparedSlack {
 
 /// The most timers kept out of the wheel at once (see `TimerQueue::detached`).
 const DETACHED_MAX: usize = 64;
+
+/// The first length of the young list at which its stale keys are forgotten (see
+/// `TimerQueue::young_cap`).
+const YOUNG_CAP: usize = 64;
 
 impl<T, D: ClockDevice> TimerQueue<T, D> {
     /// An empty queue over a disarmed device.
@@ -207,6 +223,9 @@ impl<T, D: ClockDevice> TimerQueue<T, D> {
             unarmed: false,
             detached: Vec::new(),
             detached_pending: 0,
+            young: Vec::new(),
+            young_pending: 0,
+            young_cap: YOUNG_CAP,
             stats: TimerStats::default(),
         }
     }
@@ -411,8 +430,8 @@ impl<T, D: ClockDevice> TimerQueue<T, D> {
     /// that already fired or was cancelled.
     #[inline]
     pub fn cancel(&mut self, handle: TimerHandle) -> Option<T> {
-        let (value, detached) = self.wheel.take(handle)?;
-        self.cancelled(detached);
+        let (value, held) = self.wheel.take(handle)?;
+        self.cancelled(held);
         Some(value)
     }
 
@@ -423,8 +442,8 @@ impl<T, D: ClockDevice> TimerQueue<T, D> {
     /// the one kept.
     #[inline]
     pub fn cancel_retaining(&mut self, handle: TimerHandle) -> Option<T> {
-        let (released, detached) = self.wheel.take_retaining(handle)?;
-        self.cancelled(detached);
+        let (released, held) = self.wheel.take_retaining(handle)?;
+        self.cancelled(held);
         released
     }
 
@@ -434,11 +453,16 @@ impl<T, D: ClockDevice> TimerQueue<T, D> {
         self.wheel.take_retained()
     }
 
-    /// A pending timer was cancelled: counts it, and lets the policy know.
+    /// A pending timer was cancelled: counts it, and lets the policy know. A young one was
+    /// never inserted: it counts as neither.
     #[inline(always)]
-    fn cancelled(&mut self, detached: bool) {
+    fn cancelled(&mut self, held: Held) {
+        if held == Held::Young {
+            self.young_pending -= 1;
+            return;
+        }
         self.stats.cancels += 1;
-        if detached {
+        if held == Held::Detached {
             // Never in the wheel: the arming was decided without it.
             self.stats.cancels_detached += 1;
             // At least one: this one was counted when it was detached (or found by the last
@@ -458,6 +482,11 @@ impl<T, D: ClockDevice> TimerQueue<T, D> {
     /// Moves a pending timer to a new deadline, keeping its handle. `false` for a stale handle.
     /// A reset is a cancel and an insert for the policies (and is counted as neither).
     pub fn reset(&mut self, handle: TimerHandle, deadline: u64, slack: Slack) -> bool {
+        if self.wheel.is_young(handle) {
+            // Given its deadline here: placed, as an insert.
+            self.young_pending -= 1;
+            self.stats.inserts += 1;
+        }
         let reset = match self.ticks.window(deadline, slack) {
             (tick, Some(slack)) => self.wheel.reset_within(handle, tick, slack),
             // Kept in its lane: a bounded timer reset as deferrable still wakes the core by its
@@ -480,12 +509,16 @@ impl<T, D: ClockDevice> TimerQueue<T, D> {
         self.wheel.contains(handle)
     }
 
-    /// Makes every timer due at `now` ready for [`pop_expired`](Self::pop_expired).
+    /// Makes every timer due at `now` ready for [`pop_expired`](Self::pop_expired). `now` is a
+    /// clock reading: the young timers settle by it first (see [`settle`](Self::settle)).
     ///
     /// That takes every timer whose deadline has passed, also those whose slack would let them
     /// wait: the device may then be armed for one of them, which the next idle flush corrects
     /// (as the policy decides).
     pub fn advance(&mut self, now: u64) {
+        if !self.young.is_empty() {
+            self.settle(now);
+        }
         self.attach_detached();
         if self.wheel.advance(self.ticks.now(now)) > 0 {
             self.dirty = true;
@@ -559,6 +592,10 @@ impl<T, D: ClockDevice> TimerQueue<T, D> {
     /// nothing (for a driver that shuts down and must drop them in a context of its choosing).
     /// The device is left as it is.
     pub fn drain(&mut self) -> Vec<T> {
+        // Young timers too, counted as nothing.
+        let stats = self.stats;
+        self.settle(0);
+        self.stats = stats;
         self.attach_detached();
         let mut old = std::mem::take(&mut self.wheel);
         old.advance(u64::MAX);

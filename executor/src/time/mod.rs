@@ -152,6 +152,8 @@ pub fn resume() {
 /// ```
 pub async fn advance(duration: Duration) {
     with_current(|core| {
+        // A sleep made before the advance counts from before it.
+        core.timers().settle_now();
         let clock = core.timers().clock();
         assert!(
             clock.is_paused(),

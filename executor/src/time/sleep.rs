@@ -11,11 +11,23 @@ use crate::context::{with_current, NO_RUNTIME};
 use crate::runtime::MAX_SLACK;
 use crate::time::instant::{now_ns, FAR_NS};
 use crate::time::Instant;
+use crate::worker::clock::Epoch;
 use crate::worker::id::CoreKey;
 use crate::worker::registry::remote_cancel;
 use crate::worker::timers::NO_SPAN;
 
-/// Waits until `duration` has elapsed. The deadline is taken now, from a fresh clock read.
+/// Waits until `duration` has elapsed: never less, counted from a clock reading taken after
+/// this call.
+///
+/// On a core whose clock runs, the sleep reads no clock when it is made: the core's loop
+/// reads its clock once for every sleep and timeout first polled since its last reading
+/// (one read a turn of the loop at most, none for those dropped before it: a request answered
+/// in the poll that armed its timeout), and each counts its duration from that reading. That
+/// reading is later than the sleep's creation, so the sleep is never early; it is late by at
+/// most the time from its creation to that reading: the rest of the turn it was first polled
+/// in, or the next few turns of a core that stays busy without reading its clock (see
+/// `docs/timers.md`). On paused time (and outside a runtime) the deadline is taken at once:
+/// paused reads are free and exact.
 ///
 /// `Duration::ZERO` completes at the first poll, registering nothing; `Duration::MAX` never
 /// completes (its deadline is clamped about 30 years out: never an overflow panic).
@@ -50,6 +62,9 @@ pub fn sleep(duration: Duration) -> Sleep {
 /// clock (one read, no conversion through `std::time::Instant`), or from the system's
 /// monotonic clock outside a runtime.
 ///
+/// On a running core, the deadline is [`YOUNG`]: the loop's next reading gives it (see
+/// [`sleep`]); on paused time, or outside a runtime, it is taken now.
+///
 /// Always inlined: it is the body of every `timeout` and `sleep`, and with a plain `#[inline]`
 /// whether the caller's crate inlines it depends on how that crate's code happens to be split
 /// (a benchmark binary that grew by unrelated code stopped inlining it: 249 -> 269
@@ -57,16 +72,32 @@ pub fn sleep(duration: Duration) -> Sleep {
 #[inline(always)]
 pub(crate) fn sleep_for(span: Duration) -> Sleep {
     let span = span_ns(span);
+    // No overflow: a reading is at most the paused clock's limit (2^62), and `span` at most
+    // 30 years (under 2^60).
+    let deadline = match with_current(|core| core.timers().clock().paused_now()) {
+        Some(None) => YOUNG,
+        Some(Some(now)) => now + span,
+        None => outside_now() + span,
+    };
     Sleep {
-        // No overflow: a reading is at most the paused clock's limit (2^62), and `span` at
-        // most 30 years (under 2^60).
-        deadline: now_ns() + span,
+        deadline,
         slack: None,
         span,
         entry: None,
         done: false,
     }
 }
+
+/// Now, outside a runtime (out of line: rare, and kept out of every `timeout`'s body).
+#[cold]
+#[inline(never)]
+fn outside_now() -> u64 {
+    Epoch::global().elapsed()
+}
+
+/// The deadline of a sleep whose clock reading is still to come (see [`sleep`]); never a
+/// real one (deadlines are at most the paused clock's limit plus 30 years).
+const YOUNG: u64 = u64::MAX;
 
 /// `span` in nanoseconds, at most [`FAR_NS`] (30 years): a whole number of seconds, so that
 /// a span of fewer seconds needs no overflow check (one comparison, where `nanos` and `min`
@@ -231,6 +262,11 @@ impl Sleep {
     /// The deadline. (The sleep keeps it in the cores' nanoseconds since the process's epoch,
     /// so an instant given before the epoch, long past, reads as the epoch.)
     ///
+    /// A [`sleep`] on a running clock takes its deadline from the core's next clock reading
+    /// after it was first polled (see [`sleep`]): asked before, the deadline is the duration
+    /// from now (the core then reads its clock for every such timer it holds, and this one
+    /// keeps what it got; one not yet polled may still get a later one, never an earlier).
+    ///
     /// # Examples
     ///
     /// ```
@@ -246,7 +282,21 @@ impl Sleep {
     /// # std::io::Result::Ok(())
     /// ```
     pub fn deadline(&self) -> Instant {
-        Instant::from_ns(self.deadline)
+        if self.deadline != YOUNG {
+            return Instant::from_ns(self.deadline);
+        }
+        // Its reading is still to come (see `sleep`). Registered on this core: the core reads
+        // its clock now for every such timer, and says what this one got. Else: the reading it
+        // will get is no earlier than one taken now.
+        let settled = self.entry.and_then(|entry| {
+            with_current(|core| {
+                (core.key() == entry.core)
+                    .then(|| core.timers().deadline_of(entry.handle))
+                    .flatten()
+            })
+            .flatten()
+        });
+        Instant::from_ns(settled.unwrap_or_else(|| now_ns().saturating_add(self.span)))
     }
 
     /// Whether it has completed. A sleep of zero (or one whose deadline has passed when it is
@@ -323,7 +373,7 @@ impl Sleep {
         }
     }
 
-    #[inline]
+    #[inline(never)]
     pub(crate) fn poll_sleep(&mut self, cx: &mut Context<'_>) -> Poll<()> {
         if self.done {
             return Poll::Ready(());
@@ -332,12 +382,27 @@ impl Sleep {
             let timers = core.timers();
             if let Some(entry) = self.entry {
                 if entry.core == core.key() {
-                    return timers.poll_registered(entry.handle, cx.waker());
+                    if self.deadline == YOUNG {
+                        // Settled since (or `YOUNG` still): kept, for a move to another core.
+                        self.deadline = timers.settled_deadline(entry.handle).unwrap_or(YOUNG);
+                    }
+                    let fired = timers.poll_registered(entry.handle, cx.waker());
+                    if fired && self.deadline == YOUNG {
+                        // Fired before anything kept its deadline: the reading that expired it
+                        // is no earlier, and already past.
+                        self.deadline = timers.last_now();
+                    }
+                    return fired;
                 }
                 // First poll on this core: move the registration here.
                 self.cancel();
             }
-            match timers.register(self.deadline, self.slack, self.span, cx.waker()) {
+            let registered = if self.deadline == YOUNG {
+                timers.register_young(self.span, self.slack, cx.waker())
+            } else {
+                timers.register(self.deadline, self.slack, self.span, cx.waker())
+            };
+            match registered {
                 None => true,
                 Some(handle) => {
                     self.entry = Some(Entry {

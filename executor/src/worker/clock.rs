@@ -146,6 +146,12 @@ impl Clock {
         tickless_io::internal::TimerFd::now_mono_ns().saturating_sub(self.epoch_mono)
     }
 
+    /// The paused reading, if time is paused (free: no clock read).
+    #[inline]
+    pub(crate) fn paused_now(&self) -> Option<u64> {
+        self.paused.get()
+    }
+
     /// Whether time is paused.
     pub(crate) fn is_paused(&self) -> bool {
         self.paused.get().is_some()

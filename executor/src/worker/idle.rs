@@ -74,14 +74,17 @@ impl Core {
         if self.spin_ns > 0 {
             // Arm the device first, as a park would: timers registered while it spins see it
             // armed (a request timeout then waits detached, and its cancel costs nothing).
-            self.timers.on_idle();
+            self.timers.arm_before_spin();
             let now = self.timers.clock().now();
+            self.timers.settle(now);
             if !self.slack_covers_park(now, self.spin_ns) && self.spin(now, self.spin_ns) {
                 return;
             }
         }
-        // Two clock readings a park, for the busy time (the governor's path has them anyway).
+        // Two clock readings a park, for the busy time (the governor's path has them anyway);
+        // the first settles the young timers.
         let now = self.timers.clock().now();
+        self.timers.settle(now);
         // Before the park, a look at the peers that have not come back to their loop.
         self.follow_yield();
         if self.harvest_peers(Some(now)) {
@@ -120,8 +123,9 @@ impl Core {
         let mut looked = false;
         if window > 0 {
             bump(&self.counters.governor_spins);
-            // Arm the device first, as a park would (see `go_idle`).
-            self.timers.on_idle();
+            // Arm the device first, as a park would (see `go_idle`); young timers wait for the
+            // spin's first reading.
+            self.timers.arm_before_spin();
             let at_once = self.poll_io(Some(Duration::ZERO)) || self.has_work();
             if at_once {
                 // A spin all the same (`spin_until` counts the others).
@@ -133,6 +137,7 @@ impl Core {
             let caught = at_once || {
                 let now = clock.now();
                 start = Some(now);
+                self.timers.settle(now);
                 slack_park = !g.busy() && self.slack_covers_park(now, window);
                 !g.busy() && !slack_park && self.spin(now, window) && {
                     if g.watches_work() {
@@ -168,6 +173,7 @@ impl Core {
         }
         // From the spin's start, if it spun: the spin counts in the idle time.
         let start = start.unwrap_or_else(|| clock.now());
+        self.timers.settle(start);
         // Before the park, a look at the peers that have not come back to their loop (the
         // spin's reading is older than now: never early).
         self.follow_yield();
@@ -237,6 +243,7 @@ impl Core {
     /// became due.
     fn spin_to_early_timer(&self, lead: u64) -> bool {
         let now = self.timers.clock().now();
+        self.timers.settle(now);
         match self.timers.next_expiration() {
             Some(end) if end.saturating_sub(now) <= lead => {
                 bump(&self.counters.lead_spins);

@@ -3,9 +3,12 @@
 //!
 //! # Invariants
 //!
-//! - Deadlines are nanoseconds on the core's clock (see [`Clock`]); they are taken from a fresh
-//!   clock read where they are made (never early), while expiry uses `last_now`, the loop turn's
-//!   one reading.
+//! - Deadlines are nanoseconds on the core's clock (see [`Clock`]). A deadline given (an
+//!   instant) is placed at registration; a sleep made for a duration is registered *young*
+//!   (`TimerQueue::insert_young`) and takes its deadline from the core's next clock reading,
+//!   which is later than its creation (never early): one the loop takes anyway, else one taken
+//!   before the core parks or asks for its next expiration, else the expiry's own after
+//!   [`SETTLE_TURNS`] turns. Expiry uses `last_now`, the loop turn's one reading.
 //! - A deadline at or before `last_now` is due: registering it completes at once; a later one
 //!   goes into the wheel, and one that has passed since `last_now` fires at the loop's next
 //!   turn (an insert before the armed deadline makes the queue ask for a clock read).
@@ -35,6 +38,15 @@ pub(crate) const NO_SPAN: u64 = 0;
 /// Timers fired in one batch before the loop turns back to tasks and I/O.
 pub(crate) const TIMER_BUDGET: usize = 1024;
 
+/// [`Timers::hint`]: the clock is paused.
+const PAUSED: u8 = 1;
+/// [`Timers::hint`]: young timers may wait for a reading.
+const YOUNG: u8 = 2;
+
+/// Turns of the loop a young timer waits for a clock reading the loop takes anyway (an
+/// expiry's, the device's, the idle path's) before the turn's expiry reads the clock for it.
+pub(crate) const SETTLE_TURNS: u8 = 16;
+
 /// The core's timers.
 pub(crate) struct Timers {
     /// The wheel, the re-arm policy and the timerfd.
@@ -59,6 +71,14 @@ pub(crate) struct Timers {
     /// none it could reuse. The others clone their waker and borrow the queue once, as if
     /// nothing were ever kept (a timer fire's path, a sleep of another task).
     kept: Cell<bool>,
+    /// Turns ended (expiries) since young timers began to wait for a reading (see
+    /// [`SETTLE_TURNS`]).
+    young_turns: Cell<u8>,
+    /// What makes an expiry look beyond the queue, as bits: [`PAUSED`] (the clock is paused:
+    /// reads are free, every expiry reads) and [`YOUNG`] (a young timer was registered since
+    /// the last settle; it may have been cancelled since). One load tells a turn that neither
+    /// holds.
+    hint: Cell<u8>,
     /// What the device is (fixed at creation; the loop asks at every poll).
     device: ClockDevice,
     /// The core's shared half, whose timer-lateness histogram each fire counts in.
@@ -74,6 +94,7 @@ impl Timers {
         default_slack: DefaultSlack,
         shared: Arc<Shared>,
     ) -> Timers {
+        let paused = clock.is_paused();
         let clock = Rc::new(clock);
         let device = Device::new(timer, clock.clone(), shared.clone());
         let kind = device.kind();
@@ -91,6 +112,8 @@ impl Timers {
             long_from,
             long_slack,
             kept: Cell::new(false),
+            young_turns: Cell::new(0),
+            hint: Cell::new(if paused { PAUSED } else { 0 }),
             shared,
         }
     }
@@ -112,7 +135,9 @@ impl Timers {
     /// nanoseconds, which a proportional default uses instead of a clock read). `None` if the
     /// deadline is already due by the core's last reading: the sleep completes now, and nothing
     /// is registered.
-    #[inline]
+    /// Always inlined: as a call (`poll_sleep` has the young path beside it) it cost a timer
+    /// fire about 30 instructions (`timeout_cost.py`'s churn).
+    #[inline(always)]
     pub(crate) fn register(
         &self,
         ns: u64,
@@ -146,6 +171,98 @@ impl Timers {
         let mut queue = self.queue.borrow_mut();
         let slack = self.prepared(&mut queue, ns, slack, span);
         Some(queue.insert_prepared(ns, slack, value))
+    }
+
+    /// Registers a young sleep's waker: one made for `span` ns (zero too: due at that reading)
+    /// with `slack`, whose deadline is `span` after a clock reading the core takes later (see
+    /// [`settle`](Self::settle)): none now. A deferrable one reads the clock now instead (it
+    /// never arms the device: nothing would be sure to settle it).
+    #[inline]
+    pub(crate) fn register_young(
+        &self,
+        span: u64,
+        slack: Option<Slack>,
+        waker: &Waker,
+    ) -> Option<TimerHandle> {
+        if slack == Some(Slack::Unbounded) {
+            return self.register(self.clock.now().saturating_add(span), slack, span, waker);
+        }
+        self.hint.set(self.hint.get() | YOUNG);
+        if self.kept.get() {
+            let mut queue = self.queue.borrow_mut();
+            let slack = self.young_slack(&mut queue, slack, span);
+            // As in `register`: the kept waker, if it wakes what `waker` wakes.
+            let reused = queue.insert_young_reusing(
+                span,
+                slack,
+                |due| matches!(due, Due::Wake(kept) if kept.will_wake(waker)),
+            );
+            if reused.is_some() {
+                return reused;
+            }
+            self.kept.set(false);
+        }
+        let value = Due::Wake(waker.clone());
+        let mut queue = self.queue.borrow_mut();
+        let slack = self.young_slack(&mut queue, slack, span);
+        Some(queue.insert_young(span, slack, value))
+    }
+
+    /// A young sleep's slack, prepared: its default from its span, which it always knows.
+    #[inline(always)]
+    fn young_slack(
+        &self,
+        queue: &mut TimerQueue<Due, Device>,
+        slack: Option<Slack>,
+        span: u64,
+    ) -> PreparedSlack {
+        match slack {
+            None if span >= self.long_from => self.long_slack,
+            None => queue.prepare(self.default_slack.resolve(span)),
+            Some(slack) => queue.prepare(slack),
+        }
+    }
+
+    /// Gives the young timers their deadlines from `now`, a clock reading taken after each was
+    /// made (never early: see `TimerQueue::insert_young`). One load when there are none.
+    #[inline(always)]
+    pub(crate) fn settle(&self, now: u64) {
+        if self.hint.get() & YOUNG != 0 {
+            self.settle_young(now);
+        }
+    }
+
+    #[inline(never)]
+    fn settle_young(&self, now: u64) {
+        self.queue.borrow_mut().settle(now);
+        self.settled();
+    }
+
+    /// The young timers were settled.
+    #[inline(always)]
+    fn settled(&self) {
+        self.hint.set(self.hint.get() & !YOUNG);
+        self.young_turns.set(0);
+    }
+
+    /// Settles the young timers, if any, by a clock reading taken now.
+    #[inline]
+    pub(crate) fn settle_now(&self) {
+        if self.hint.get() & YOUNG != 0 {
+            self.settle_young(self.clock.now());
+        }
+    }
+
+    /// A registered sleep's deadline, if it has one (not young); `None` once it fired.
+    pub(crate) fn settled_deadline(&self, handle: TimerHandle) -> Option<u64> {
+        self.queue.borrow().deadline_of(handle)
+    }
+
+    /// A registered sleep's deadline; `None` once it fired. A young one is settled first (a
+    /// clock read).
+    pub(crate) fn deadline_of(&self, handle: TimerHandle) -> Option<u64> {
+        self.settle_now();
+        self.queue.borrow().deadline_of(handle)
     }
 
     /// A sleep's slack (`None`: the default, for a sleep due at `ns` made for `span`),
@@ -258,8 +375,11 @@ impl Timers {
 
     /// Pauses the core's clock (`time::pause`). `false` if it was paused already.
     pub(crate) fn pause(&self) -> bool {
+        // By the running clock, before it stops.
+        self.settle_now();
         let paused = self.clock.pause();
         if paused {
+            self.hint.set(self.hint.get() | PAUSED);
             // Paused time never arms the timerfd: what the queue armed is no longer what
             // the core wakes by (a real arming left behind fires once, and is ignored). Nor
             // does it have a wakeup latency to lead by.
@@ -273,8 +393,10 @@ impl Timers {
 
     /// Resumes the core's clock (`time::resume`). `false` if it was not paused.
     pub(crate) fn resume(&self) -> bool {
+        self.settle_now();
         let resumed = self.clock.resume();
         if resumed {
+            self.hint.set(self.hint.get() & !PAUSED);
             // The timerfd knows nothing of what was armed while paused: arm it afresh.
             let mut queue = self.queue.borrow_mut();
             queue.device_lost();
@@ -311,14 +433,22 @@ impl Timers {
 
     fn expire_batch(&self, fired: &mut Vec<Due>) -> bool {
         let mut queue = self.queue.borrow_mut();
-        if queue.needs_clock() || self.clock.is_paused() {
-            if queue.is_empty() {
-                return false;
+        let hint = self.hint.get();
+        // (Tested first: most turns hold neither, and pay one test for both.)
+        if hint != 0 || queue.needs_clock() {
+            if queue.needs_clock() || hint & PAUSED != 0 {
+                if queue.is_empty() {
+                    return false;
+                }
+                let now = self.clock.now();
+                self.last_now.set(now);
+                self.fresh.set(2);
+                // Settles the young timers first.
+                queue.advance(now);
+                self.settled();
+            } else {
+                self.young_turn(&mut queue);
             }
-            let now = self.clock.now();
-            self.last_now.set(now);
-            self.fresh.set(2);
-            queue.advance(now);
         }
         if !queue.has_expired() {
             return false;
@@ -343,6 +473,28 @@ impl Timers {
         queue.has_expired()
     }
 
+    /// A turn ends with young timers and no reading of the expiry's: they wait for a reading
+    /// the loop takes anyway (the idle path's, the device's), [`SETTLE_TURNS`] turns at most,
+    /// then this reads the clock for them. Only settled: placed as inserts now would be
+    /// (detached while the device is armed earlier), and expired by the next reading, as any
+    /// insert.
+    fn young_turn(&self, queue: &mut TimerQueue<Due, Device>) {
+        if !queue.has_young() {
+            // All cancelled while young (requests' timeouts, answered): nothing to read the
+            // clock for; the settle only forgets their keys.
+            queue.settle(0);
+            self.settled();
+            return;
+        }
+        let turns = self.young_turns.get() + 1;
+        if turns >= SETTLE_TURNS {
+            queue.settle(self.clock.now());
+            self.settled();
+        } else {
+            self.young_turns.set(turns);
+        }
+    }
+
     /// The clock event device may have fired (an event of the timerfd; with the epoll device,
     /// any poll): if something is armed, one clock read tells the queue whether the instant
     /// the device was programmed for has passed (or the event is stale). `woken`: the core was
@@ -362,6 +514,11 @@ impl Timers {
             let now = self.clock.now();
             self.last_now.set(self.last_now.get().max(now));
             self.fresh.set(2);
+            // A reading taken anyway: the young timers settle by it.
+            if self.hint.get() & YOUNG != 0 {
+                queue.settle(now);
+                self.settled();
+            }
             if woken {
                 queue.device_woke(now);
                 // The lead may have moved: a thread that programs the timerfd for a timer it
@@ -392,18 +549,29 @@ impl Timers {
     /// The idle flush: applies the deferred re-arm (at most one `timerfd_settime`) and returns
     /// the instant the device is programmed for (the armed one less the lead).
     pub(crate) fn on_idle(&self) -> Option<u64> {
-        // The core is about to wait: whatever wakes it, `last_now` will be old by then.
+        // The core is about to wait: young timers must be in the wheel for the device to be
+        // armed for them.
+        self.settle_now();
+        self.arm_before_spin()
+    }
+
+    /// The idle flush before a spin ([`on_idle`](Self::on_idle) but for the young timers,
+    /// which keep waiting for a reading: the spin's own, if it does not catch work at once).
+    pub(crate) fn arm_before_spin(&self) -> Option<u64> {
+        // Whatever wakes the core, `last_now` will be old by then.
         self.fresh.set(0);
         self.queue.borrow_mut().on_idle()
     }
 
     /// The earliest instant a non-deferrable timer may fire.
     pub(crate) fn next_expiration(&self) -> Option<u64> {
+        self.settle_now();
         self.queue.borrow_mut().next_expiration()
     }
 
     /// A bound on the earliest deadline, never later than it (exact for a timer this close).
     pub(crate) fn next_deadline(&self) -> Option<u64> {
+        self.settle_now();
         self.queue.borrow_mut().next_deadline()
     }
 
@@ -416,7 +584,9 @@ impl Timers {
     pub(crate) fn advance(&self, now: u64) {
         self.last_now.set(now);
         self.fresh.set(2);
+        // Settles the young timers too.
         self.queue.borrow_mut().advance(now);
+        self.settled();
     }
 
     /// Takes every pending timer out, for the core's shutdown (to drop them in its context).

@@ -10,6 +10,9 @@ use crate::slab::NIL;
 pub(crate) struct Place;
 
 impl Place {
+    /// Held outside every list, its span in place of its tick, until it is settled: a young
+    /// timer ([`TimerQueue::insert_young`](crate::TimerQueue::insert_young)).
+    pub(crate) const YOUNG: u16 = u16::MAX - 3;
     /// Held outside every list: [`Wheel::insert_detached`].
     pub(crate) const DETACHED: u16 = u16::MAX - 2;
     /// The due list.
@@ -140,7 +143,7 @@ mod tests {
             for level in 0..LEVELS {
                 for slot in 0..SLOTS {
                     let p = Place::slot(lane, level, slot);
-                    assert!(p < Place::DETACHED);
+                    assert!(p < Place::YOUNG);
                     assert_eq!(Place::unpack(p), (lane, level, slot));
                 }
             }

@@ -61,7 +61,7 @@ impl<T> Wheel<T> {
     pub(super) fn unlink(&mut self, key: u32) {
         let node = &self.slab.nodes[key as usize];
         let (prev, next, place) = (node.prev, node.next, node.place);
-        if place == Place::DETACHED {
+        if place == Place::DETACHED || place == Place::YOUNG {
             self.slab.nodes[key as usize].place = Place::FREE;
             return;
         }

@@ -116,6 +116,17 @@ pub struct Wheel<T> {
     ready: Vec<(u64, u32)>,
 }
 
+/// Where a pending timer was held when it was taken out ([`Wheel::take`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Held {
+    /// In a list of the wheel (a slot or the due list).
+    Placed,
+    /// Detached: in no list, with its tick (`Wheel::insert_detached`).
+    Detached,
+    /// Young: in no list, with its span (`Wheel::store_young`).
+    Young,
+}
+
 impl<T> Default for Wheel<T> {
     fn default() -> Self {
         Self::new()
@@ -349,7 +360,9 @@ impl<T> Wheel<T> {
     /// The tick of a pending timer.
     pub fn tick_of(&self, handle: TimerHandle) -> Option<u64> {
         let key = self.slab.key_of(handle)?;
-        Some(self.slab.nodes[key as usize].tick)
+        let node = &self.slab.nodes[key as usize];
+        // A young timer has no tick yet (its span is kept there).
+        (node.place != Place::YOUNG).then_some(node.tick)
     }
 
     /// The value of a pending timer, to update in place (a new waker, say).
@@ -363,36 +376,90 @@ impl<T> Wheel<T> {
         self.take(handle).map(|(value, _)| value)
     }
 
-    /// Removes a pending timer and returns its value and whether it was detached (stored by
-    /// [`insert_detached`](Self::insert_detached) and never placed); `None` for a stale handle.
-    /// One look-up of the handle.
+    /// Removes a pending timer and returns its value and where it was held (detached timers
+    /// and young ones were in no list); `None` for a stale handle. One look-up of the handle.
     #[inline]
-    pub(crate) fn take(&mut self, handle: TimerHandle) -> Option<(T, bool)> {
+    pub(crate) fn take(&mut self, handle: TimerHandle) -> Option<(T, Held)> {
         let key = self.slab.key_of(handle)?;
-        let detached = self.unplace(key);
-        Some((self.slab.remove(key, Place::FREE), detached))
+        let held = self.unplace(key);
+        Some((self.slab.remove(key, Place::FREE), held))
     }
 
     /// Removes a pending timer as [`take`](Self::take) does, but keeps its value in the freed
-    /// entry, for the next store of [`Fill::Retained`] to reuse. Returns whether it was
-    /// detached, and the value kept before, now released; `None` for a stale handle.
+    /// entry, for the next store of [`Fill::Retained`] to reuse. Returns where it was held,
+    /// and the value kept before, now released; `None` for a stale handle.
     #[inline]
-    pub(crate) fn take_retaining(&mut self, handle: TimerHandle) -> Option<(Option<T>, bool)> {
+    pub(crate) fn take_retaining(&mut self, handle: TimerHandle) -> Option<(Option<T>, Held)> {
         let key = self.slab.key_of(handle)?;
-        let detached = self.unplace(key);
-        Some((self.slab.remove_retaining(key, Place::FREE), detached))
+        let held = self.unplace(key);
+        Some((self.slab.remove_retaining(key, Place::FREE), held))
     }
 
     /// Takes a pending timer out of its slot's list and its lane's count, before its entry is
-    /// freed; whether it was detached (in no list, and never deferrable: `store_detached`).
+    /// freed; where it was held (a detached or young timer is in no list, and never
+    /// deferrable: `store_detached`, `store_young`).
     #[inline(always)]
-    fn unplace(&mut self, key: u32) -> bool {
-        if self.slab.nodes[key as usize].place == Place::DETACHED {
-            return true;
+    fn unplace(&mut self, key: u32) -> Held {
+        match self.slab.nodes[key as usize].place {
+            Place::DETACHED => return Held::Detached,
+            Place::YOUNG => return Held::Young,
+            _ => {}
         }
         self.unlink(key);
         self.deferrable -= (self.slab.nodes[key as usize].lane == DEFERRABLE) as usize;
-        false
+        Held::Placed
+    }
+
+    /// Stores a young timer: pending (its handle works for [`remove`](Self::remove),
+    /// [`get_mut`](Self::get_mut), [`reset_within`](Self::reset_within)), held in no list,
+    /// with `span` (a length, in the caller's unit) kept in place of its tick until
+    /// [`place_young`](Self::place_young) gives it one. For a caller that learns the instant
+    /// the span counts from only later (`TimerQueue::insert_young`). Returns its key too.
+    #[inline(always)]
+    pub(crate) fn store_young(
+        &mut self,
+        span: u64,
+        lane: Lane,
+        fill: Fill<T>,
+    ) -> (u32, TimerHandle) {
+        debug_assert_ne!(lane, Lane::DEFERRABLE, "a deferrable timer cannot be young");
+        match fill {
+            Fill::Value(value) => self.slab.insert(span, lane.0, Place::YOUNG, value),
+            Fill::Retained => self.slab.reoccupy(span, lane.0, Place::YOUNG),
+        }
+    }
+
+    /// Whether the handle names a young timer (not placed, reset or removed since).
+    #[inline]
+    pub(crate) fn is_young(&self, handle: TimerHandle) -> bool {
+        self.slab
+            .key_of(handle)
+            .is_some_and(|key| self.slab.nodes[key as usize].place == Place::YOUNG)
+    }
+
+    /// The span and the lane's slack (ticks) of the young timer at `key`; `None` if the entry
+    /// holds no young timer (vacant, or placed since). A key, not a handle: whatever young
+    /// timer the entry holds now is one still to place.
+    #[inline(always)]
+    pub(crate) fn young_at(&self, key: u32) -> Option<(u64, u64)> {
+        let node = self.slab.nodes.get(key as usize)?;
+        (node.place == Place::YOUNG).then(|| (node.tick, self.slacks[node.lane as usize]))
+    }
+
+    /// Gives the young timer at `key` its tick: placed in its lane, or, if `detached`, held
+    /// detached (see [`insert_detached`](Self::insert_detached)). Returns its handle.
+    #[inline]
+    pub(crate) fn place_young(&mut self, key: u32, tick: u64, detached: bool) -> TimerHandle {
+        let node = &mut self.slab.nodes[key as usize];
+        debug_assert_eq!(node.place, Place::YOUNG);
+        node.tick = tick;
+        if detached {
+            node.place = Place::DETACHED;
+        } else {
+            node.place = Place::FREE;
+            self.link(key);
+        }
+        self.slab.handle_of(key)
     }
 
     /// Frees an unlinked node, returning its value.
