@@ -1,7 +1,8 @@
 //! Timer queue costs: an insert+cancel pair (a request timeout that never fires) and an
 //! insert+fire, with 0, 1,000 and 1,000,000 timers already pending; and beside them the same
 //! timeout through the public path (`tickless::time::timeout` in a task, clock read, registration
-//! and all), so that the gap between the wheel and what a user pays stays in view.
+//! and all), so that the gap between the wheel and what a user pays stays in view; and that
+//! timeout on tokio (`public_tokio`), measured in the same run.
 //!
 //! `cargo bench -p tickless-benches --bench timers`
 
@@ -112,5 +113,44 @@ fn public(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, timers, public);
+/// The `public` group's three on tokio (a current-thread runtime, timers enabled), for the
+/// figure beside tickless's: what a tokio user pays for the same timeout.
+fn public_tokio(c: &mut Criterion) {
+    let mut group = c.benchmark_group("public_tokio");
+    group
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .expect("a tokio runtime");
+    let second = Duration::from_secs(1);
+    macro_rules! awaits {
+        ($name:literal, |$i:ident| $make:expr) => {
+            group.bench_function($name, |b| {
+                b.iter_custom(|iters| {
+                    rt.block_on(async {
+                        let start = Instant::now();
+                        for $i in 0..iters {
+                            black_box(&$make.await);
+                        }
+                        start.elapsed()
+                    })
+                })
+            });
+        };
+    }
+    awaits!("timeout_ready", |i| tokio::time::timeout(
+        second,
+        async move { i }
+    ));
+    awaits!("timeout_pending_once", |_i| tokio::time::timeout(
+        second,
+        pending_once()
+    ));
+    awaits!("pending_once", |_i| pending_once());
+    group.finish();
+}
+
+criterion_group!(benches, timers, public, public_tokio);
 criterion_main!(benches);
