@@ -11,7 +11,8 @@ use std::hint::black_box;
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+use criterion::measurement::WallTime;
+use criterion::{criterion_group, criterion_main, BenchmarkGroup, BenchmarkId, Criterion};
 use tickless_timer::{Config, FakeDevice, Slack, TimerQueue};
 
 const MS: u64 = 1_000_000;
@@ -71,84 +72,89 @@ fn pending_once() -> impl Future<Output = u64> {
     })
 }
 
-fn public(c: &mut Criterion) {
-    let mut group = c.benchmark_group("public");
+/// A runtime that runs a future to completion on the calling thread.
+trait BlockOn {
+    fn run<F: Future>(&self, future: F) -> F::Output;
+}
+
+impl BlockOn for tickless::Runtime {
+    fn run<F: Future>(&self, future: F) -> F::Output {
+        self.block_on(future)
+    }
+}
+
+impl BlockOn for tokio::runtime::Runtime {
+    fn run<F: Future>(&self, future: F) -> F::Output {
+        self.block_on(future)
+    }
+}
+
+/// `iters` awaits of `make(i)` in `rt`'s `block_on`, timed from inside it (generic: no boxed
+/// future in the loop).
+fn awaits<R: BlockOn, F: Future>(
+    group: &mut BenchmarkGroup<'_, WallTime>,
+    name: &str,
+    rt: &R,
+    make: impl Fn(u64) -> F,
+) {
+    group.bench_function(name, |b| {
+        b.iter_custom(|iters| {
+            rt.run(async {
+                let start = Instant::now();
+                for i in 0..iters {
+                    black_box(&make(i).await);
+                }
+                start.elapsed()
+            })
+        })
+    });
+}
+
+/// A group of the public path's timeouts, `name`.
+fn public_group<'a>(c: &'a mut Criterion, name: &str) -> BenchmarkGroup<'a, WallTime> {
+    let mut group = c.benchmark_group(name);
     group
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(2));
+    group
+}
+
+fn public(c: &mut Criterion) {
+    let mut group = public_group(c, "public");
     let rt = tickless::Builder::new()
         .cores(1)
         .build()
         .expect("a runtime");
     let second = Duration::from_secs(1);
-    // `iters` awaits of `$make` in one task, timed from inside it (a macro: no boxed future
-    // in the loop).
-    macro_rules! awaits {
-        ($name:literal, |$i:ident| $make:expr) => {
-            group.bench_function($name, |b| {
-                b.iter_custom(|iters| {
-                    rt.block_on(async {
-                        let start = Instant::now();
-                        for $i in 0..iters {
-                            black_box(&$make.await);
-                        }
-                        start.elapsed()
-                    })
-                })
-            });
-        };
-    }
-    // Ready at the first poll: a deadline taken, nothing registered.
-    awaits!("timeout_ready", |i| tickless::time::timeout(
-        second,
-        async move { i }
-    ));
+    // Ready at the first poll: nothing registered.
+    awaits(&mut group, "timeout_ready", &rt, |i| {
+        tickless::time::timeout(second, async move { i })
+    });
     // Pending once: registered, the task woken and polled again, cancelled on drop.
-    awaits!("timeout_pending_once", |_i| tickless::time::timeout(
-        second,
-        pending_once()
-    ));
+    awaits(&mut group, "timeout_pending_once", &rt, |_| {
+        tickless::time::timeout(second, pending_once())
+    });
     // The same future without a timeout: what the timeout adds is the difference.
-    awaits!("pending_once", |_i| pending_once());
+    awaits(&mut group, "pending_once", &rt, |_| pending_once());
     group.finish();
 }
 
-/// The `public` group's three on tokio (a current-thread runtime, timers enabled), for the
-/// figure beside tickless's: what a tokio user pays for the same timeout.
+/// The `public` group's three on tokio (a current-thread runtime, timers enabled), in the same
+/// run: what a tokio user pays for the same timeout.
 fn public_tokio(c: &mut Criterion) {
-    let mut group = c.benchmark_group("public_tokio");
-    group
-        .warm_up_time(Duration::from_millis(500))
-        .measurement_time(Duration::from_secs(2));
+    let mut group = public_group(c, "public_tokio");
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .build()
         .expect("a tokio runtime");
     let second = Duration::from_secs(1);
-    macro_rules! awaits {
-        ($name:literal, |$i:ident| $make:expr) => {
-            group.bench_function($name, |b| {
-                b.iter_custom(|iters| {
-                    rt.block_on(async {
-                        let start = Instant::now();
-                        for $i in 0..iters {
-                            black_box(&$make.await);
-                        }
-                        start.elapsed()
-                    })
-                })
-            });
-        };
-    }
-    awaits!("timeout_ready", |i| tokio::time::timeout(
-        second,
-        async move { i }
-    ));
-    awaits!("timeout_pending_once", |_i| tokio::time::timeout(
-        second,
-        pending_once()
-    ));
-    awaits!("pending_once", |_i| pending_once());
+    awaits(&mut group, "timeout_ready", &rt, |i| {
+        tokio::time::timeout(second, async move { i })
+    });
+    awaits(&mut group, "timeout_pending_once", &rt, |_| {
+        tokio::time::timeout(second, pending_once())
+    });
+    awaits(&mut group, "pending_once", &rt, |_| pending_once());
     group.finish();
 }
 
