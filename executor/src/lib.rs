@@ -154,6 +154,15 @@ pub mod __private {
     /// name to look up (`tickless-http`'s `run` binds the first at once, and looks the second
     /// up on the blocking pool).
     pub use tickless_io::internal::Addrs;
+
+    /// Makes `core` step back from serving (`true`) or serve again (`false`), as the watchdog
+    /// does under [`Builder::yield_when_crowded`](crate::Builder::yield_when_crowded) when the
+    /// CPUs are crowded: for tests, which cannot crowd the CPUs on cue. Core 0 never steps back
+    /// on its own; this does not check.
+    pub fn step_back(core: &crate::Handle, stepped_back: bool) {
+        core.shared().set_yielded(stepped_back);
+        core.shared().notify_now();
+    }
 }
 
 pub use context::core_id;

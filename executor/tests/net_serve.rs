@@ -394,6 +394,13 @@ fn core_zero_s_listener_is_served_by_core_1_while_no_thread_is_in_block_on() -> 
     let addr = server.local_addr();
     let seen = call_each(addr, CONNS)?;
     assert_eq!(seen, [0, CONNS], "every connection answered, by core 1");
+    let stats = server.stats();
+    assert_eq!(stats.cores[0].accepted, 0);
+    assert!(
+        stats.cores[1].adopted > 0 && stats.cores[1].adopted < CONNS as u64,
+        "core 1 took about half from core 0's listener: {:?}",
+        stats.cores[1]
+    );
     // Inside `block_on`, both cores serve their own listeners.
     let seen = rt.block_on(async {
         let caller = std::thread::spawn(move || call_each(addr, CONNS));
@@ -408,6 +415,50 @@ fn core_zero_s_listener_is_served_by_core_1_while_no_thread_is_in_block_on() -> 
     );
     // And after it, core 1 again.
     assert_eq!(call_each(addr, 10)?, [0, 10]);
+    let report = rt.block_on(server.shutdown(Duration::from_secs(10)))?;
+    assert_eq!(report.aborted, 0);
+    Ok(())
+}
+
+/// A core that stepped back from crowded CPUs (`Builder::yield_when_crowded`; here on cue)
+/// accepts nothing on its own listener: core 0 takes its connections (counted as `adopted`),
+/// so none is served by a thread that waits for a CPU; once it serves again, it takes its
+/// own again. Without the hand-over, about half of the connections would go to core 1.
+#[test]
+fn core_0_serves_the_listener_of_a_core_that_stepped_back() -> io::Result<()> {
+    const CONNS: usize = 100;
+    let rt = two_cores()?;
+    let server = serve_per_core(&rt, localhost(), |mut stream, _conn| async move {
+        let _ = stream.write_all(&[tickless::core_id() as u8]).await;
+    })?;
+    let addr = server.local_addr();
+    let in_block_on = |conns| {
+        rt.block_on(async {
+            let caller = std::thread::spawn(move || call_each(addr, conns));
+            until(|| caller.is_finished()).await;
+            caller.join().expect("the caller")
+        })
+    };
+    tickless::__private::step_back(&rt.handle(1), true);
+    assert_eq!(
+        in_block_on(CONNS)?,
+        [CONNS, 0],
+        "every connection served by core 0"
+    );
+    let stats = server.stats();
+    assert_eq!(stats.cores[1].accepted, 0, "{stats:?}");
+    // 100 connections from random ports: none on core 1's listener has probability 2^-100.
+    assert!(
+        stats.cores[0].adopted > 0 && stats.cores[0].adopted < CONNS as u64,
+        "core 0 took about half from core 1's listener: {:?}",
+        stats.cores[0]
+    );
+    tickless::__private::step_back(&rt.handle(1), false);
+    let seen = in_block_on(CONNS)?;
+    assert!(
+        seen[1] > 0,
+        "core 1 serves its own listener again: {seen:?}"
+    );
     let report = rt.block_on(server.shutdown(Duration::from_secs(10)))?;
     assert_eq!(report.aborted, 0);
     Ok(())

@@ -210,9 +210,9 @@ fn echo_soak_every_byte_back_every_connection_closed_no_descriptor_leaked() -> i
         }
     })?;
     let addr = server.local_addr();
-    // A listener per core, and core 1's duplicate of core 0's (which it serves while no thread
-    // is in `block_on`).
-    let listeners = rt.cores() + 1;
+    // A listener per core, core 1's duplicate of core 0's (which it serves while no thread
+    // is in `block_on`), and core 0's of each other core's (served while that core steps back).
+    let listeners = rt.cores() + 1 + (rt.cores() - 1);
     assert_eq!(open_fds()?, before + listeners);
 
     // The clients: a runtime of their own, on a thread of their own.

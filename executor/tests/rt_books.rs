@@ -346,3 +346,32 @@ fn no_wake_racing_block_on_s_end_is_left_on_core_0() -> io::Result<()> {
     waking.join().expect("the waking thread");
     Ok(())
 }
+
+/// A core that stepped back from crowded CPUs (`Builder::yield_when_crowded`; here on cue)
+/// still runs: while core 0 runs nothing (no thread in `block_on`), the tasks core 0's
+/// evacuation hands on, and those woken from another thread, go to it rather than wait in
+/// core 0 for the next `block_on`. (Before: no core took placed work, so all 8 waited.)
+#[test]
+fn with_core_0_left_a_core_that_stepped_back_takes_its_work() -> io::Result<()> {
+    const TASKS: usize = 8;
+    let rt = Builder::new().cores(2).tokio_context(false).build()?;
+    tickless::__private::step_back(&rt.handle(1), true);
+    let done = Arc::new(AtomicUsize::new(0));
+    let gate = Gate::default();
+    let (d, g) = (done.clone(), gate.clone());
+    rt.block_on(async move {
+        for _ in 0..TASKS {
+            let (d, g) = (d.clone(), g.clone());
+            tickless::spawn(async move {
+                g.wait().await;
+                d.fetch_add(1, Ordering::SeqCst);
+            });
+        }
+        // Each polled once on core 0, idle at the gate, when `block_on` returns.
+        tickless::task::yield_now().await;
+    });
+    gate.open();
+    wait_until(|| done.load(Ordering::SeqCst) == TASKS);
+    assert_eq!(done.load(Ordering::SeqCst), TASKS, "tasks left on core 0");
+    Ok(())
+}

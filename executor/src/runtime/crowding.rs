@@ -87,7 +87,9 @@ impl Crowding {
             let read = (tid > 0).then(|| sched(tid)).flatten();
             let was = last.take();
             *last = read.map(|w| (tid, w));
-            if shared.is_yielded() {
+            // (Core 0 while no thread is in `block_on` serves nothing either: its thread's
+            // wait is not the runtime's, and the last core that serves never steps back.)
+            if shared.is_yielded() || !shared.runs() {
                 continue;
             }
             if let (Some(now), Some((was_tid, was))) = (read, was) {

@@ -5,11 +5,12 @@ use std::io;
 use std::net::SocketAddr;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::task::Poll;
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use crate::net::TcpStream;
 use crate::time::{self, Instant};
+use crate::worker::shared::Shared;
 
 use super::conns::{ConnInfo, Conns};
 use super::stats::Counters;
@@ -108,43 +109,63 @@ async fn unless_stopped<F: Future>(stop: &Stop, core: usize, future: F) -> Next<
     .await
 }
 
-/// Core 0's listener, as the loop of another core holds it (a duplicate descriptor of the same
-/// socket): served there while no thread is in `block_on`, when core 0 runs nothing. Otherwise
-/// the connections the kernel gives core 0's listener would wait, unaccepted, until the next
-/// `block_on`.
+/// Another core's listener, as this core's loop holds it (a duplicate descriptor of the same
+/// socket), served here while its own core cannot serve it: core 0's (in core 1's loop) while
+/// no thread is in `block_on`, when core 0 runs nothing; another core's (in core 0's loop)
+/// while that core has stepped back from crowded CPUs (`Builder::yield_when_crowded`), when
+/// its own loop accepts nothing. Otherwise the connections the kernel gives that listener
+/// would wait, unaccepted, or be served by a thread that waits for a CPU.
 pub(super) struct Adopt {
     /// The duplicate.
     pub(super) listener: std::net::TcpListener,
-    /// Core 0, whose `block_on` it watches.
-    pub(super) core_zero: Arc<crate::worker::shared::Shared>,
+    /// The core whose listener it is, watched (`Shared::serve_watch`).
+    pub(super) owner: Arc<Shared>,
+    /// When its owner cannot serve it.
+    pub(super) when: Unserved,
 }
 
-/// An [`Adopt`] in use: the duplicate, registered with this core the first time core 0 is
-/// left, and polled only while it is (a server whose `main` stays in `block_on` never
-/// registers it; one that leaves and comes back has its core 0 connections wake this core
-/// too, which then leaves them to core 0).
+/// When a listener's own core cannot serve it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Unserved {
+    /// Core 0, while no thread drives it.
+    Left,
+    /// Another core, while it has stepped back.
+    SteppedBack,
+}
+
+impl Unserved {
+    /// Whether `owner` cannot serve its listener now; `waker` is woken when that changes.
+    fn now(self, owner: &Shared, waker: &Waker) -> bool {
+        match self {
+            Unserved::Left => !owner.driven_watching(waker),
+            Unserved::SteppedBack => owner.yielded_watching(waker),
+        }
+    }
+}
+
+/// An [`Adopt`] in use: the duplicate, registered with this core the first time it is needed,
+/// and polled only while it is (a listener whose core always serves is never registered here;
+/// once registered, its connections may wake this core too, which then leaves them to their
+/// own core while it serves).
 enum Adopted {
     /// Not registered yet.
     Idle(Adopt),
     /// Registered here.
-    Active(crate::net::TcpListener, Arc<crate::worker::shared::Shared>),
-    /// Registering failed: core 0 serves its own at its next `block_on`.
+    Active(crate::net::TcpListener, Arc<Shared>, Unserved),
+    /// Registering failed: its own core serves it when it can.
     Failed,
 }
 
 impl Adopted {
-    /// A connection from core 0's listener, if core 0 is left and one is waiting; otherwise
-    /// `Pending`, with the task woken when core 0 is left or a connection arrives then.
-    fn poll_accept(
-        &mut self,
-        cx: &mut std::task::Context<'_>,
-    ) -> Poll<io::Result<(TcpStream, SocketAddr)>> {
-        let core_zero = match self {
-            Adopted::Idle(a) => &a.core_zero,
-            Adopted::Active(_, core_zero) => core_zero,
+    /// A connection from the adopted listener, if its core cannot serve it and one is waiting;
+    /// otherwise `Pending`, with the task woken when that changes or a connection arrives.
+    fn poll_accept(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<(TcpStream, SocketAddr)>> {
+        let unserved = match self {
+            Adopted::Idle(a) => a.when.now(&a.owner, cx.waker()),
+            Adopted::Active(_, owner, when) => when.now(owner, cx.waker()),
             Adopted::Failed => return Poll::Pending,
         };
-        if core_zero.driven_or_wake_when_left(cx.waker()) {
+        if !unserved {
             return Poll::Pending;
         }
         if let Adopted::Idle(_) = self {
@@ -152,12 +173,32 @@ impl Adopted {
                 unreachable!("matched above")
             };
             if let Ok(l) = crate::net::TcpListener::from_std(a.listener) {
-                *self = Adopted::Active(l, a.core_zero);
+                *self = Adopted::Active(l, a.owner, a.when);
             }
         }
         match self {
-            Adopted::Active(l, _) => l.poll_accept(cx),
+            Adopted::Active(l, _, _) => l.poll_accept(cx),
             _ => Poll::Pending,
+        }
+    }
+
+    /// The duplicate's descriptor, if it has one.
+    fn fd(&self) -> Option<std::os::fd::RawFd> {
+        use std::os::fd::AsRawFd;
+        match self {
+            Adopted::Idle(a) => Some(a.listener.as_raw_fd()),
+            Adopted::Active(l, _, _) => Some(l.as_raw_fd()),
+            Adopted::Failed => None,
+        }
+    }
+
+    /// Stops watching its owner (the loop ends).
+    fn forget(&self, waker: &Waker) {
+        match self {
+            Adopted::Idle(Adopt { owner, .. }) | Adopted::Active(_, owner, _) => {
+                owner.serve_watch.forget(waker);
+            }
+            Adopted::Failed => {}
         }
     }
 }
@@ -168,8 +209,11 @@ pub(super) struct Loop<H> {
     pub(super) core: usize,
     /// The listener, bound on the calling thread, listed with the stop; registered here.
     pub(super) listener: Listed,
-    /// Core 0's listener, served here while core 0 runs nothing (core 1's loop only).
-    pub(super) adopt: Option<Adopt>,
+    /// Other cores' listeners, served here while their cores cannot (see [`Adopt`]).
+    pub(super) adopt: Vec<Adopt>,
+    /// This core, and core 0: a core other than 0 that stepped back accepts nothing on its
+    /// own listener while core 0 is driven (core 0's loop adopts it then).
+    pub(super) cores: (Arc<Shared>, Arc<Shared>),
     /// Makes each connection's future.
     pub(super) handler: H,
     /// The server's settings.
@@ -191,12 +235,13 @@ where
             core,
             mut listener,
             adopt,
+            cores: (own, zero),
             handler,
             config,
             stop,
             counters,
         } = self;
-        let mut adopted = adopt.map(Adopted::Idle);
+        let mut adopted: Vec<Adopted> = adopt.into_iter().map(Adopted::Idle).collect();
         let registered = match listener.registered() {
             Ok(l) => l,
             Err(e) => {
@@ -205,8 +250,13 @@ where
                 return Err(e);
             }
         };
-        // Declared after the listener, so dropped before it closes.
+        // Declared after the listener, so dropped before it closes; the duplicates likewise.
         let _shut_if_leaked = ShutIfLeaked::register(registered);
+        let shut_duplicates: Vec<ShutIfLeaked> = adopted
+            .iter()
+            .filter_map(Adopted::fd)
+            .map(ShutIfLeaked::register_fd)
+            .collect();
         let conns = Conns::new(Arc::clone(&counters));
         let mut backoff = config.backoff;
         // Whether the current run of failures has been reported.
@@ -221,13 +271,25 @@ where
                 streak = 0;
                 crate::yield_now().await;
             }
-            let either = poll_fn(|cx| match registered.poll_accept(cx) {
-                Poll::Ready(got) => Poll::Ready(got),
-                Poll::Pending => adopted
-                    .as_mut()
-                    .map_or(Poll::Pending, |a| a.poll_accept(cx)),
+            let either = poll_fn(|cx| {
+                // A core that stepped back leaves its listener to core 0's loop while core 0
+                // is driven (both looks register the task to be woken at a change).
+                let stepped_back = core != 0
+                    && own.yielded_watching(cx.waker())
+                    && zero.driven_watching(cx.waker());
+                if !stepped_back {
+                    if let Poll::Ready(got) = registered.poll_accept(cx) {
+                        return Poll::Ready((got, false));
+                    }
+                }
+                for a in &mut adopted {
+                    if let Poll::Ready(got) = a.poll_accept(cx) {
+                        return Poll::Ready((got, true));
+                    }
+                }
+                Poll::Pending
             });
-            let accepted = match unless_stopped(&stop, core, either).await {
+            let (accepted, from_another) = match unless_stopped(&stop, core, either).await {
                 Next::Stop => break,
                 Next::Got(result) => result,
             };
@@ -236,6 +298,9 @@ where
                     reported = false;
                     backoff = config.backoff;
                     Counters::bump(&counters.accepted);
+                    if from_another {
+                        Counters::bump(&counters.adopted);
+                    }
                     spawn_connection(&conns, &handler, &config, stream, peer, core);
                     continue;
                 }
@@ -268,6 +333,14 @@ where
         // while the connections drain.
         drop(_shut_if_leaked);
         listener.close();
+        // Watched no more (the wakers of a loop that ended would wait for the next change).
+        let waker = poll_fn(|cx| Poll::Ready(cx.waker().clone())).await;
+        for a in &adopted {
+            a.forget(&waker);
+        }
+        own.serve_watch.forget(&waker);
+        zero.serve_watch.forget(&waker);
+        drop(shut_duplicates);
         drop(adopted);
         Ok(drain(&conns, &stop, &counters).await)
     }
@@ -339,7 +412,11 @@ impl ShutIfLeaked {
     /// Registers `listener` with the current core.
     fn register(listener: &crate::net::TcpListener) -> ShutIfLeaked {
         use std::os::fd::AsRawFd;
-        let fd = listener.as_raw_fd();
+        ShutIfLeaked::register_fd(listener.as_raw_fd())
+    }
+
+    /// Registers the listening descriptor `fd` (an adopted duplicate) with the current core.
+    fn register_fd(fd: std::os::fd::RawFd) -> ShutIfLeaked {
         ShutIfLeaked(crate::context::with_current(|core| {
             core.shared().register_listener(fd);
             (Arc::clone(core.shared()), fd)

@@ -20,7 +20,8 @@ use crate::{Handle, JoinHandle, Runtime};
 pub use conns::{ConnInfo, ShutdownRequested};
 pub use stats::{ServeCounters, ServeStats};
 
-use accept::{Adopt, Config, CoreReport, ErrorHook, Loop};
+use crate::worker::shared::Shared;
+use accept::{Adopt, Config, CoreReport, ErrorHook, Loop, Unserved};
 use stats::Counters;
 use stop::Listed;
 #[cfg(loom)]
@@ -364,15 +365,24 @@ impl Serve {
         let stop = Arc::new(Stop::new(cores));
         let counters: Vec<Arc<Counters>> = (0..cores).map(|_| Arc::default()).collect();
         // Core 1 serves core 0's listener while no thread is in `block_on` (core 0 runs
-        // nothing then): a duplicate of its descriptor, the same socket.
-        let adopt = match (bound.listeners.first(), handles.first()) {
-            (Some(l), Some(h)) if cores > 1 => l.try_clone().ok().map(|listener| Adopt {
+        // nothing then), and core 0 the listener of a core that stepped back from crowded
+        // CPUs: duplicates of their descriptors, the same sockets.
+        let shared: Vec<Arc<Shared>> = handles.iter().map(|h| Arc::clone(h.shared())).collect();
+        let adopt = |of: usize, when| {
+            let listener = bound.listeners[of].try_clone().ok()?;
+            let owner = Arc::clone(&shared[of]);
+            Some(Adopt {
                 listener,
-                core_zero: Arc::clone(h.shared()),
-            }),
-            _ => None,
+                owner,
+                when,
+            })
         };
-        let mut adopt = Some(adopt).flatten();
+        let mut adopts: Vec<Vec<Adopt>> = (0..cores).map(|_| Vec::new()).collect();
+        if cores > 1 {
+            adopts[1].extend(adopt(0, Unserved::Left));
+            let stepping_back = (1..cores).filter_map(|k| adopt(k, Unserved::SteppedBack));
+            adopts[0].extend(stepping_back);
+        }
         let loops = bound
             .listeners
             .into_iter()
@@ -382,7 +392,8 @@ impl Serve {
                 let l = Loop {
                     core,
                     listener: Listed::new(Arc::clone(&stop), core, listener),
-                    adopt: if core == 1 { adopt.take() } else { None },
+                    adopt: std::mem::take(&mut adopts[core]),
+                    cores: (Arc::clone(&shared[core]), Arc::clone(&shared[0])),
                     handler: handler.clone(),
                     config: Arc::clone(&config),
                     stop: Arc::clone(&stop),

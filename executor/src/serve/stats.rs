@@ -34,6 +34,13 @@ use crate::sync::{AtomicU64, Ordering};
 pub struct ServeCounters {
     /// Connections accepted.
     pub accepted: u64,
+    /// Of those, connections taken from another core's listener while that core could not
+    /// serve it: core 0's while no thread was in `block_on`, or that of a core that had
+    /// stepped back from crowded CPUs ([`Builder::yield_when_crowded`]). Counted on the core
+    /// that served them.
+    ///
+    /// [`Builder::yield_when_crowded`]: crate::Builder::yield_when_crowded
+    pub adopted: u64,
     /// Connections whose task is still running.
     pub open: u64,
     /// `accept` calls that failed, whatever the error.
@@ -61,6 +68,7 @@ impl Add for ServeCounters {
 impl AddAssign for ServeCounters {
     fn add_assign(&mut self, o: ServeCounters) {
         self.accepted += o.accepted;
+        self.adopted += o.adopted;
         self.open += o.open;
         self.accept_errors += o.accept_errors;
         self.resource_errors += o.resource_errors;
@@ -103,6 +111,8 @@ pub struct ServeStats {
 pub(super) struct Counters {
     /// See [`ServeCounters::accepted`].
     pub(super) accepted: AtomicU64,
+    /// See [`ServeCounters::adopted`].
+    pub(super) adopted: AtomicU64,
     /// See [`ServeCounters::open`].
     pub(super) open: AtomicU64,
     /// See [`ServeCounters::accept_errors`].
@@ -134,6 +144,7 @@ impl Counters {
         let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
         ServeCounters {
             accepted: get(&self.accepted),
+            adopted: get(&self.adopted),
             open: get(&self.open),
             accept_errors: get(&self.accept_errors),
             resource_errors: get(&self.resource_errors),

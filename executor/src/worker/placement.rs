@@ -90,6 +90,8 @@ impl Peers {
     /// where a `Send` task goes when its own core runs nothing (core 0 while no thread is in
     /// `block_on`) or has stopped.
     pub(crate) fn driven_other(&self, me: usize) -> Option<&Arc<Shared>> {
-        self.others(me).find(|c| c.takes_placed_work())
+        // One that stepped back from crowded CPUs only if no other runs.
+        (self.others(me).find(|c| c.takes_placed_work()))
+            .or_else(|| self.others(me).find(|c| c.runs()))
     }
 }

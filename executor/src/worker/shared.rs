@@ -25,6 +25,9 @@ use crate::worker::loop_watch::LoopHistograms;
 use crate::worker::runq::RunQueue;
 use crate::worker::spill::Spill;
 use crate::worker::watch::Watch;
+use serve_watch::ServeWatch;
+
+mod serve_watch;
 
 /// A task ready to run, carrying (in its header) its [`TaskMeta`]: the core it belongs to now,
 /// and the runtime's cores. Its schedule function then captures nothing, which lets a wake by
@@ -264,10 +267,9 @@ pub struct Shared<U = Unparker> {
     /// `tickless-http`'s `serve`), while each loop runs: shut down if the runtime leaks the
     /// loop instead of dropping it (see [`shut_leaked_listeners`](Self::shut_leaked_listeners)).
     listeners: Mutex<Vec<std::os::fd::RawFd>>,
-    /// Core 0: the task that serves its listener while no thread is in `block_on` (another
-    /// core's accept loop, `serve::accept`), woken when core 0 stops being driven. Locked
-    /// together with the `driven` changes it watches.
-    adopter: Mutex<Option<Waker>>,
+    /// The accept loops that watch whether the core serves (`driven`, `yielded`), woken when
+    /// it stops or starts: see `serve_watch`.
+    pub(crate) serve_watch: ServeWatch,
     /// The poll in progress, for `task::id` and the stall detector; the task hooks.
     pub(crate) watch: Watch,
     /// Another core's way into this core's ready I/O (`worker::harvest`); `None` in the loom
@@ -313,7 +315,7 @@ impl<U: Unpark> Shared<U> {
             local_tasks: AtomicUsize::new(0),
             local_leaked: AtomicUsize::new(0),
             listeners: Mutex::new(Vec::new()),
-            adopter: Mutex::new(None),
+            serve_watch: ServeWatch::default(),
             watch: Watch::default(),
             harvester: Mutex::new(None),
             poll_times: None,
@@ -493,9 +495,14 @@ impl<U: Unpark> Shared<U> {
     /// lock by a wake or a placed spawn, which then stay off a core that stopped running:
     /// [`schedule_if_driven`](Self::schedule_if_driven).)
     pub(crate) fn takes_placed_work(&self) -> bool {
-        self.driven.load(Ordering::Relaxed)
-            && !self.stop.load(Ordering::Relaxed)
-            && !self.yielded.load(Ordering::Relaxed)
+        self.runs() && !self.yielded.load(Ordering::Relaxed)
+    }
+
+    /// Whether a thread runs the core now and it is neither stopping nor dead, stepped back or
+    /// not: where work goes when no core takes placed work (core 0 left, the others stepped
+    /// back), rather than wait for the next `block_on`.
+    pub(crate) fn runs(&self) -> bool {
+        self.driven.load(Ordering::Relaxed) && !self.stop.load(Ordering::Relaxed)
     }
 
     /// Whether the core steps back because the CPUs are crowded (see `yielded`).
@@ -504,9 +511,16 @@ impl<U: Unpark> Shared<U> {
         self.yielded.load(Ordering::Relaxed)
     }
 
-    /// The watchdog's decision (`runtime::crowding`): the core steps back, or serves again.
-    pub(crate) fn set_yielded(&self, yielded: bool) {
-        self.yielded.store(yielded, Ordering::Relaxed);
+    /// The watchdog's decision (`runtime::crowding`): the core steps back, or serves again;
+    /// the accept loops that watch it woken.
+    pub fn set_yielded(&self, yielded: bool) {
+        self.serve_watch.store(&self.yielded, yielded, true);
+    }
+
+    /// An accept loop's look (see `serve_watch`): whether the core stepped back; `waker` is
+    /// woken when that changes.
+    pub fn yielded_watching(&self, waker: &Waker) -> bool {
+        self.serve_watch.load_watching(&self.yielded, waker)
     }
 
     /// Whether a task of the core woken while no thread runs it waits here for the next
@@ -523,9 +537,8 @@ impl<U: Unpark> Shared<U> {
 
     /// Core 0: a thread is in `block_on` (`true`, holding the lease) or has left it.
     pub(crate) fn set_driven(&self, driven: bool) {
-        // A hint for placement, ordering nothing; the adopter's lock orders its own look.
-        let _adopter = lock(&self.adopter);
-        self.driven.store(driven, Ordering::Relaxed);
+        // A hint for placement, ordering nothing; the watchers' lock orders their own look.
+        self.serve_watch.store(&self.driven, driven, false);
     }
 
     /// Core 0 is left (its `block_on` returns): not driven any more, and the task that serves
@@ -537,30 +550,15 @@ impl<U: Unpark> Shared<U> {
         self.inbox.drain_locked(out);
     }
 
-    /// Not driven any more, and the adopter woken.
+    /// Not driven any more, and the accept loops that watch core 0 woken.
     fn leave(&self) {
-        let adopter = {
-            let mut adopter = lock(&self.adopter);
-            self.driven.store(false, Ordering::Relaxed);
-            adopter.take()
-        };
-        if let Some(waker) = adopter {
-            crate::catch::wake_caught(waker);
-        }
+        self.serve_watch.store(&self.driven, false, true);
     }
 
-    /// The adopter's look (see `adopter`): `true` while core 0 is driven, and then `waker` is
-    /// woken when it stops being; `false` while it is not (the adopter serves its listener).
-    pub(crate) fn driven_or_wake_when_left(&self, waker: &Waker) -> bool {
-        let mut adopter = lock(&self.adopter);
-        let driven = self.driven.load(Ordering::Relaxed);
-        if driven {
-            match &mut *adopter {
-                Some(w) => w.clone_from(waker),
-                None => *adopter = Some(waker.clone()),
-            }
-        }
-        driven
+    /// An accept loop's look (see `serve_watch`): `true` while core 0 is driven (core 1's
+    /// loop leaves its listener to it); `waker` is woken when it stops being.
+    pub fn driven_watching(&self, waker: &Waker) -> bool {
+        self.serve_watch.load_watching(&self.driven, waker)
     }
 
     /// Thief side (`thief`, an idle core, on its thread): takes half of this core's backlog if

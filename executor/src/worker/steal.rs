@@ -256,9 +256,13 @@ impl Core {
         self.spilled.set(0);
         // The cores that run, in turn.
         let me = self.id().index;
-        let targets: Vec<_> = (self.peers.others(me))
+        let mut targets: Vec<_> = (self.peers.others(me))
             .filter(|c| c.takes_placed_work())
             .collect();
+        if targets.is_empty() {
+            // None takes work (core 0 left, the others stepped back): one that runs.
+            targets.extend(self.peers.driven_other(me));
+        }
         let mut moved = 0;
         for task in runnable {
             if !task.metadata().movable() || targets.is_empty() {

@@ -1,0 +1,56 @@
+//! Whether a core serves, for the accept loops that watch it (`serve::accept`): core 0's
+//! `driven` (a thread is in `block_on`) and a core's `yielded` (it stepped back from crowded
+//! CPUs). A loop serves a listener that is not its own while that listener's core cannot:
+//! core 1's loop core 0's while no thread drives core 0, core 0's loop another core's while
+//! that core stepped back; and a core that stepped back stops accepting on its own.
+//!
+//! # Protocol
+//!
+//! The flags change, and are looked at, under one lock; a change that a watcher must follow
+//! wakes every watcher registered before it. A watcher registers, then reads, under that lock:
+//! either it reads the new value, or its registration came first and the change wakes it. No
+//! connection waits on a listener nobody accepts from. (Loom: `serve_watch`.)
+
+use std::task::Waker;
+
+use crate::sync::{lock, AtomicBool, Mutex, Ordering};
+
+/// The wakers of the accept loops watching one core.
+#[derive(Default)]
+pub(crate) struct ServeWatch {
+    /// Each watching loop's waker, once (`will_wake`); all taken by a change that wakes.
+    watchers: Mutex<Vec<Waker>>,
+}
+
+impl ServeWatch {
+    /// Sets `flag` to `value` under the lock; then, if `wake`, wakes every watcher (each loop
+    /// looks again, and registers again if it still watches).
+    pub(crate) fn store(&self, flag: &AtomicBool, value: bool, wake: bool) {
+        let woken = {
+            let mut watchers = lock(&self.watchers);
+            flag.store(value, Ordering::Relaxed);
+            if !wake {
+                return;
+            }
+            std::mem::take(&mut *watchers)
+        };
+        for waker in woken {
+            crate::catch::wake_caught(waker);
+        }
+    }
+
+    /// Registers `waker` (once), then reads `flag`, under the lock: a later change that wakes
+    /// wakes `waker`.
+    pub(crate) fn load_watching(&self, flag: &AtomicBool, waker: &Waker) -> bool {
+        let mut watchers = lock(&self.watchers);
+        if !watchers.iter().any(|w| w.will_wake(waker)) {
+            watchers.push(waker.clone());
+        }
+        flag.load(Ordering::Relaxed)
+    }
+
+    /// Unregisters `waker` (a loop that ended).
+    pub(crate) fn forget(&self, waker: &Waker) {
+        lock(&self.watchers).retain(|w| !w.will_wake(waker));
+    }
+}
