@@ -145,7 +145,9 @@ fn two_cores_on_one_cpu_back_off_whether_their_spins_catch_or_expire() -> io::Re
     std::thread::spawn(|| {
         let one = tickless_io::internal::cpu::allowed_cpus()?[0];
         tickless_io::internal::cpu::pin_current_thread(one)?;
-        let rt = Builder::new().cores(2).build()?;
+        // The governor alone: core 1 must not step back from the crowded CPU (which would
+        // make the ping-pong a same-core one).
+        let rt = Builder::new().cores(2).yield_when_crowded(false).build()?;
         let cores = cross_core_pingpong(&rt, N)?;
         for (i, s) in cores.iter().enumerate() {
             assert!(

@@ -145,6 +145,9 @@ pub fn from_env(b: &mut Builder) {
             Some(("crowded", "yield")) => {
                 b.yield_when_crowded(true);
             }
+            Some(("crowded", "stay")) => {
+                b.yield_when_crowded(false);
+            }
             Some(("harvest", "off")) => {
                 b.harvest_after(None);
             }
@@ -156,7 +159,7 @@ pub fn from_env(b: &mut Builder) {
             }
             _ => panic!(
                 "{BUILDER_ENV}: unknown setting {setting:?} \
-                 (stall=off|<ms>, governor=off, crowded=yield, harvest=off, park_when_busy, \
+                 (stall=off|<ms>, governor=off, crowded=yield|stay, harvest=off, park_when_busy, \
                  poll_time_histogram, loop_histograms)"
             ),
         }

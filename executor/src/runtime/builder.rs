@@ -126,7 +126,7 @@ impl Builder {
                 placement: Placement::Spread,
                 steal_after: Some(DEFAULT_STEAL_AFTER),
                 harvest_after: Some(DEFAULT_HARVEST_AFTER),
-                yield_when_crowded: false,
+                yield_when_crowded: true,
                 resolver: crate::dns::resolve_on_pool,
                 tokio: DEFAULT_TOKIO_CONTEXT,
                 poll_times_on: false,
@@ -295,7 +295,7 @@ impl Builder {
     }
 
     /// Serve with fewer cores while another process keeps the runtime's threads waiting for
-    /// CPUs, and with all of them again once the CPUs have room (default `false`).
+    /// CPUs, and with all of them again once the CPUs have room (default `true`).
     ///
     /// On CPUs shared with a busy process (a load generator, a database, neighbours on a
     /// virtual machine), a core thread that waits for a CPU holds up its connections, and
@@ -305,15 +305,24 @@ impl Builder {
     /// threads waited for a CPU (the kernel's run-queue wait); above a fifth of the time they
     /// were runnable, the highest core that serves steps back: it takes no new work, its
     /// `Send` tasks move to the others (their streams and timers follow), what its accept loop
-    /// accepts is placed on the others, and it keeps only its `spawn_local` and
-    /// `spawn_pinned` tasks. It serves again once the cores that serve are saturated (busy
-    /// 80% of the time) with three quarters of a CPU idle beside them, or once a CPU and a
-    /// half is idle (the other process has gone). A change holds at least 1 s, longer (up to
-    /// 16 s) when changes keep undoing each other. Core 0 never steps back.
-    /// Counted in [`CoreStats::yields`](crate::CoreStats::yields).
+    /// accepts is placed on the others, core 0 accepts on its listener of a server on every
+    /// core ([`serve_per_core`](crate::net::serve_per_core), `tickless_http::serve`; counted
+    /// in [`ServeCounters::adopted`](crate::net::ServeCounters::adopted)), and it keeps only
+    /// its `spawn_local` and `spawn_pinned` tasks (the connections it serves already among
+    /// them). It serves again once the cores that serve are saturated (busy 80% of the time)
+    /// with three quarters of a CPU idle beside them, or once a CPU and a half is idle (the
+    /// other process has gone). A change holds at least 1 s, longer (up to 16 s) when changes
+    /// keep undoing each other. Core 0 never steps back, and a core does not step back while
+    /// core 0 runs nothing (no thread in `block_on`); one that did still takes the work of a
+    /// core that stops running then. Counted in [`CoreStats::yields`](crate::CoreStats::yields).
+    ///
+    /// On by default: on 2 CPUs shared with a load generator, stepping back took tickless's
+    /// two cores from below tokio's requests per second to above them, at a lower p99
+    /// (`compare`'s `latency` group, `cpus=shared`; `benches/README.md`). Turn it off where
+    /// every core must keep serving whatever the CPUs do (a test that counts per core).
     ///
     /// ```
-    /// let rt = tickless::Builder::new().cores(2).yield_when_crowded(true).build()?;
+    /// let rt = tickless::Builder::new().cores(2).yield_when_crowded(false).build()?;
     /// # drop(rt);
     /// # std::io::Result::Ok(())
     /// ```
