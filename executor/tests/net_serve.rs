@@ -420,6 +420,40 @@ fn core_zero_s_listener_is_served_by_core_1_while_no_thread_is_in_block_on() -> 
     Ok(())
 }
 
+/// Two servers on one runtime, called with no thread in `block_on`: core 1's loop of each
+/// serves core 0's listener of its server, so every connection to either is answered. (Core 0
+/// kept one waker for the loops that adopt its listener, the last registered, so the first
+/// server's loop was never told core 0 was left: its core 0 connections waited until one came
+/// to its core 1 listener. `serve_watch`'s unit test checks every watcher is woken.)
+#[test]
+fn core_1_serves_core_0_s_listener_of_every_server_while_no_thread_is_in_block_on() -> io::Result<()>
+{
+    const CONNS: usize = 40;
+    let rt = two_cores()?;
+    let answer = |mut stream: TcpStream, _conn| async move {
+        let _ = stream.write_all(&[tickless::core_id() as u8]).await;
+    };
+    let (a, b) = (
+        serve_per_core(&rt, localhost(), answer)?,
+        serve_per_core(&rt, localhost(), answer)?,
+    );
+    // Both loops of core 1 start (and look at core 0) inside a `block_on`; then it returns.
+    rt.block_on(async {
+        until(|| a.stats().cores[1].accepted + b.stats().cores[1].accepted == 0).await;
+        for _ in 0..10 {
+            tickless::task::yield_now().await;
+        }
+    });
+    for server in [&a, &b] {
+        assert_eq!(call_each(server.local_addr(), CONNS)?, [0, CONNS]);
+    }
+    for server in [a, b] {
+        let report = rt.block_on(server.shutdown(Duration::from_secs(10)))?;
+        assert_eq!(report.aborted, 0);
+    }
+    Ok(())
+}
+
 /// A core that stepped back from crowded CPUs (`Builder::yield_when_crowded`; here on cue)
 /// accepts nothing on its own listener: core 0 takes its connections (counted as `adopted`),
 /// so none is served by a thread that waits for a CPU; once it serves again, it takes its

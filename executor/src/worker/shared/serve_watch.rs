@@ -54,3 +54,44 @@ impl ServeWatch {
         lock(&self.watchers).retain(|w| !w.will_wake(waker));
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+    use std::sync::Arc;
+    use std::task::Wake;
+
+    struct Count(AtomicUsize);
+
+    impl Wake for Count {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn a_change_wakes_every_watcher_once_and_a_quiet_one_none() {
+        let (watch, flag) = (ServeWatch::default(), AtomicBool::new(false));
+        let loops: Vec<Arc<Count>> = (0..3)
+            .map(|_| Arc::new(Count(AtomicUsize::new(0))))
+            .collect();
+        for l in &loops {
+            // Twice each: registered once.
+            let waker = Waker::from(l.clone());
+            assert!(!watch.load_watching(&flag, &waker));
+            assert!(!watch.load_watching(&flag, &waker));
+        }
+        watch.store(&flag, false, false);
+        assert!(loops.iter().all(|l| l.0.load(Ordering::SeqCst) == 0));
+        watch.forget(&Waker::from(loops[2].clone()));
+        watch.store(&flag, true, true);
+        let woken: Vec<usize> = loops.iter().map(|l| l.0.load(Ordering::SeqCst)).collect();
+        assert_eq!(
+            woken,
+            [1, 1, 0],
+            "every watcher once, a forgotten one never"
+        );
+        assert!(watch.load_watching(&flag, &Waker::from(loops[0].clone())));
+    }
+}
