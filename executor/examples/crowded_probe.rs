@@ -1,10 +1,11 @@
 //! A probe, not a benchmark: a two-core echo server under a closed-loop client of two
 //! threads on the same CPUs (64 connections, 3 s), the CPUs crowded by the client; prints
 //! requests/s and each core's `yields`, `harvests` and `steals`, to see
-//! `Builder::yield_when_crowded` act (`crowded_probe yield` turns it on):
+//! `Builder::yield_when_crowded` act (on by default; `crowded_probe stay` turns it off):
 //!
 //! ```sh
-//! cargo run --release -p tickless --example crowded_probe -- yield
+//! cargo run --release -p tickless --example crowded_probe
+//! cargo run --release -p tickless --example crowded_probe -- stay
 //! ```
 use std::io::{Read, Write};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -14,7 +15,7 @@ use std::time::{Duration, Instant};
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
 
 fn main() -> std::io::Result<()> {
-    let yield_on = std::env::args().any(|a| a == "yield");
+    let yield_on = !std::env::args().any(|a| a == "stay");
     let rt = tickless::Builder::new()
         .cores(2)
         .yield_when_crowded(yield_on)

@@ -161,7 +161,9 @@ impl Builder {
     /// that load (open loop) had 0.50-0.74x their p99; tokio's multi-thread runtime gained
     /// likewise from one worker instead of two (`benches/scripts/tail_probe.py --shared
     /// [--closed] --runtimes tickless,tickless:cores=1,tokio,tokio:cores=1`; figures in
-    /// `benches/TAIL.md`, "It is the second core").
+    /// `benches/TAIL.md`, "It is the second core", measured with every core serving).
+    /// [`yield_when_crowded`](Self::yield_when_crowded), on by default, makes the cores fewer
+    /// by itself while the CPUs stay crowded, and many again once they have room.
     ///
     /// # Panics
     ///
@@ -311,8 +313,10 @@ impl Builder {
     /// its `spawn_local` and `spawn_pinned` tasks (the connections it serves already among
     /// them). It serves again once the cores that serve are saturated (busy 80% of the time)
     /// with three quarters of a CPU idle beside them, or once a CPU and a half is idle (the
-    /// other process has gone). A change holds at least 1 s, longer (up to 16 s) when changes
-    /// keep undoing each other. Core 0 never steps back, and a core does not step back while
+    /// other process has gone). A step back that costs work (fewer task polls a second, by a
+    /// tenth, in the 300 ms after it: a closed-loop client that takes the CPU the core gave up)
+    /// is undone at once, and holds the next one off (2 s, doubling up to 64 s). A change
+    /// holds at least 1 s, longer (up to 16 s) when changes keep undoing each other. Core 0 never steps back, and a core does not step back while
     /// core 0 runs nothing (no thread in `block_on`); one that did still takes the work of a
     /// core that stops running then. Counted in [`CoreStats::yields`](crate::CoreStats::yields).
     ///

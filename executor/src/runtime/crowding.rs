@@ -20,6 +20,17 @@
 //!   or more were idle whatever the load (the other process is gone). One core that keeps up
 //!   beside the other process stays alone: that is what serves best there.
 //!
+//! A step back must not cost work. The rule knows no requests, but it counts task polls (every
+//! core's poll word): the polls per second of the window that decided a step back are set
+//! against those of the [`PROBE`] windows after it (the first window after the change left
+//! out). Below [`KEPT`] of the rate before, the step back cost more work than it saved waits
+//! (a closed-loop client whose threads take the CPU a core gave up: each thread gets its
+//! share of a crowded CPU, and two cores get two shares), and the core serves again at once;
+//! no core steps back for a hold-off then, 2 s at first, twice as long after each such
+//! probe (at most 64 s), back to 2 s after a step back that kept the work up. Open-loop load
+//! (the same requests either way) keeps its step back, and so does a client that one core
+//! serves as fast as two.
+//!
 //! A change holds for a dwell time, 1 s at first; a change that undoes the one before within
 //! two dwell times doubles it (at most 16 s), so that interference that comes and goes costs a
 //! few moves a minute at most. Each change is counted on its core (`CoreStats::yields` for a
@@ -46,6 +57,47 @@ const EMPTY: f64 = 1.5;
 const DWELL: Duration = Duration::from_secs(1);
 /// The longest dwell time.
 const DWELL_MAX: Duration = Duration::from_secs(16);
+/// Windows after a step back (the first left out) whose work is set against the window's
+/// before it.
+const PROBE: u32 = 3;
+/// The share of the work before a step back that the windows after it must keep.
+const KEPT: f64 = 0.9;
+/// The first hold-off after a step back that cost work.
+const HOLD_OFF: Duration = Duration::from_secs(2);
+/// The longest hold-off.
+const HOLD_OFF_MAX: Duration = Duration::from_secs(64);
+
+/// The work test of a step back (see the module's doc).
+#[derive(Debug, Clone, Copy)]
+struct Probe {
+    /// The core that stepped back (an index).
+    core: usize,
+    /// Polls per second in the window that decided it.
+    before: f64,
+    /// Windows seen since (the first is left out).
+    windows: u32,
+    /// Polls and seconds of the windows counted.
+    polls: f64,
+    /// Their length.
+    secs: f64,
+}
+
+/// What one window measured (see [`Crowding::decide`]).
+#[derive(Debug, Clone, Copy)]
+struct Window {
+    /// The serving cores' wait share.
+    share: f64,
+    /// Cores serving.
+    serving: u32,
+    /// The serving cores' run share.
+    busy: f64,
+    /// The machine's idle CPUs.
+    idle_cpus: f64,
+    /// Task polls of every core in the window.
+    polls: u64,
+    /// Its length.
+    secs: f64,
+}
 
 /// The watchdog's side: what it read at the last evaluation.
 pub(crate) struct Crowding {
@@ -60,6 +112,12 @@ pub(crate) struct Crowding {
     changed: Option<(Instant, bool)>,
     /// How long a change holds.
     dwell: Duration,
+    /// Every core's task polls so far, at the window's start.
+    polls: u64,
+    /// The work test of the last step back, while it runs.
+    probe: Option<Probe>,
+    /// No step back before this, and the next hold-off.
+    hold: (Option<Instant>, Duration),
 }
 
 impl Crowding {
@@ -71,6 +129,9 @@ impl Crowding {
             machine: None,
             changed: None,
             dwell: DWELL,
+            polls: 0,
+            probe: None,
+            hold: (None, HOLD_OFF),
         }
     }
 
@@ -118,18 +179,65 @@ impl Crowding {
         } else {
             ran as f64 / (window.as_nanos() as f64 * f64::from(serving))
         };
+        let polls: u64 = cores.iter().map(|s| s.watch.polls()).sum();
+        let window = Window {
+            share,
+            serving,
+            busy,
+            idle_cpus,
+            polls: polls.saturating_sub(std::mem::replace(&mut self.polls, polls)),
+            secs: window.as_secs_f64(),
+        };
+        self.decide(cores, now, window);
+    }
+
+    /// Applies the rule to what a window measured.
+    fn decide(&mut self, cores: &[Arc<Shared>], now: Instant, w: Window) {
+        if let Some(probe) = self.probe.as_mut() {
+            // The first window after the change is left out (the tasks were moving).
+            if probe.windows > 0 {
+                probe.polls += w.polls as f64;
+                probe.secs += w.secs;
+            }
+            probe.windows += 1;
+            if probe.windows > PROBE {
+                let probe = self.probe.take().expect("matched above");
+                let after = probe.polls / probe.secs.max(f64::MIN_POSITIVE);
+                if after >= KEPT * probe.before {
+                    self.hold.1 = HOLD_OFF;
+                } else if let Some(core) = cores.get(probe.core).filter(|s| s.is_yielded()) {
+                    // It cost work: serve again now, and hold the next step back off.
+                    core.set_yielded(false);
+                    core.notify_now();
+                    self.changed = Some((now, false));
+                    self.hold = (Some(now + self.hold.1), (self.hold.1 * 2).min(HOLD_OFF_MAX));
+                    return;
+                }
+            }
+        }
         if self.changed.is_some_and(|(at, _)| now - at < self.dwell) {
             return;
         }
         let any_yielded = cores.iter().any(|s| s.is_yielded());
-        match verdict(share, serving, busy, idle_cpus, any_yielded) {
-            // The highest core that serves, never core 0 (the caller's `block_on`).
-            Some(true) => {
-                if let Some(core) = cores.iter().skip(1).rev().find(|s| !s.is_yielded()) {
+        match verdict(w.share, w.serving, w.busy, w.idle_cpus, any_yielded) {
+            // The highest core that serves, never core 0 (the caller's `block_on`); not while
+            // a step back that cost work holds the next one off.
+            Some(true) if self.hold.0.is_none_or(|until| now >= until) => {
+                let mut highest = cores.iter().enumerate().skip(1).rev();
+                if let Some((index, core)) = highest.find(|(_, s)| !s.is_yielded()) {
                     self.change(core, true, now);
+                    self.probe = Some(Probe {
+                        core: index,
+                        before: w.polls as f64 / w.secs.max(f64::MIN_POSITIVE),
+                        windows: 0,
+                        polls: 0.0,
+                        secs: 0.0,
+                    });
                 }
             }
+            Some(true) => {}
             Some(false) => {
+                self.probe = None;
                 if let Some(core) = cores.iter().find(|s| s.is_yielded()) {
                     self.change(core, false, now);
                 }
@@ -249,6 +357,61 @@ mod tests {
         // Quiet for a long while: back to the first dwell.
         c.change(&cores[1], false, t0 + DWELL * 40);
         assert_eq!(c.dwell, DWELL);
+    }
+
+    #[test]
+    fn a_step_back_that_costs_work_is_undone_at_once_and_holds_the_next_off() {
+        let reactor = tickless_io::internal::Reactor::new().expect("a reactor");
+        let runtime = CoreId::new_runtime();
+        let core = |index| {
+            Arc::new(Shared::with_unparker(
+                CoreId { runtime, index },
+                reactor.unparker(),
+                false,
+            ))
+        };
+        let cores = [core(0), core(1)];
+        let window = |share, polls| Window {
+            share,
+            serving: 2,
+            busy: 0.9,
+            idle_cpus: 0.0,
+            polls,
+            secs: 0.1,
+        };
+        let tick = Duration::from_millis(100);
+        let mut c = Crowding::new(2);
+        let mut now = Instant::now();
+        // Crowded, 1,000 polls a window: core 1 steps back.
+        c.decide(&cores, now, window(0.3, 1_000));
+        assert!(cores[1].is_yielded());
+        // The first window after is left out; then three at half the work: served again
+        // after the third, before the dwell ends.
+        for (i, polls) in [100, 500, 500, 500].into_iter().enumerate() {
+            assert!(cores[1].is_yielded(), "window {i}");
+            now += tick;
+            c.decide(&cores, now, window(0.3, polls));
+        }
+        assert!(!cores[1].is_yielded(), "half the work: serves again");
+        // Still crowded: held off for 2 s.
+        now += tick;
+        c.decide(&cores, now, window(0.3, 1_000));
+        assert!(!cores[1].is_yielded(), "held off");
+        now += HOLD_OFF;
+        c.decide(&cores, now, window(0.3, 1_000));
+        assert!(
+            cores[1].is_yielded(),
+            "the hold-off over: a step back again"
+        );
+        // This time the work is kept (a tenth less at most): it stays, and the next hold-off
+        // is the first again.
+        for polls in [0, 950, 900, 1_000, 900] {
+            now += tick;
+            c.decide(&cores, now, window(0.3, polls));
+        }
+        assert!(cores[1].is_yielded(), "the work kept: stays stepped back");
+        assert_eq!(c.hold.1, HOLD_OFF);
+        assert!(c.probe.is_none());
     }
 
     #[test]
