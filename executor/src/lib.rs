@@ -160,8 +160,13 @@ pub mod __private {
     /// CPUs are crowded: for tests, which cannot crowd the CPUs on cue. Core 0 never steps back
     /// on its own; this does not check.
     pub fn step_back(core: &crate::Handle, stepped_back: bool) {
-        core.shared().set_yielded(stepped_back);
-        core.shared().notify_now();
+        let shared = core.shared();
+        if stepped_back {
+            shared.set_yielded(true);
+            shared.notify_now();
+        } else if let Some(cores) = core.peers().all() {
+            shared.serve_again(cores);
+        }
     }
 }
 

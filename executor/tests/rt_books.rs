@@ -375,3 +375,71 @@ fn with_core_0_left_a_core_that_stepped_back_takes_its_work() -> io::Result<()> 
     assert_eq!(done.load(Ordering::SeqCst), TASKS, "tasks left on core 0");
     Ok(())
 }
+
+/// A core that serves again after stepping back gets a share of the `Send` tasks back: its
+/// step back moved all of them to core 0 (where they would stay, a task moving only when its
+/// core cannot run it), and core 0 hands the serving core enough to even the loads out.
+/// (Before: all 20 stayed on core 0.)
+#[test]
+fn a_core_that_serves_again_gets_a_share_of_the_tasks_back() -> io::Result<()> {
+    const TASKS: usize = 20;
+    let rt = Builder::new()
+        .cores(2)
+        .yield_when_crowded(false)
+        .tokio_context(false)
+        .build()?;
+    let one = rt.handle(1);
+    let gate = Gate::default();
+    // Each task's core at its latest poll.
+    let last: Arc<Vec<AtomicUsize>> = Arc::new((0..TASKS).map(|_| AtomicUsize::new(9)).collect());
+    let on = |core: usize| {
+        last.iter()
+            .filter(|c| c.load(Ordering::SeqCst) == core)
+            .count()
+    };
+    let finals = rt.block_on(async {
+        let tasks: Vec<_> = (0..TASKS)
+            .map(|i| {
+                let (gate, last) = (gate.clone(), last.clone());
+                one.spawn(async move {
+                    std::future::poll_fn(|cx| {
+                        last[i].store(tickless::core_id(), Ordering::SeqCst);
+                        let mut g = gate.0.lock().unwrap();
+                        if g.0 {
+                            return Poll::Ready(tickless::core_id());
+                        }
+                        g.1.push(cx.waker().clone());
+                        Poll::Pending
+                    })
+                    .await
+                })
+            })
+            .collect();
+        until(|| on(1) == TASKS).await;
+        tickless::__private::step_back(&one, true);
+        until(|| on(0) == TASKS).await;
+        assert_eq!(on(0), TASKS, "stepping back moved every task to core 0");
+        tickless::__private::step_back(&one, false);
+        until(|| on(1) >= TASKS / 4).await;
+        gate.open();
+        let mut finals = Vec::new();
+        for t in tasks {
+            finals.push(t.await.expect("a task"));
+        }
+        finals
+    });
+    let back = finals.iter().filter(|&&c| c == 1).count();
+    assert!(
+        (TASKS / 4..=TASKS * 3 / 4).contains(&back),
+        "{back} of {TASKS} tasks went back to core 1"
+    );
+    Ok(())
+}
+
+/// Waits on the runtime until `done` holds (or the hang guard ran out).
+async fn until(done: impl Fn() -> bool) {
+    let start = Instant::now();
+    while !done() && start.elapsed() < HANG_GUARD {
+        tickless::time::sleep(Duration::from_millis(1)).await;
+    }
+}

@@ -12,8 +12,9 @@
 //! Every [`EVALUATION`] (100 ms) of checks, over that window:
 //!
 //! - the **wait share**: of the time the serving cores' threads were runnable (running or
-//!   waiting for a CPU), the share they waited. Above [`CROWDED`] (a fifth) with two cores or
-//!   more serving, one steps back;
+//!   waiting for a CPU), the share they waited. Above [`CROWDED`] (a fifth) in two windows in
+//!   a row, whose work (task polls) differs by a fifth at most, with two cores or more
+//!   serving, one steps back;
 //! - with a core stepped back, it serves again when the machine has room for it: the serving
 //!   cores are saturated (they ran [`SATURATED`] of the window or more, on average) and
 //!   [`ROOM`] CPUs or more were idle (the machine's idle time, `/proc/stat`), or [`EMPTY`] CPUs
@@ -21,9 +22,9 @@
 //!   beside the other process stays alone: that is what serves best there.
 //!
 //! A step back must not cost work. The rule knows no requests, but it counts task polls (every
-//! core's poll word): the polls per second of the window that decided a step back are set
-//! against those of the [`PROBE`] windows after it (the first window after the change left
-//! out). Below [`KEPT`] of the rate before, the step back cost more work than it saved waits
+//! core's poll word): the polls per second before a step back (the most of the window that
+//! decided it and the two before it in which every core served) are set against those of the
+//! [`PROBE`] windows after it (the first window after the change left out). Below [`KEPT`] of the rate before, the step back cost more work than it saved waits
 //! (a closed-loop client whose threads take the CPU a core gave up: each thread gets its
 //! share of a crowded CPU, and two cores get two shares), and the core serves again at once;
 //! no core steps back for a hold-off then, 2 s at first, twice as long after each such
@@ -62,6 +63,8 @@ const DWELL_MAX: Duration = Duration::from_secs(16);
 const PROBE: u32 = 3;
 /// The share of the work before a step back that the windows after it must keep.
 const KEPT: f64 = 0.9;
+/// The least ratio of two windows' work for a steady load, which a step back needs.
+const STEADY: f64 = 0.8;
 /// The first hold-off after a step back that cost work.
 const HOLD_OFF: Duration = Duration::from_secs(2);
 /// The longest hold-off.
@@ -118,6 +121,11 @@ pub(crate) struct Crowding {
     probe: Option<Probe>,
     /// No step back before this, and the next hold-off.
     hold: (Option<Instant>, Duration),
+    /// Polls per second of the last two windows in which every core served.
+    recent: [f64; 2],
+    /// Whether the window before was crowded: a step back takes two in a row, so that the
+    /// work before it is measured over a full window at least.
+    was_crowded: bool,
 }
 
 impl Crowding {
@@ -132,6 +140,8 @@ impl Crowding {
             polls: 0,
             probe: None,
             hold: (None, HOLD_OFF),
+            recent: [0.0; 2],
+            was_crowded: false,
         }
     }
 
@@ -193,6 +203,19 @@ impl Crowding {
 
     /// Applies the rule to what a window measured.
     fn decide(&mut self, cores: &[Arc<Shared>], now: Instant, w: Window) {
+        let rate = w.polls as f64 / w.secs.max(f64::MIN_POSITIVE);
+        // The work before a step back: the most of this window and the two before it, so
+        // that one window the load only partly filled (a client starting) sets no low bar.
+        let before = rate.max(self.recent[0]).max(self.recent[1]);
+        // And a steady load: this window's work within a fifth of the last one's (a load that
+        // is still growing would make a step back look as if it kept the work up).
+        let steady = rate.min(self.recent[0]) >= STEADY * rate.max(self.recent[0]);
+        if !cores.iter().any(|s| s.is_yielded()) {
+            self.recent = [rate, self.recent[0]];
+        }
+        let twice = std::mem::replace(&mut self.was_crowded, w.share > CROWDED)
+            && w.share > CROWDED
+            && steady;
         if let Some(probe) = self.probe.as_mut() {
             // The first window after the change is left out (the tasks were moving).
             if probe.windows > 0 {
@@ -205,10 +228,9 @@ impl Crowding {
                 let after = probe.polls / probe.secs.max(f64::MIN_POSITIVE);
                 if after >= KEPT * probe.before {
                     self.hold.1 = HOLD_OFF;
-                } else if let Some(core) = cores.get(probe.core).filter(|s| s.is_yielded()) {
+                } else if cores.get(probe.core).is_some_and(|s| s.is_yielded()) {
                     // It cost work: serve again now, and hold the next step back off.
-                    core.set_yielded(false);
-                    core.notify_now();
+                    cores[probe.core].serve_again(cores);
                     self.changed = Some((now, false));
                     self.hold = (Some(now + self.hold.1), (self.hold.1 * 2).min(HOLD_OFF_MAX));
                     return;
@@ -222,13 +244,13 @@ impl Crowding {
         match verdict(w.share, w.serving, w.busy, w.idle_cpus, any_yielded) {
             // The highest core that serves, never core 0 (the caller's `block_on`); not while
             // a step back that cost work holds the next one off.
-            Some(true) if self.hold.0.is_none_or(|until| now >= until) => {
+            Some(true) if twice && self.hold.0.is_none_or(|until| now >= until) => {
                 let mut highest = cores.iter().enumerate().skip(1).rev();
-                if let Some((index, core)) = highest.find(|(_, s)| !s.is_yielded()) {
-                    self.change(core, true, now);
+                if let Some((index, _)) = highest.find(|(_, s)| !s.is_yielded()) {
+                    self.change(cores, index, true, now);
                     self.probe = Some(Probe {
                         core: index,
-                        before: w.polls as f64 / w.secs.max(f64::MIN_POSITIVE),
+                        before,
                         windows: 0,
                         polls: 0.0,
                         secs: 0.0,
@@ -238,8 +260,8 @@ impl Crowding {
             Some(true) => {}
             Some(false) => {
                 self.probe = None;
-                if let Some(core) = cores.iter().find(|s| s.is_yielded()) {
-                    self.change(core, false, now);
+                if let Some(index) = cores.iter().position(|s| s.is_yielded()) {
+                    self.change(cores, index, false, now);
                 }
             }
             None => {}
@@ -247,7 +269,7 @@ impl Crowding {
     }
 
     /// Makes `core` step back (`yielded`) or serve again, and wakes it to follow.
-    fn change(&mut self, core: &Shared, yielded: bool, now: Instant) {
+    fn change(&mut self, cores: &[Arc<Shared>], index: usize, yielded: bool, now: Instant) {
         if let Some((at, was)) = self.changed {
             if was != yielded && now - at < self.dwell * 2 {
                 self.dwell = (self.dwell * 2).min(DWELL_MAX);
@@ -256,8 +278,12 @@ impl Crowding {
             }
         }
         self.changed = Some((now, yielded));
-        core.set_yielded(yielded);
-        core.notify_now();
+        if yielded {
+            cores[index].set_yielded(true);
+            cores[index].notify_now();
+        } else {
+            cores[index].serve_again(cores);
+        }
     }
 }
 
@@ -346,16 +372,16 @@ mod tests {
         let cores = [core(0), core(1)];
         let mut c = Crowding::new(2);
         let t0 = Instant::now();
-        c.change(&cores[1], true, t0);
+        c.change(&cores, 1, true, t0);
         assert!(cores[1].is_yielded());
         assert_eq!(c.dwell, DWELL);
-        c.change(&cores[1], false, t0 + DWELL);
+        c.change(&cores, 1, false, t0 + DWELL);
         assert!(!cores[1].is_yielded());
         assert_eq!(c.dwell, DWELL * 2, "undone within two dwells: doubled");
-        c.change(&cores[1], true, t0 + DWELL * 3);
+        c.change(&cores, 1, true, t0 + DWELL * 3);
         assert_eq!(c.dwell, DWELL * 4);
         // Quiet for a long while: back to the first dwell.
-        c.change(&cores[1], false, t0 + DWELL * 40);
+        c.change(&cores, 1, false, t0 + DWELL * 40);
         assert_eq!(c.dwell, DWELL);
     }
 
@@ -382,8 +408,15 @@ mod tests {
         let tick = Duration::from_millis(100);
         let mut c = Crowding::new(2);
         let mut now = Instant::now();
-        // Crowded, 1,000 polls a window: core 1 steps back.
+        // Crowded twice at a steady load: core 1 steps back. The work before it is the most of
+        // the last windows: 1,000 polls a window.
+        c.decide(&cores, now, window(0.3, 400));
+        assert!(!cores[1].is_yielded(), "one crowded window is not enough");
+        now += tick;
         c.decide(&cores, now, window(0.3, 1_000));
+        assert!(!cores[1].is_yielded(), "a growing load is not steady");
+        now += tick;
+        c.decide(&cores, now, window(0.3, 850));
         assert!(cores[1].is_yielded());
         // The first window after is left out; then three at half the work: served again
         // after the third, before the dwell ends.

@@ -170,6 +170,11 @@ impl Handle {
         &self.shared
     }
 
+    /// Every core of its runtime.
+    pub(crate) fn peers(&self) -> &Arc<Peers> {
+        &self.peers
+    }
+
     /// A handle to every core of the runtime running the caller, by index: what
     /// [`Runtime::handle`](crate::Runtime::handle) gives for each core, from inside a task
     /// that has no `Runtime` at hand (to start work on every core, as a server that listens on

@@ -223,6 +223,9 @@ pub struct Shared<U = Unparker> {
     /// `runtime::crowding`): it takes no placed work, and a wake of its `Send` tasks from
     /// another thread moves them; set by the stall detector's watchdog, a hint ordering nothing.
     yielded: AtomicBool,
+    /// A core serves again after stepping back: this one hands it a share of its `Send`
+    /// tasks at its next look (`Core::follow_yield`); a hint ordering nothing.
+    share_out: AtomicBool,
     /// Whether the core's clock is paused (`Builder::start_paused`, `time::pause`): a task of
     /// the core woken while no thread runs it then stays for the next `block_on` instead of
     /// moving, since paused time jumps per core. Written by the core's thread whenever its
@@ -302,6 +305,7 @@ impl<U: Unpark> Shared<U> {
             driven: AtomicBool::new(id.index != 0),
             paused: AtomicBool::new(false),
             yielded: AtomicBool::new(false),
+            share_out: AtomicBool::new(false),
             load: Load::default(),
             runq: RunQueue::default(),
             look_due: AtomicBool::new(false),

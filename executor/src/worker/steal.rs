@@ -234,14 +234,50 @@ impl Core {
     /// others). Called where the core parks and at its fairness polls: one load.
     pub(crate) fn follow_yield(&self) {
         let yielded = self.shared.is_yielded();
-        if yielded == self.stepped_back.get() {
-            return;
+        if yielded != self.stepped_back.get() {
+            self.stepped_back.set(yielded);
+            if yielded && !self.timers.clock().is_paused() {
+                self.shared.watch.count_yield();
+                self.hand_on();
+            }
         }
-        self.stepped_back.set(yielded);
-        if yielded && !self.timers.clock().is_paused() {
-            self.shared.watch.count_yield();
-            self.hand_on();
+        if self.shared.take_share_out() && !yielded && !self.timers.clock().is_paused() {
+            self.share_out();
         }
+    }
+
+    /// A core serves again after stepping back (`Shared::serve_again`): hands the cores that
+    /// take work enough of this core's `Send` tasks to even the loads out (stepping back moved
+    /// all of them here, and a task moves only when its core cannot run it). Every live task
+    /// is woken for it (one spurious poll each, once per return). Returns how many moved.
+    fn share_out(&self) -> usize {
+        super::shutdown::Owner::wake_live(self);
+        let mut runnable: Vec<Runnable> = self.queue().drain(..).collect();
+        runnable.extend(self.shared.spill.take_all(self.peers.backlogs()));
+        self.spilled.set(0);
+        let me = self.id().index;
+        let targets: Vec<_> = (self.peers.others(me))
+            .filter(|c| c.takes_placed_work())
+            .collect();
+        let mut moved = 0;
+        for task in runnable {
+            // To the least loaded, while it carries fewer tasks than this core would keep.
+            let least = targets.iter().min_by_key(|c| c.load());
+            match least {
+                Some(target)
+                    if task.metadata().movable() && target.load() + 1 < self.shared.load() =>
+                {
+                    super::load::move_tasks(&self.shared.load, true, &target.load, false, 1);
+                    task.metadata().set_home(target.id.key());
+                    target.schedule_remote(task);
+                    moved += 1;
+                }
+                _ => self.queue().push_back(task),
+            }
+        }
+        let placed = &self.counters.placed;
+        placed.set(placed.get() + moved as u64);
+        moved
     }
 
     /// Hands every `Send` task of the core on to the cores that take work, in turn: the
