@@ -225,7 +225,7 @@ pub struct Shared<U = Unparker> {
     yielded: AtomicBool,
     /// A core serves again after stepping back: this one hands it a share of its `Send`
     /// tasks at its next look (`Core::follow_yield`); a hint ordering nothing.
-    share_out: AtomicBool,
+    pub(crate) share_out: AtomicBool,
     /// Whether the core's clock is paused (`Builder::start_paused`, `time::pause`): a task of
     /// the core woken while no thread runs it then stays for the next `block_on` instead of
     /// moving, since paused time jumps per core. Written by the core's thread whenever its

@@ -319,6 +319,26 @@ impl Core {
 }
 
 impl Shared {
+    /// The core serves again after stepping back: every other core of `cores` that takes work
+    /// hands it a share of its `Send` tasks (stepping back moved them all away), woken to do so.
+    pub(crate) fn serve_again(&self, cores: &[Arc<Self>]) {
+        self.set_yielded(false);
+        self.notify_now();
+        let others = cores
+            .iter()
+            .filter(|c| c.id != self.id && c.takes_placed_work());
+        for other in others {
+            other.share_out.store(true, Ordering::Relaxed);
+            other.notify_now();
+        }
+    }
+
+    /// Whether a core that serves again asked for a share of this core's tasks (asked once).
+    #[inline]
+    pub(crate) fn take_share_out(&self) -> bool {
+        self.share_out.load(Ordering::Relaxed) && self.share_out.swap(false, Ordering::Relaxed)
+    }
+
     /// Thief side (`thief`, an idle core, on its thread), once this core has been seen stuck
     /// (its poll word unchanged for `steal_after` with tasks queued behind): takes every
     /// runnable `Send` task it has, from its run queue (`worker::runq`, unless its thread is

@@ -13,10 +13,6 @@
 
 use std::task::Waker;
 
-use std::sync::Arc;
-
-use super::Shared;
-use super::Unpark;
 use crate::sync::{lock, AtomicBool, Mutex, Ordering};
 
 /// The wakers of the accept loops watching one core.
@@ -56,28 +52,6 @@ impl ServeWatch {
     /// Unregisters `waker` (a loop that ended).
     pub(crate) fn forget(&self, waker: &Waker) {
         lock(&self.watchers).retain(|w| !w.will_wake(waker));
-    }
-}
-
-impl<U: Unpark> Shared<U> {
-    /// The core serves again after stepping back: every other core of `cores` that takes work
-    /// hands it a share of its `Send` tasks (stepping back moved them all away), woken to do so.
-    pub(crate) fn serve_again(&self, cores: &[Arc<Self>]) {
-        self.set_yielded(false);
-        self.notify_now();
-        let others = cores
-            .iter()
-            .filter(|c| c.id != self.id && c.takes_placed_work());
-        for other in others {
-            other.share_out.store(true, Ordering::Relaxed);
-            other.notify_now();
-        }
-    }
-
-    /// Whether a core that serves again asked for a share of this core's tasks (asked once).
-    #[inline]
-    pub(crate) fn take_share_out(&self) -> bool {
-        self.share_out.load(Ordering::Relaxed) && self.share_out.swap(false, Ordering::Relaxed)
     }
 }
 
