@@ -8,6 +8,7 @@
 #   scripts/mutants/run.sh registration       # tickless-io's registration: binding, home, reactor gone
 #   scripts/mutants/run.sh movement           # work that moves: stealing, spill queues, placement
 #   scripts/mutants/run.sh harvest            # a core that runs taking a stuck core's ready I/O
+#   scripts/mutants/run.sh crowding           # stepping back from crowded CPUs, listener hand-over
 #   scripts/mutants/run.sh -p CRATE           # any package
 #   scripts/mutants/run.sh timer/src/wheel.rs 'io/src/**'   # some files (globs quoted)
 #   scripts/mutants/run.sh timer -- --re queue # anything after `--` goes to cargo mutants
@@ -72,6 +73,13 @@ MOVEMENT_TESTS=(--lib rt_steal net_follow rt_placement net_serve rt_cores rt_sen
 # library's.
 HARVEST_FILES=('executor/src/worker/harvest.rs')
 HARVEST_TESTS=(--lib rt_harvest)
+# --- crowding: stepping back from crowded CPUs (crowding.rs: the rule, its work probe, serving
+# again), the accept loops' watch of whether a core serves (serve_watch.rs) and the listener
+# hand-over (accept.rs), against the library's tests (the rule's unit tests) and the tests that
+# step a core back on cue.
+CROWDING_FILES=('executor/src/runtime/crowding.rs' 'executor/src/worker/shared/serve_watch.rs'
+    'executor/src/serve/accept.rs')
+CROWDING_TESTS=(--lib net_serve rt_books)
 # -----------------------------------------------------------------------------------------------
 
 # Proptest cases per property under mutation: a tenth of the default runs, enough to catch the
@@ -105,7 +113,7 @@ if (($# == 0)) || [[ "$1" == "timer" ]]; then
     name=timer
     target_args=(--package tickless-timer)
 elif [[ "$1" == "executor" || "$1" == "blocking" || "$1" == "registration" \
-        || "$1" == "movement" || "$1" == "harvest" ]]; then
+        || "$1" == "movement" || "$1" == "harvest" || "$1" == "crowding" ]]; then
     name="$1"
     case "$1" in
         executor) package=tickless; files=("${EXECUTOR_FILES[@]}"); tests=("${EXECUTOR_TESTS[@]}") ;;
@@ -114,6 +122,7 @@ elif [[ "$1" == "executor" || "$1" == "blocking" || "$1" == "registration" \
             package=tickless-io; files=("${REGISTRATION_FILES[@]}"); tests=("${REGISTRATION_TESTS[@]}") ;;
         movement) package=tickless; files=("${MOVEMENT_FILES[@]}"); tests=("${MOVEMENT_TESTS[@]}") ;;
         harvest) package=tickless; files=("${HARVEST_FILES[@]}"); tests=("${HARVEST_TESTS[@]}") ;;
+        crowding) package=tickless; files=("${CROWDING_FILES[@]}"); tests=("${CROWDING_TESTS[@]}") ;;
     esac
     target_args=(--package "$package")
     for f in "${files[@]}"; do

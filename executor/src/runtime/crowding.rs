@@ -426,11 +426,12 @@ mod tests {
             c.decide(&cores, now, window(0.3, polls));
         }
         assert!(!cores[1].is_yielded(), "half the work: serves again");
-        // Still crowded: held off for 2 s.
-        now += tick;
+        // The next hold-off doubles. Still crowded, and past the dwell: held off for 2 s.
+        assert_eq!(c.hold.1, HOLD_OFF * 2);
+        now += DWELL + tick;
         c.decide(&cores, now, window(0.3, 1_000));
         assert!(!cores[1].is_yielded(), "held off");
-        now += HOLD_OFF;
+        now += HOLD_OFF - DWELL;
         c.decide(&cores, now, window(0.3, 1_000));
         assert!(
             cores[1].is_yielded(),
