@@ -29,6 +29,13 @@ use serve_watch::ServeWatch;
 
 mod serve_watch;
 
+/// `Shared::yielded`: the core serves.
+pub(crate) const SERVES: usize = 0;
+/// `Shared::yielded`: the core stepped back from crowded CPUs.
+pub(crate) const STEPPED_BACK: usize = 1;
+/// `Shared::yielded`: the core serves, and owes a core that serves again a share of its tasks.
+pub(crate) const SHARE_OUT: usize = 2;
+
 /// A task ready to run, carrying (in its header) its [`TaskMeta`]: the core it belongs to now,
 /// and the runtime's cores. Its schedule function then captures nothing, which lets a wake by
 /// value hand the waker's reference to the queued task instead of taking a new one and
@@ -222,10 +229,10 @@ pub struct Shared<U = Unparker> {
     /// Whether the core steps back because the CPUs are crowded (`Builder::yield_when_crowded`,
     /// `runtime::crowding`): it takes no placed work, and a wake of its `Send` tasks from
     /// another thread moves them; set by the stall detector's watchdog, a hint ordering nothing.
-    yielded: AtomicBool,
-    /// A core serves again after stepping back: this one hands it a share of its `Send`
-    /// tasks at its next look (`Core::follow_yield`); a hint ordering nothing.
-    pub(crate) share_out: AtomicBool,
+    /// `SERVES`, `STEPPED_BACK`, or `SHARE_OUT` (it serves, and a core that serves again
+    /// asked it for a share of its `Send` tasks): one word, so that the core's look at its
+    /// parks and fairness polls stays one load (`Core::follow_yield`).
+    pub(crate) yielded: AtomicUsize,
     /// Whether the core's clock is paused (`Builder::start_paused`, `time::pause`): a task of
     /// the core woken while no thread runs it then stays for the next `block_on` instead of
     /// moving, since paused time jumps per core. Written by the core's thread whenever its
@@ -304,8 +311,7 @@ impl<U: Unpark> Shared<U> {
             stop: AtomicBool::new(false),
             driven: AtomicBool::new(id.index != 0),
             paused: AtomicBool::new(false),
-            yielded: AtomicBool::new(false),
-            share_out: AtomicBool::new(false),
+            yielded: AtomicUsize::new(SERVES),
             load: Load::default(),
             runq: RunQueue::default(),
             look_due: AtomicBool::new(false),
@@ -499,7 +505,7 @@ impl<U: Unpark> Shared<U> {
     /// lock by a wake or a placed spawn, which then stay off a core that stopped running:
     /// [`schedule_if_driven`](Self::schedule_if_driven).)
     pub(crate) fn takes_placed_work(&self) -> bool {
-        self.runs() && !self.yielded.load(Ordering::Relaxed)
+        self.runs() && !self.is_yielded()
     }
 
     /// Whether a thread runs the core now and it is neither stopping nor dead, stepped back or
@@ -512,19 +518,21 @@ impl<U: Unpark> Shared<U> {
     /// Whether the core steps back because the CPUs are crowded (see `yielded`).
     #[inline]
     pub(crate) fn is_yielded(&self) -> bool {
-        self.yielded.load(Ordering::Relaxed)
+        self.yielded.load(Ordering::Relaxed) == STEPPED_BACK
     }
 
     /// The watchdog's decision (`runtime::crowding`): the core steps back, or serves again;
     /// the accept loops that watch it woken.
     pub fn set_yielded(&self, yielded: bool) {
-        self.serve_watch.store(&self.yielded, yielded, true);
+        let word = if yielded { STEPPED_BACK } else { SERVES };
+        self.serve_watch
+            .store(|| self.yielded.store(word, Ordering::Relaxed), true);
     }
 
     /// An accept loop's look (see `serve_watch`): whether the core stepped back; `waker` is
     /// woken when that changes.
     pub fn yielded_watching(&self, waker: &Waker) -> bool {
-        self.serve_watch.load_watching(&self.yielded, waker)
+        self.serve_watch.load_watching(waker, || self.is_yielded())
     }
 
     /// Whether a task of the core woken while no thread runs it waits here for the next
@@ -542,7 +550,8 @@ impl<U: Unpark> Shared<U> {
     /// Core 0: a thread is in `block_on` (`true`, holding the lease) or has left it.
     pub(crate) fn set_driven(&self, driven: bool) {
         // A hint for placement, ordering nothing; the watchers' lock orders their own look.
-        self.serve_watch.store(&self.driven, driven, false);
+        self.serve_watch
+            .store(|| self.driven.store(driven, Ordering::Relaxed), false);
     }
 
     /// Core 0 is left (its `block_on` returns): not driven any more, and the task that serves
@@ -556,13 +565,15 @@ impl<U: Unpark> Shared<U> {
 
     /// Not driven any more, and the accept loops that watch core 0 woken.
     fn leave(&self) {
-        self.serve_watch.store(&self.driven, false, true);
+        self.serve_watch
+            .store(|| self.driven.store(false, Ordering::Relaxed), true);
     }
 
     /// An accept loop's look (see `serve_watch`): `true` while core 0 is driven (core 1's
     /// loop leaves its listener to it); `waker` is woken when it stops being.
     pub fn driven_watching(&self, waker: &Waker) -> bool {
-        self.serve_watch.load_watching(&self.driven, waker)
+        self.serve_watch
+            .load_watching(waker, || self.driven.load(Ordering::Relaxed))
     }
 
     /// Thief side (`thief`, an idle core, on its thread): takes half of this core's backlog if

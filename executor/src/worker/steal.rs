@@ -22,7 +22,7 @@ use crate::sync::Ordering;
 
 use super::load::move_tasks;
 use super::runq::take_unless;
-use super::shared::{Due, Peers, Runnable, Shared};
+use super::shared::{Due, Peers, Runnable, Shared, SERVES, SHARE_OUT, STEPPED_BACK};
 use super::Core;
 
 impl Core {
@@ -233,7 +233,11 @@ impl Core {
     /// `spawn_local` tasks and its accept loop stay, and what it accepts is placed on the
     /// others). Called where the core parks and at its fairness polls: one load.
     pub(crate) fn follow_yield(&self) {
-        let yielded = self.shared.is_yielded();
+        let word = self.shared.yielded.load(Ordering::Relaxed);
+        if word == usize::from(self.stepped_back.get()) {
+            return;
+        }
+        let yielded = word == STEPPED_BACK;
         if yielded != self.stepped_back.get() {
             self.stepped_back.set(yielded);
             if yielded && !self.timers.clock().is_paused() {
@@ -241,7 +245,11 @@ impl Core {
                 self.hand_on();
             }
         }
-        if self.shared.take_share_out() && !yielded && !self.timers.clock().is_paused() {
+        // Asked once: a step back in between overrides the request.
+        let asked = (self.shared.yielded)
+            .compare_exchange(SHARE_OUT, SERVES, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok();
+        if asked && !self.timers.clock().is_paused() {
             self.share_out();
         }
     }
@@ -251,10 +259,7 @@ impl Core {
     /// all of them here, and a task moves only when its core cannot run it). Every live task
     /// is woken for it (one spurious poll each, once per return). Returns how many moved.
     fn share_out(&self) -> usize {
-        super::shutdown::Owner::wake_live(self);
-        let mut runnable: Vec<Runnable> = self.queue().drain(..).collect();
-        runnable.extend(self.shared.spill.take_all(self.peers.backlogs()));
-        self.spilled.set(0);
+        let runnable = self.every_live_task();
         let me = self.id().index;
         let targets: Vec<_> = (self.peers.others(me))
             .filter(|c| c.takes_placed_work())
@@ -267,9 +272,7 @@ impl Core {
                 Some(target)
                     if task.metadata().movable() && target.load() + 1 < self.shared.load() =>
                 {
-                    super::load::move_tasks(&self.shared.load, true, &target.load, false, 1);
-                    task.metadata().set_home(target.id.key());
-                    target.schedule_remote(task);
+                    self.move_to(task, target);
                     moved += 1;
                 }
                 _ => self.queue().push_back(task),
@@ -280,16 +283,29 @@ impl Core {
         moved
     }
 
+    /// Every live task of the core, runnable: woken here first (a second wake of a queued
+    /// task does nothing), then taken from its queues.
+    fn every_live_task(&self) -> Vec<Runnable> {
+        super::shutdown::Owner::wake_live(self);
+        let mut runnable: Vec<Runnable> = self.queue().drain(..).collect();
+        runnable.extend(self.shared.spill.take_all(self.peers.backlogs()));
+        self.spilled.set(0);
+        runnable
+    }
+
+    /// Moves `task` to `target`: its count goes with it, before it can run (and finish) there.
+    fn move_to(&self, task: Runnable, target: &Arc<Shared>) {
+        super::load::move_tasks(&self.shared.load, true, &target.load, false, 1);
+        task.metadata().set_home(target.id.key());
+        target.schedule_remote(task);
+    }
+
     /// Hands every `Send` task of the core on to the cores that take work, in turn: the
     /// runnable ones now, the waiting ones woken here first (a wake of a task whose core does
     /// not take work moves it, with its streams and timers at its next poll). Returns how many
     /// moved.
     fn hand_on(&self) -> usize {
-        // Every live task, queued here (a second wake of a queued task does nothing).
-        super::shutdown::Owner::wake_live(self);
-        let mut runnable: Vec<Runnable> = self.queue().drain(..).collect();
-        runnable.extend(self.shared.spill.take_all(self.peers.backlogs()));
-        self.spilled.set(0);
+        let runnable = self.every_live_task();
         // The cores that run, in turn.
         let me = self.id().index;
         let mut targets: Vec<_> = (self.peers.others(me))
@@ -305,11 +321,7 @@ impl Core {
                 self.queue().push_back(task);
                 continue;
             }
-            let target = Arc::clone(targets[moved % targets.len()]);
-            // Its count goes with it, before it can run (and finish) there.
-            super::load::move_tasks(&self.shared.load, true, &target.load, false, 1);
-            task.metadata().set_home(target.id.key());
-            target.schedule_remote(task);
+            self.move_to(task, targets[moved % targets.len()]);
             moved += 1;
         }
         let placed = &self.counters.placed;
@@ -328,15 +340,14 @@ impl Shared {
             .iter()
             .filter(|c| c.id != self.id && c.takes_placed_work());
         for other in others {
-            other.share_out.store(true, Ordering::Relaxed);
-            other.notify_now();
+            // Only a core that serves: one that stepped back meanwhile keeps its word.
+            let asked = (other.yielded)
+                .compare_exchange(SERVES, SHARE_OUT, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok();
+            if asked {
+                other.notify_now();
+            }
         }
-    }
-
-    /// Whether a core that serves again asked for a share of this core's tasks (asked once).
-    #[inline]
-    pub(crate) fn take_share_out(&self) -> bool {
-        self.share_out.load(Ordering::Relaxed) && self.share_out.swap(false, Ordering::Relaxed)
     }
 
     /// Thief side (`thief`, an idle core, on its thread), once this core has been seen stuck

@@ -13,7 +13,7 @@
 
 use std::task::Waker;
 
-use crate::sync::{lock, AtomicBool, Mutex, Ordering};
+use crate::sync::{lock, Mutex};
 
 /// The wakers of the accept loops watching one core.
 #[derive(Default)]
@@ -23,12 +23,12 @@ pub(crate) struct ServeWatch {
 }
 
 impl ServeWatch {
-    /// Sets `flag` to `value` under the lock; then, if `wake`, wakes every watcher (each loop
-    /// looks again, and registers again if it still watches).
-    pub(crate) fn store(&self, flag: &AtomicBool, value: bool, wake: bool) {
+    /// Makes `change` under the lock; then, if `wake`, wakes every watcher (each loop looks
+    /// again, and registers again if it still watches).
+    pub(crate) fn store(&self, change: impl FnOnce(), wake: bool) {
         let woken = {
             let mut watchers = lock(&self.watchers);
-            flag.store(value, Ordering::Relaxed);
+            change();
             if !wake {
                 return;
             }
@@ -39,14 +39,14 @@ impl ServeWatch {
         }
     }
 
-    /// Registers `waker` (once), then reads `flag`, under the lock: a later change that wakes
+    /// Registers `waker` (once), then makes `look`, under the lock: a later change that wakes
     /// wakes `waker`.
-    pub(crate) fn load_watching(&self, flag: &AtomicBool, waker: &Waker) -> bool {
+    pub(crate) fn load_watching<R>(&self, waker: &Waker, look: impl FnOnce() -> R) -> R {
         let mut watchers = lock(&self.watchers);
         if !watchers.iter().any(|w| w.will_wake(waker)) {
             watchers.push(waker.clone());
         }
-        flag.load(Ordering::Relaxed)
+        look()
     }
 
     /// Unregisters `waker` (a loop that ended).
@@ -58,7 +58,7 @@ impl ServeWatch {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use std::sync::atomic::AtomicUsize;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     use std::sync::Arc;
     use std::task::Wake;
 
@@ -79,19 +79,20 @@ mod tests {
         for l in &loops {
             // Twice each: registered once.
             let waker = Waker::from(l.clone());
-            assert!(!watch.load_watching(&flag, &waker));
-            assert!(!watch.load_watching(&flag, &waker));
+            assert!(!watch.load_watching(&waker, || flag.load(Ordering::SeqCst)));
+            assert!(!watch.load_watching(&waker, || flag.load(Ordering::SeqCst)));
         }
-        watch.store(&flag, false, false);
+        watch.store(|| flag.store(false, Ordering::SeqCst), false);
         assert!(loops.iter().all(|l| l.0.load(Ordering::SeqCst) == 0));
         watch.forget(&Waker::from(loops[2].clone()));
-        watch.store(&flag, true, true);
+        watch.store(|| flag.store(true, Ordering::SeqCst), true);
         let woken: Vec<usize> = loops.iter().map(|l| l.0.load(Ordering::SeqCst)).collect();
         assert_eq!(
             woken,
             [1, 1, 0],
             "every watcher once, a forgotten one never"
         );
-        assert!(watch.load_watching(&flag, &Waker::from(loops[0].clone())));
+        assert!(watch.load_watching(&Waker::from(loops[0].clone()), || flag
+            .load(Ordering::SeqCst)));
     }
 }
