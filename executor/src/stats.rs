@@ -158,6 +158,11 @@ counters! {
     /// run or block a threshold of its own is reported as a stall too. Counted by the watchdog
     /// thread; published with the other counters.
     preemptions,
+    /// Times the core, waking, woke the stall detector's watchdog, which sleeps while every
+    /// core does (a futex wake on the core's thread). The watchdog lies down only after a
+    /// whole check period in which no core polled, so a core that wakes often (a timer every
+    /// millisecond) leaves it awake at its own pace and pays none.
+    watchdog_rouses,
     /// Task futures (or their outputs) whose destructor panicked when the core dropped them
     /// (abort, shutdown, a detached task's end); where a handle waits, it gets the panic.
     drop_panics,

@@ -439,3 +439,37 @@ fn a_core_thread_kept_off_its_cpu_is_a_preemption_not_a_stall() {
     assert_eq!(stats.total.stalls, 0);
     assert!(stats.cores[1].preemptions >= 1, "{:?}", stats.cores[1]);
 }
+
+#[test]
+fn a_core_woken_every_millisecond_leaves_the_watchdog_awake_and_an_idle_one_lets_it_sleep() {
+    let _serial = serial();
+    let (rt, _reports) = recording(1, Some(Duration::from_millis(25)));
+    let rouses = || rt.stats().cores[0].watchdog_rouses;
+    rt.block_on(async {
+        // Let the watchdog see a quiet period first: it lies down.
+        tickless::time::sleep(Duration::from_millis(200)).await;
+    });
+    let before = rouses();
+    assert!(
+        before >= 1,
+        "the idle runtime's watchdog slept, and the core's wake rang it"
+    );
+    rt.block_on(async {
+        // About a second of 1 ms timers: the core is idle at almost every check (every
+        // 12.5 ms), and polls between any two. Each check used to lie down, and the next
+        // wake to ring the watchdog awake: about 80 rouses.
+        for _ in 0..600 {
+            tickless::time::sleep(Duration::from_millis(1)).await;
+        }
+    });
+    let busy = rouses() - before;
+    assert!(
+        busy <= 15,
+        "{busy} rouses while the core woke every millisecond"
+    );
+    rt.block_on(tickless::time::sleep(Duration::from_millis(200)));
+    assert!(
+        rouses() > before + busy,
+        "idle again: the watchdog slept again"
+    );
+}

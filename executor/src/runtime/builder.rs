@@ -983,7 +983,8 @@ impl Builder {
             let cores = rt.shared.clone();
             let duties = Duties {
                 harvest: self.core.harvest_after.is_some(),
-                yield_when_crowded: self.core.yield_when_crowded,
+                // One core has no other to leave its work to: nothing to read.
+                yield_when_crowded: self.core.yield_when_crowded && n > 1,
             };
             rt.watchdog = Some(Watchdog::start(
                 cores, kennel, threshold, hook, allowed, duties,

@@ -26,12 +26,18 @@
 //!
 //! While some core runs, the watchdog wakes every half threshold: 80 wakeups a second at the
 //! default 25 ms, on one thread, that read one cache line per core. When a check finds every
-//! core idle (parked in epoll, or, core 0, not run by any thread), it parks until a core wakes
-//! (see `worker::watch::Kennel`): an idle runtime costs no wakeup at all, and a core that
+//! core idle (parked in epoll, or, core 0, not run by any thread) and no core has polled
+//! anything since the check before, it parks until a core wakes (see `worker::watch::Kennel`):
+//! an idle runtime costs no wakeup at all (one more check after its last poll), and a core that
 //! wakes pays one fence and one load, plus one futex wake for the first core to wake after
-//! the watchdog parked.
+//! the watchdog parked (`CoreStats::watchdog_rouses`). The whole quiet period is what keeps a
+//! core that wakes often from paying that futex wake at every check: a runtime woken by a
+//! timer every millisecond is idle at almost every check, and before this rule it rang the
+//! watchdog awake after each (a second wakeup of the watchdog's, and a system call on the
+//! core's thread, per check).
 
 use std::io;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
@@ -141,15 +147,19 @@ fn watch(
     let signal = trace::install();
     let period = (threshold / 2).max(Duration::from_micros(100));
     let mut seen = vec![Seen::default(); cores.len()];
+    // Each core's poll word at the last check: unchanged, the core polled nothing since.
+    let mut words = vec![0u64; cores.len()];
     while !kennel.stopped() {
         thread::park_timeout(period);
         if kennel.stopped() {
             break;
         }
         let now = Instant::now();
-        let mut idle = true;
+        let (mut idle, mut quiet) = (true, true);
         for (index, (shared, seen)) in cores.iter().zip(seen.iter_mut()).enumerate() {
             idle &= is_idle(shared);
+            let word = shared.watch.poll_word().load(Ordering::Relaxed);
+            quiet &= std::mem::replace(&mut words[index], word) == word;
             let (poll, polled) = shared.watch.sample();
             if poll == 0 || !shared.watch.is_active() {
                 *seen = Seen {
@@ -220,7 +230,12 @@ fn watch(
             call_caught(|| hook(&report));
         }
         if idle {
-            sleep_while_idle(cores, kennel);
+            // Only after a whole period without a poll: a core that wakes more often than
+            // that (a timer every millisecond) would otherwise rouse the watchdog at each of
+            // its checks, a futex wake on the core's thread and a second wakeup here.
+            if quiet {
+                sleep_while_idle(cores, kennel);
+            }
         } else if let Some(crowding) = crowding.as_mut() {
             crowding.check(cores, now);
         }

@@ -68,13 +68,16 @@ impl Kennel {
         self.unpark();
     }
 
-    /// Core side, after it publishes that it runs: wakes the watchdog if it sleeps.
+    /// Core side, after it publishes that it runs: wakes the watchdog if it sleeps. Whether
+    /// it did (this core took `asleep`, and unparked the thread).
     #[inline]
-    pub(crate) fn rouse(&self) {
+    pub(crate) fn rouse(&self) -> bool {
         fence(Ordering::SeqCst);
         if self.asleep.load(Ordering::Relaxed) && self.asleep.swap(false, Ordering::AcqRel) {
             self.unpark();
+            return true;
         }
+        false
     }
 
     /// Unparks the watchdog's thread, if it has attached (out of line: the first core to

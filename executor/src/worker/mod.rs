@@ -610,6 +610,7 @@ impl Core {
             task_panics: c.task_panics.get(),
             stalls: self.shared.watch.stalls(),
             preemptions: self.shared.watch.preemptions(),
+            watchdog_rouses: self.shared.watch.rouses(),
             drop_panics: self.caught.drops(),
             wake_panics: self.caught.wakes() + io.waker_panics,
             alive_tasks: self.tasks.borrow().len() as u64,

@@ -86,6 +86,8 @@ pub struct Watch {
     stalls: AtomicU64,
     /// Polls past the threshold whose thread was preempted (`stall::sched`), not reported.
     preemptions: AtomicU64,
+    /// Times the core woke the watchdog from its kennel.
+    rouses: AtomicU64,
     /// The runtime's task hooks; `None` when none is set (then a poll checks one word).
     pub(crate) hooks: Option<Arc<Hooks>>,
     /// Where the stall detector's watchdog sleeps; `None` with the detector off.
@@ -119,7 +121,9 @@ impl Watch {
             return;
         }
         if let Some(kennel) = &self.kennel {
-            kennel.rouse();
+            if kennel.rouse() {
+                self.rouses.fetch_add(1, Ordering::Relaxed);
+            }
         }
     }
 
@@ -198,6 +202,11 @@ impl Watch {
     /// Preempted polls counted so far.
     pub(crate) fn preemptions(&self) -> u64 {
         self.preemptions.load(Ordering::Relaxed)
+    }
+
+    /// Times the core woke the watchdog so far.
+    pub(crate) fn rouses(&self) -> u64 {
+        self.rouses.load(Ordering::Relaxed)
     }
 
     /// A poll starts (the word becomes odd).
