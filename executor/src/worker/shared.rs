@@ -515,18 +515,29 @@ impl<U: Unpark> Shared<U> {
         self.driven.load(Ordering::Relaxed) && !self.stop.load(Ordering::Relaxed)
     }
 
+    /// For the loom models: the `yielded` word.
+    #[cfg(loom)]
+    pub fn yielded_word(&self) -> usize {
+        self.yielded.load(Ordering::Relaxed)
+    }
+
     /// Whether the core steps back because the CPUs are crowded (see `yielded`).
     #[inline]
-    pub(crate) fn is_yielded(&self) -> bool {
+    pub fn is_yielded(&self) -> bool {
         self.yielded.load(Ordering::Relaxed) == STEPPED_BACK
     }
 
     /// The watchdog's decision (`runtime::crowding`): the core steps back, or serves again;
-    /// the accept loops that watch it woken.
+    /// the accept loops that watch it woken. A swap, not a store: the word's other writers are
+    /// compare-exchanges (`serve_again`, `take_share_out`), and loom 0.7.3 lets those read past
+    /// a plain store (tokio-rs/loom#389: `loom-tests/tests/share_out.rs` saw a step back
+    /// undone); a read-modify-write is ordered among them as the memory model orders it anyway.
     pub fn set_yielded(&self, yielded: bool) {
         let word = if yielded { STEPPED_BACK } else { SERVES };
-        self.serve_watch
-            .store(|| self.yielded.store(word, Ordering::Relaxed), true);
+        let change = || {
+            self.yielded.swap(word, Ordering::Relaxed);
+        };
+        self.serve_watch.store(change, true);
     }
 
     /// An accept loop's look (see `serve_watch`): whether the core stepped back; `waker` is

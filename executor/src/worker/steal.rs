@@ -22,7 +22,7 @@ use crate::sync::Ordering;
 
 use super::load::move_tasks;
 use super::runq::take_unless;
-use super::shared::{Due, Peers, Runnable, Shared, SERVES, SHARE_OUT, STEPPED_BACK};
+use super::shared::{Due, Peers, Runnable, Shared, Unpark, SERVES, SHARE_OUT, STEPPED_BACK};
 use super::Core;
 
 impl Core {
@@ -245,11 +245,7 @@ impl Core {
                 self.hand_on();
             }
         }
-        // Asked once: a step back in between overrides the request.
-        let asked = (self.shared.yielded)
-            .compare_exchange(SHARE_OUT, SERVES, Ordering::Relaxed, Ordering::Relaxed)
-            .is_ok();
-        if asked && !self.timers.clock().is_paused() {
+        if self.shared.take_share_out() && !self.timers.clock().is_paused() {
             self.share_out();
         }
     }
@@ -330,10 +326,10 @@ impl Core {
     }
 }
 
-impl Shared {
+impl<U: Unpark> Shared<U> {
     /// The core serves again after stepping back: every other core of `cores` that takes work
     /// hands it a share of its `Send` tasks (stepping back moved them all away), woken to do so.
-    pub(crate) fn serve_again(&self, cores: &[Arc<Self>]) {
+    pub fn serve_again(&self, cores: &[Arc<Self>]) {
         self.set_yielded(false);
         self.notify_now();
         let others = cores
@@ -350,6 +346,25 @@ impl Shared {
         }
     }
 
+    /// Core side (`Core::follow_yield`, at its idle transitions and fairness polls): whether a
+    /// core that serves again asked this one to share its tasks out ([`serve_again`]), taking
+    /// the request. Asked once: a step back in between overrides it (the word is then
+    /// `STEPPED_BACK`, which this leaves).
+    ///
+    /// The request's word is written before the asking core's notify, whose read-modify-write
+    /// on the inbox's word orders it before this core's clearing of `DIRTY` (or makes its
+    /// attempt to sleep fail): a core that looked before the request turns again, and its next
+    /// look sees it (`loom-tests/tests/share_out.rs`).
+    ///
+    /// [`serve_again`]: Self::serve_again
+    pub fn take_share_out(&self) -> bool {
+        (self.yielded)
+            .compare_exchange(SHARE_OUT, SERVES, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+    }
+}
+
+impl Shared {
     /// Thief side (`thief`, an idle core, on its thread), once this core has been seen stuck
     /// (its poll word unchanged for `steal_after` with tasks queued behind): takes every
     /// runnable `Send` task it has, from its run queue (`worker::runq`, unless its thread is
