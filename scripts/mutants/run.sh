@@ -75,11 +75,11 @@ HARVEST_FILES=('executor/src/worker/harvest.rs')
 HARVEST_TESTS=(--lib rt_harvest)
 # --- crowding: stepping back from crowded CPUs (crowding.rs: the rule, its work probe, serving
 # again), the accept loops' watch of whether a core serves (serve_watch.rs) and the listener
-# hand-over (accept.rs), against the library's tests (the rule's unit tests) and the tests that
-# step a core back on cue.
+# hand-over (accept.rs), against the library's tests (the rule's unit tests), the tests that
+# step a core back on cue, and those of a server's stop and of a leaking shutdown's listeners.
 CROWDING_FILES=('executor/src/runtime/crowding.rs' 'executor/src/worker/shared/serve_watch.rs'
     'executor/src/serve/accept.rs')
-CROWDING_TESTS=(--lib net_serve rt_books)
+CROWDING_TESTS=(--lib net_serve net_serve_stop rt_books rt_send)
 # -----------------------------------------------------------------------------------------------
 
 # Proptest cases per property under mutation: a tenth of the default runs, enough to catch the
