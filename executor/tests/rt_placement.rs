@@ -13,6 +13,19 @@ use tickless::net::{TcpListener, TcpStream};
 use tickless::runtime::{Builder, Placement};
 use tickless::Runtime;
 
+/// A runtime of `cores` cores that places tasks and then leaves them where they are: no
+/// stealing, no harvest, no step back from crowded CPUs. These tests locate tasks by core; on a
+/// loaded machine (CI's, two vCPUs shared with the build) those movers may legitimately take a
+/// task whose core's thread waits for a CPU, which `rt_books` and `rt_harvest` test.
+fn placing_only(cores: usize) -> io::Result<Runtime> {
+    Builder::new()
+        .cores(cores)
+        .steal_after(None)
+        .harvest_after(None)
+        .yield_when_crowded(false)
+        .build()
+}
+
 /// Connections in the spread test.
 const CONNECTIONS: usize = 100;
 
@@ -117,7 +130,7 @@ fn with_local_placement_every_connection_stays_on_the_accepting_core() -> io::Re
 
 #[test]
 fn an_accepted_stream_registers_with_the_core_that_first_polls_it() -> io::Result<()> {
-    let rt = Builder::new().cores(2).build()?;
+    let rt = placing_only(2)?;
     let std_listener = std::net::TcpListener::bind("127.0.0.1:0")?;
     let addr = std_listener.local_addr()?;
     let client = std::thread::spawn(move || -> io::Result<String> {
@@ -169,7 +182,7 @@ fn an_accepted_stream_registers_with_the_core_that_first_polls_it() -> io::Resul
 
 #[test]
 fn a_spawn_that_follows_no_accept_stays_on_its_core_however_loaded() -> io::Result<()> {
-    let rt = Builder::new().cores(2).build()?;
+    let rt = placing_only(2)?;
     // Core 1 carries many live tasks, core 0 none: a plain spawn on core 1 still stays there.
     let cores = rt
         .handle(1)
@@ -194,7 +207,7 @@ fn a_spawn_that_follows_no_accept_stays_on_its_core_however_loaded() -> io::Resu
 
 #[test]
 fn a_connection_that_spawns_a_writer_keeps_it_on_its_core() -> io::Result<()> {
-    let rt = Builder::new().cores(2).build()?;
+    let rt = placing_only(2)?;
     let std_listener = std::net::TcpListener::bind("127.0.0.1:0")?;
     let addr = std_listener.local_addr()?;
     let client = std::thread::spawn(move || -> io::Result<Vec<String>> {
@@ -249,7 +262,7 @@ fn a_connection_that_spawns_a_writer_keeps_it_on_its_core() -> io::Result<()> {
 
 #[test]
 fn a_spawn_in_a_later_poll_than_the_accept_stays_on_its_core() -> io::Result<()> {
-    let rt = Builder::new().cores(2).build()?;
+    let rt = placing_only(2)?;
     let core = rt.block_on(async {
         // Core 0 is the more loaded: a spawn that followed an accept would go to core 1.
         let parked = tickless::task::spawn_local(std::future::pending::<()>());
@@ -284,7 +297,7 @@ async fn accept_and_spawn(listener: &TcpListener) -> io::Result<usize> {
 
 #[test]
 fn a_spawn_after_an_accept_goes_to_the_less_loaded_core_and_a_tie_stays() -> io::Result<()> {
-    let rt = Builder::new().cores(2).build()?;
+    let rt = placing_only(2)?;
     let cores = rt.block_on(async {
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         // Both cores carry nothing: a tie, the task stays.
@@ -370,7 +383,7 @@ fn no_connection_is_placed_on_core_0_while_no_thread_is_in_block_on() -> io::Res
 /// its share of the connections (placement counts core 0 as running while it is driven).
 #[test]
 fn connections_are_placed_on_core_0_while_a_thread_is_in_block_on() -> io::Result<()> {
-    let rt = Builder::new().cores(2).build()?;
+    let rt = placing_only(2)?;
     let std_listener = std::net::TcpListener::bind("127.0.0.1:0")?;
     let addr = std_listener.local_addr()?;
     let connections = 20;
