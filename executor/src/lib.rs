@@ -160,12 +160,10 @@ pub mod __private {
     /// CPUs are crowded: for tests, which cannot crowd the CPUs on cue. Core 0 never steps back
     /// on its own; this does not check.
     pub fn step_back(core: &crate::Handle, stepped_back: bool) {
-        let shared = core.shared();
         if stepped_back {
-            shared.set_yielded(true);
-            shared.notify_now();
+            core.shared().step_back();
         } else if let Some(cores) = core.peers().all() {
-            shared.serve_again(cores);
+            core.shared().serve_again(cores);
         }
     }
 }

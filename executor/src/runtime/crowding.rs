@@ -279,8 +279,7 @@ impl Crowding {
         }
         self.changed = Some((now, yielded));
         if yielded {
-            cores[index].set_yielded(true);
-            cores[index].notify_now();
+            cores[index].step_back();
         } else {
             cores[index].serve_again(cores);
         }

@@ -327,6 +327,14 @@ impl Core {
 }
 
 impl<U: Unpark> Shared<U> {
+    /// The core steps back from serving (the watchdog's decision, `runtime::crowding`), woken
+    /// to hand its `Send` tasks on (`Core::follow_yield`); [`serve_again`](Self::serve_again)
+    /// undoes it.
+    pub(crate) fn step_back(&self) {
+        self.set_yielded(true);
+        self.notify_now();
+    }
+
     /// The core serves again after stepping back: every other core of `cores` that takes work
     /// hands it a share of its `Send` tasks (stepping back moved them all away), woken to do so.
     pub fn serve_again(&self, cores: &[Arc<Self>]) {
